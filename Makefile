@@ -1,0 +1,125 @@
+# parnet: one non-recursive Makefile.
+#   make                  library lib/libparnet.a and every program in bin/
+#   make test             unit, program and recipe tests; last line "N passed, N failed"
+#   make SAN=address,undefined test    the same under sanitizers (objects in build/san)
+#   make fuzz             libFuzzer targets for every reader (clang), in build/fuzz/
+#   make CUDA=1           adds the GPU backend (nvcc, cuBLAS) from src/cuda/
+#   make DEBUG=1          -O0 -g
+CUDA ?= 0
+DEBUG ?= 0
+SAN ?=
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+
+CC ?= cc
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow -pthread -Isrc
+ifeq ($(DEBUG),1)
+  OPT := -O0 -g
+else
+  OPT := -O2 -g -march=x86-64-v2
+endif
+LDLIBS := -lopenblas -lz -lpthread -lm
+
+ifneq ($(SAN),)
+  # Sanitized objects live apart so a sanitizer run never mixes with a normal build.
+  BUILD := build/san
+  BIN := build/san/bin
+  LIB := build/san/lib
+  OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=$(SAN) -fno-sanitize-recover=all
+  LDFLAGS += -fsanitize=$(SAN)
+else
+  BUILD := build/obj
+  BIN := bin
+  LIB := lib
+endif
+
+ifeq ($(CUDA),1)
+  CFLAGS_CUDA := -DHAVE_CUDA=1 -I$(CUDA_HOME)/include
+  LDLIBS += -L$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+  BUILD := $(BUILD)-cuda
+endif
+
+CFLAGS += $(CFLAGS_BASE) $(OPT) $(CFLAGS_CUDA) -MMD -MP
+
+# Layers, lowest first (STYLE.md §2): a module includes only its own layer or lower ones.
+MODULES := base matrix cuda io nnet train
+LIB_SRC := $(foreach m,$(MODULES),$(wildcard src/$(m)/*.c))
+LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
+CU_SRC := $(if $(filter 1,$(CUDA)),$(wildcard src/cuda/*.cu))
+CU_OBJ := $(CU_SRC:src/%.cu=$(BUILD)/%.cu.o)
+PROG_SRC := $(filter-out src/bin/nnet-train-mpi.c,$(wildcard src/bin/*.c))
+PROGS := $(PROG_SRC:src/bin/%.c=$(BIN)/%)
+UNIT_SRC := $(wildcard tests/unit/*-test.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz-*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
+LIBA := $(LIB)/libparnet.a
+
+# The MPI trainer is built only where Open MPI's compiler wrapper exists.
+MPICC := $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+  ifneq ($(wildcard src/bin/nnet-train-mpi.c),)
+    PROGS += $(BIN)/nnet-train-mpi
+  endif
+endif
+
+.PHONY: all test fuzz clean features check-cuda
+all: features $(PROGS) $(UNIT_BIN)
+
+features:
+	@echo "parnet: nvcc $(if $(wildcard $(NVCC)),found at $(NVCC),not found)$(if $(filter 1,$(CUDA)), (CUDA=1: GPU backend on), (GPU backend off; make CUDA=1))"
+	@echo "parnet: mpicc $(if $(MPICC),found (nnet-train-mpi built),not found (nnet-train-mpi skipped))"
+
+# Rebuild everything when the flags change.
+STAMP := $(BUILD)/flags.stamp
+$(STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS)' > $@
+FORCE:
+
+$(BUILD)/%.o: src/%.c $(STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/%.cu.o: src/%.cu $(STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 -Isrc -DHAVE_CUDA=1 -c $< -o $@
+
+$(LIBA): $(LIB_OBJ) $(CU_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN)/%: $(BUILD)/bin/%.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -pthread $< $(LIBA) $(LDLIBS) -o $@
+
+$(BUILD)/bin/nnet-train-mpi.o: src/bin/nnet-train-mpi.c $(STAMP)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) -DHAVE_MPI=1 -c $< -o $@
+$(BIN)/nnet-train-mpi: $(BUILD)/bin/nnet-train-mpi.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(LDFLAGS) -pthread $< $(LIBA) $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) $< $(LIBA) $(LDLIBS) -o $@
+
+test: all
+	@PARNET_BIN=$(abspath $(BIN)) PARNET_UNIT=$(abspath $(BUILD)/tests) bash tests/run-tests.sh
+
+# libFuzzer targets: the library is compiled again with clang and coverage instrumentation.
+FUZZ_CFLAGS := $(CFLAGS_BASE) -O1 -g -fsanitize=fuzzer,address,undefined
+FUZZ_LIB_SRC := $(foreach m,base matrix io nnet,$(wildcard src/$(m)/*.c))
+fuzz: $(FUZZ_BIN)
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) $< $(FUZZ_LIB_SRC) $(LDLIBS) -o $@
+
+check-cuda:
+	$(MAKE) CUDA=1 all
+
+clean:
+	rm -rf build bin lib
+
+-include $(LIB_OBJ:.o=.d) $(PROG_SRC:src/%.c=$(BUILD)/%.d)
+.SECONDARY:

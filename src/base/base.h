@@ -1,0 +1,121 @@
+/* base: logging, errors, assertions, option parsing, random numbers, timers, memory.
+ *
+ * The lowest layer of parnet; everything else includes it.
+ *
+ * Logging (Kaldi's shape, always on stderr; stdout is for data):
+ *     LOG (nnet-train[0.1]:main():nnet-train.c:88) message
+ *     WARNING (...) / ERROR (...) / VLOG[2] (...)
+ *   log_set_program(argv[0]) once in main; VLOG(n, ...) prints when n <= log_verbose.
+ *
+ * Errors, three tiers (STYLE.md §9):
+ *   - a programmer bug: ASSERT(cond) prints file:line and abort()s;
+ *   - bad input inside the library: error_set() records one message for this thread and returns -1;
+ *     callers add context with error_wrap() ("file 'x': key 'k': " + reason) and pass -1 up.
+ *     Library readers never exit, so fuzzers and tests can reach every error path;
+ *   - in main: die("cannot read '%s': %s", name, error_get()) prints the ERROR line once, exits 1.
+ *
+ * Memory: xmalloc/xcalloc/xrealloc abort on exhaustion (an OOM is not bad input). Readers must check
+ * sizes from files against what is left before allocating (STYLE.md §7).
+ *
+ * Options: a table of struct option_spec, parsed by options_parse(), which understands
+ *   --name=value, bare --flag (booleans), --config=FILE (lines "--name=value", '#' comments),
+ *   --help, --verbose=N, --print-args[=bool], and "--" ends options. A short option ("-x") or an
+ *   unknown --name is a usage error: the usage text is printed and the program exits 2.
+ *
+ * Random numbers: struct rng holds its whole state (xoshiro128**, seeded by splitmix64), so every
+ * random stream is reproducible from a seed and threads never share hidden state. Never libc rand().
+ */
+#ifndef PARNET_BASE_BASE_H
+#define PARNET_BASE_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define PARNET_VERSION "0.1"
+
+/* ---- logging ---- */
+enum log_level { LOG_LEVEL_ERROR = -2, LOG_LEVEL_WARNING = -1, LOG_LEVEL_INFO = 0 };
+
+extern int log_verbose; /* --verbose=N */
+
+void log_set_program(const char *argv0);
+const char *log_program(void);
+void log_message(int level, const char *func, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+_Noreturn void log_die(const char *func, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#define LOG(...) log_message(LOG_LEVEL_INFO, __func__, __FILE__, __LINE__, __VA_ARGS__)
+#define WARN(...) log_message(LOG_LEVEL_WARNING, __func__, __FILE__, __LINE__, __VA_ARGS__)
+#define VLOG(n, ...) \
+    do { \
+        if ((n) <= log_verbose) log_message((n), __func__, __FILE__, __LINE__, __VA_ARGS__); \
+    } while (0)
+/* Print an ERROR line and exit(1). For main() only: the library reports with error_set(). */
+#define die(...) log_die(__func__, __FILE__, __LINE__, __VA_ARGS__)
+
+_Noreturn void assert_fail(const char *cond, const char *func, const char *file, int line);
+#define ASSERT(c) ((c) ? (void)0 : assert_fail(#c, __func__, __FILE__, __LINE__))
+
+/* ---- errors (thread-local, one message) ---- */
+/* Record a message and return -1, so that "return error_set(...);" reads naturally. */
+int error_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prepend context to the current message ("key 'k': " + old); returns -1. */
+int error_wrap(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *error_get(void);
+void error_clear(void);
+
+/* ---- memory ---- */
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+/* ---- options ---- */
+enum option_type { OPT_BOOL, OPT_INT, OPT_FLOAT, OPT_DOUBLE, OPT_STRING };
+
+struct option_spec {
+    const char *name;  /* without the dashes: "minibatch-size" */
+    enum option_type type;
+    void *value;       /* int* (OPT_BOOL, OPT_INT), float*, double*, const char ** (OPT_STRING) */
+    const char *help;
+};
+
+/* Parse options out of argv; on return argv[0..*argc) holds the program name and positional
+ * arguments only. usage is printed for --help (exit 0) and on usage errors (exit 2). Also handles
+ * the built-ins listed above and echoes the command line to stderr unless --print-args=false.
+ * String values point into argv or into storage that lives until exit. */
+void options_parse(int *argc, char **argv, const char *usage, const struct option_spec *specs,
+                   int num_specs);
+/* Print usage and the option table, then exit(2). For a wrong positional count. */
+_Noreturn void options_usage_exit(const char *usage, const struct option_spec *specs,
+                                  int num_specs);
+/* Parse helpers shared with config-line parsing elsewhere; return 0 or -1 (error_set). */
+int parse_bool(const char *s, int *out);
+int parse_int(const char *s, int *out);
+int parse_float(const char *s, float *out);
+int parse_double(const char *s, double *out);
+
+/* ---- random numbers ---- */
+struct rng {
+    uint32_t s[4];
+    int have_gauss;
+    float gauss;
+};
+
+void rng_seed(struct rng *r, uint64_t seed);
+uint32_t rng_u32(struct rng *r);
+/* Uniform in [0, n), n > 0, without modulo bias. */
+uint32_t rng_below(struct rng *r, uint32_t n);
+/* Uniform in [0, 1). */
+double rng_uniform(struct rng *r);
+/* Standard normal (Box–Muller). */
+float rng_gauss(struct rng *r);
+/* Fisher–Yates shuffle of n elements of the given size. */
+void rng_shuffle(struct rng *r, void *base, size_t n, size_t size);
+
+/* ---- timers ---- */
+double time_now(void); /* seconds, monotonic */
+
+#endif

@@ -1,0 +1,225 @@
+/* Kaldi's ParseOptions in C: a table of options, --name=value syntax, --config files. */
+#include "base/base.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int parse_bool(const char *s, int *out) {
+    if (!strcmp(s, "true") || !strcmp(s, "t") || !strcmp(s, "1")) *out = 1;
+    else if (!strcmp(s, "false") || !strcmp(s, "f") || !strcmp(s, "0")) *out = 0;
+    else return error_set("invalid boolean '%s' (use true or false)", s);
+    return 0;
+}
+
+int parse_int(const char *s, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < INT_MIN || v > INT_MAX)
+        return error_set("invalid integer '%s'", s);
+    *out = (int)v;
+    return 0;
+}
+
+int parse_double(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno == ERANGE || !isfinite(v)) return error_set("invalid number '%s'", s);
+    *out = v;
+    return 0;
+}
+
+int parse_float(const char *s, float *out) {
+    double v;
+    if (parse_double(s, &v)) return -1;
+    if (fabs(v) > 3.4e38) return error_set("number '%s' out of float range", s);
+    *out = (float)v;
+    return 0;
+}
+
+/* Built-in options every program shares. */
+static int opt_help, opt_print_args = 1;
+static const char *opt_config;
+
+static const struct option_spec builtin_specs[] = {
+    {"config", OPT_STRING, &opt_config, "Configuration file of --name=value lines"},
+    {"help", OPT_BOOL, &opt_help, "Print this help message"},
+    {"print-args", OPT_BOOL, &opt_print_args, "Echo the command line to stderr"},
+    {"verbose", OPT_INT, &log_verbose, "Verbose level (higher is more logging)"},
+};
+#define NUM_BUILTINS ((int)(sizeof builtin_specs / sizeof builtin_specs[0]))
+
+static const char *type_name(enum option_type t) {
+    switch (t) {
+    case OPT_BOOL: return "bool";
+    case OPT_INT: return "int";
+    case OPT_FLOAT: return "float";
+    case OPT_DOUBLE: return "double";
+    default: return "string";
+    }
+}
+
+static void print_default(FILE *f, const struct option_spec *s) {
+    switch (s->type) {
+    case OPT_BOOL: fprintf(f, "%s", *(int *)s->value ? "true" : "false"); break;
+    case OPT_INT: fprintf(f, "%d", *(int *)s->value); break;
+    case OPT_FLOAT: fprintf(f, "%g", *(float *)s->value); break;
+    case OPT_DOUBLE: fprintf(f, "%g", *(double *)s->value); break;
+    default: {
+        const char *v = *(const char **)s->value;
+        fprintf(f, "\"%s\"", v ? v : "");
+    }
+    }
+}
+
+static void print_usage(const char *usage, const struct option_spec *specs, int n) {
+    fprintf(stderr, "\n%s\n", usage);
+    fprintf(stderr, "Options:\n");
+    for (int i = 0; i < n; i++) {
+        fprintf(stderr, "  --%-24s : %s (%s, default = ", specs[i].name, specs[i].help,
+                type_name(specs[i].type));
+        print_default(stderr, &specs[i]);
+        fprintf(stderr, ")\n");
+    }
+    fprintf(stderr, "\nStandard options:\n");
+    for (int i = 0; i < NUM_BUILTINS; i++)
+        fprintf(stderr, "  --%-24s : %s (%s)\n", builtin_specs[i].name, builtin_specs[i].help,
+                type_name(builtin_specs[i].type));
+    fprintf(stderr, "\n");
+}
+
+void options_usage_exit(const char *usage, const struct option_spec *specs, int num_specs) {
+    print_usage(usage, specs, num_specs);
+    exit(2);
+}
+
+static const struct option_spec *find_spec(const char *name, size_t len,
+                                           const struct option_spec *specs, int n) {
+    for (int i = 0; i < n; i++)
+        if (strlen(specs[i].name) == len && !strncmp(specs[i].name, name, len)) return &specs[i];
+    for (int i = 0; i < NUM_BUILTINS; i++)
+        if (strlen(builtin_specs[i].name) == len && !strncmp(builtin_specs[i].name, name, len))
+            return &builtin_specs[i];
+    return NULL;
+}
+
+/* Set one option from "name[=value]" (no leading dashes). Returns 0, or -1 with error_set. */
+static int set_option(const char *arg, const struct option_spec *specs, int n) {
+    const char *eq = strchr(arg, '=');
+    size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+    /* Kaldi treats '_' and '-' alike in option names. */
+    char name[128];
+    if (len == 0 || len >= sizeof name) return error_set("invalid option '--%s'", arg);
+    for (size_t i = 0; i < len; i++) name[i] = arg[i] == '_' ? '-' : arg[i];
+    name[len] = '\0';
+    const struct option_spec *s = find_spec(name, len, specs, n);
+    if (!s) return error_set("unknown option '--%s'", name);
+    const char *value = eq ? eq + 1 : NULL;
+    if (!value) {
+        if (s->type != OPT_BOOL) return error_set("option '--%s' needs a value (--%s=...)", name, name);
+        *(int *)s->value = 1;
+        return 0;
+    }
+    int rc = 0;
+    switch (s->type) {
+    case OPT_BOOL: rc = parse_bool(value, (int *)s->value); break;
+    case OPT_INT: rc = parse_int(value, (int *)s->value); break;
+    case OPT_FLOAT: rc = parse_float(value, (float *)s->value); break;
+    case OPT_DOUBLE: rc = parse_double(value, (double *)s->value); break;
+    case OPT_STRING: *(const char **)s->value = value; break;
+    }
+    if (rc) return error_wrap("option '--%s': ", name);
+    return 0;
+}
+
+static int read_config(const char *path, const struct option_spec *specs, int n) {
+    FILE *f = fopen(path, "r");
+    if (!f) return error_set("cannot open config file '%s'", path);
+    char line[4096];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        char *p = line, *end;
+        while (*p == ' ' || *p == '\t') p++;
+        end = p + strlen(p);
+        while (end > p && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
+            *--end = '\0';
+        if (!*p) continue;
+        if (strncmp(p, "--", 2)) {
+            fclose(f);
+            return error_set("config file '%s' line %d: expected --name=value, got '%s'", path,
+                             lineno, p);
+        }
+        /* Values from a config file must outlive this buffer. */
+        if (set_option(xstrdup(p + 2), specs, n)) {
+            fclose(f);
+            return error_wrap("config file '%s' line %d: ", path, lineno);
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+static void print_args(int argc, char **argv) {
+    char buf[8192];
+    size_t used = 0;
+    for (int i = 0; i < argc && used < sizeof buf - 4; i++) {
+        int quote = strpbrk(argv[i], " \t|;&<>()$*?'\"") != NULL;
+        used += snprintf(buf + used, sizeof buf - used, quote ? "'%s' " : "%s ", argv[i]);
+    }
+    if (used > sizeof buf - 1) used = sizeof buf - 1;
+    if (used && buf[used - 1] == ' ') used--;
+    buf[used] = '\0';
+    fprintf(stderr, "%s\n", buf);
+}
+
+void options_parse(int *argc, char **argv, const char *usage, const struct option_spec *specs,
+                   int num_specs) {
+    log_set_program(argv[0]);
+    int orig_argc = *argc, out = 1, ended = 0;
+    char **orig = xmalloc(sizeof(char *) * (orig_argc + 1));
+    memcpy(orig, argv, sizeof(char *) * orig_argc);
+    /* --config is read first so that command-line options win, as in Kaldi. */
+    for (int i = 1; i < orig_argc; i++) {
+        if (!strcmp(argv[i], "--")) break;
+        if (!strncmp(argv[i], "--config=", 9)) {
+            if (read_config(argv[i] + 9, specs, num_specs)) {
+                fprintf(stderr, "%s: %s\n", log_program(), error_get());
+                exit(2);
+            }
+        }
+    }
+    for (int i = 1; i < orig_argc; i++) {
+        char *a = argv[i];
+        if (!ended && !strcmp(a, "--")) {
+            ended = 1;
+            continue;
+        }
+        if (!ended && a[0] == '-' && a[1] == '-' && a[2]) {
+            if (!strncmp(a, "--config=", 9)) continue;
+            if (set_option(a + 2, specs, num_specs)) {
+                fprintf(stderr, "%s: %s\n", log_program(), error_get());
+                options_usage_exit(usage, specs, num_specs);
+            }
+            continue;
+        }
+        if (!ended && a[0] == '-' && a[1] && a[1] != '-') {
+            fprintf(stderr, "%s: unknown option '%s' (options are --name=value)\n", log_program(), a);
+            options_usage_exit(usage, specs, num_specs);
+        }
+        argv[out++] = a;
+    }
+    if (opt_help) {
+        print_usage(usage, specs, num_specs);
+        exit(0);
+    }
+    if (opt_print_args) print_args(orig_argc, orig);
+    free(orig);
+    *argc = out;
+}

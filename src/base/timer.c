@@ -1,0 +1,9 @@
+#include "base/base.h"
+
+#include <time.h>
+
+double time_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}

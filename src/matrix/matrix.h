@@ -1,0 +1,208 @@
+/* matrix: float32 matrices and vectors, and every numeric operation the networks use.
+ *
+ * Layout. A matrix is row-major: element (r, c) lives at data[r * stride + c], stride >= cols.
+ * Owned matrices (matrix_init) are contiguous (stride == cols) so that a parameter block can be
+ * viewed as a matrix and back. A vector is contiguous.
+ *
+ * Ownership. *_init allocates (zeroed) and sets owns = 1; *_release frees only if owns, and is a
+ * no-op on a zeroed struct. Views (matrix_view, matrix_row, vector_range, matrix_from_vector, ...)
+ * are structs by value that never own: they are valid while their parent lives and is not resized.
+ *
+ * Device. `device` is MATRIX_CPU (0) or MATRIX_GPU (1). New storage goes to matrix_default_device
+ * (set once at start-up by the device-selection code; CPU unless a GPU was chosen), or to an
+ * explicit device with *_init_on. Code outside this module never dereferences `data` of a matrix
+ * that may live on the GPU: it uses the operations below, and moves data to or from the host with
+ * matrix_copy (works across devices), matrix_to_host / matrix_from_host. Every BLAS/cuBLAS call
+ * is reached from this module only; the #if HAVE_CUDA branches live here and nowhere else.
+ *
+ * Shapes. Operations put the destination first and check shapes with ASSERT: a mismatch is a
+ * programmer bug, not bad input. "alpha"/"beta" follow BLAS: dst = alpha * op(...) + beta * dst.
+ *
+ * Small dense problems (the R x R eigenproblems and Cholesky factorizations of natural gradient,
+ * the L-BFGS of nnet-combine) are done on the host in double precision with LAPACK: see
+ * dense_sym_eig and dense_cholesky at the end.
+ */
+#ifndef PARNET_MATRIX_MATRIX_H
+#define PARNET_MATRIX_MATRIX_H
+
+#include <stdint.h>
+
+#include "base/base.h"
+
+enum matrix_device { MATRIX_CPU = 0, MATRIX_GPU = 1 };
+enum matrix_trans { MATRIX_NO_TRANS = 0, MATRIX_TRANS = 1 };
+
+struct matrix {
+    float *data;
+    int rows, cols, stride;
+    int device; /* enum matrix_device */
+    int owns;
+};
+
+struct vector {
+    float *data;
+    int dim;
+    int device;
+    int owns;
+};
+
+extern int matrix_default_device;
+
+/* Number of BLAS threads (OpenBLAS); n <= 0 leaves the library default. */
+void matrix_set_num_threads(int n);
+
+/* ---- storage and views ---- */
+void matrix_init(struct matrix *m, int rows, int cols);
+void matrix_init_on(struct matrix *m, int rows, int cols, int device);
+void matrix_release(struct matrix *m);
+/* Reallocate if the shape differs (contents then zero), else keep storage and contents. */
+void matrix_resize(struct matrix *m, int rows, int cols);
+struct matrix matrix_view(const struct matrix *m, int row0, int num_rows, int col0, int num_cols);
+struct matrix matrix_rows(const struct matrix *m, int row0, int num_rows);
+/* Wrap caller memory on the given device (a view). */
+struct matrix matrix_wrap(float *data, int rows, int cols, int stride, int device);
+
+void vector_init(struct vector *v, int dim);
+void vector_init_on(struct vector *v, int dim, int device);
+void vector_release(struct vector *v);
+void vector_resize(struct vector *v, int dim);
+struct vector vector_range(const struct vector *v, int offset, int dim);
+struct vector vector_wrap(float *data, int dim, int device);
+struct vector matrix_row(const struct matrix *m, int r);
+/* A contiguous vector (e.g. a slice of the parameter block) seen as a rows x cols matrix. */
+struct matrix matrix_from_vector(const struct vector *v, int rows, int cols);
+/* A contiguous matrix (stride == cols) seen as a vector. */
+struct vector vector_from_matrix(const struct matrix *m);
+
+/* ---- host transfer (dst/src are host arrays, row-major rows x cols, or dim floats) ---- */
+void matrix_to_host(const struct matrix *m, float *dst);
+void matrix_from_host(struct matrix *m, const float *src);
+void vector_to_host(const struct vector *v, float *dst);
+void vector_from_host(struct vector *v, const float *src);
+/* Single elements: slow on a GPU; for tests and diagnostics. */
+float matrix_get(const struct matrix *m, int r, int c);
+void matrix_set(struct matrix *m, int r, int c, float value);
+float vector_get(const struct vector *v, int i);
+void vector_set(struct vector *v, int i, float value);
+
+/* ---- copies and fills ---- */
+void matrix_copy(struct matrix *dst, const struct matrix *src); /* any devices, same shape */
+void matrix_copy_transposed(struct matrix *dst, const struct matrix *src); /* dst = src^T */
+void matrix_set_zero(struct matrix *m);
+void matrix_set_const(struct matrix *m, float value);
+void matrix_set_randn(struct matrix *m, struct rng *r, float stddev); /* N(0, stddev^2) */
+void vector_copy(struct vector *dst, const struct vector *src);
+void vector_set_zero(struct vector *v);
+void vector_set_const(struct vector *v, float value);
+void vector_set_randn(struct vector *v, struct rng *r, float stddev);
+
+/* ---- BLAS level 1 ---- */
+void matrix_scale(struct matrix *m, float alpha);
+void matrix_add(struct matrix *m, float alpha, const struct matrix *a);    /* m += alpha a */
+void vector_scale(struct vector *v, float alpha);
+void vector_add(struct vector *v, float alpha, const struct vector *a);    /* v += alpha a */
+double vector_dot(const struct vector *a, const struct vector *b);
+double vector_sum(const struct vector *v);
+double vector_norm2(const struct vector *v);                              /* sqrt(sum v^2) */
+double matrix_sum(const struct matrix *m);
+double matrix_frobenius_norm(const struct matrix *m);
+double matrix_trace_mat_mat(const struct matrix *a, const struct matrix *b, int trans_b); /* tr(A op(B)) */
+double matrix_trace(const struct matrix *m);
+/* 1 if every element is finite, else 0. */
+int matrix_is_finite(const struct matrix *m);
+int vector_is_finite(const struct vector *v);
+
+/* ---- BLAS level 2 and 3 ---- */
+/* C = alpha op(A) op(B) + beta C */
+void matrix_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
+                        const struct matrix *b, int trans_b, float beta);
+/* C = alpha A A^T + beta C (trans == MATRIX_NO_TRANS) or alpha A^T A + beta C; C is filled whole
+ * (both triangles). */
+void matrix_sym_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, int trans,
+                            float beta);
+/* y = alpha op(M) x + beta y */
+void vector_add_mat_vec(struct vector *y, float alpha, const struct matrix *m, int trans,
+                        const struct vector *x, float beta);
+/* M += alpha a b^T */
+void matrix_add_vec_vec(struct matrix *m, float alpha, const struct vector *a,
+                        const struct vector *b);
+/* every row r: m[r] += alpha v   (v has dim cols) */
+void matrix_add_vec_to_rows(struct matrix *m, float alpha, const struct vector *v);
+/* v = alpha * (sum over rows of m) + beta v   (column sums; v has dim cols) */
+void vector_add_row_sums(struct vector *v, float alpha, const struct matrix *m, float beta);
+/* v = alpha * (sum over columns of m) + beta v   (row sums; v has dim rows) */
+void vector_add_col_sums(struct vector *v, float alpha, const struct matrix *m, float beta);
+
+/* ---- elementwise and row/column scaling ---- */
+void matrix_mul_elements(struct matrix *m, const struct matrix *a);  /* m *= a */
+void matrix_mul_rows(struct matrix *m, const struct vector *scale);  /* m[r] *= scale[r] */
+void matrix_mul_cols(struct matrix *m, const struct vector *scale);  /* m[:,c] *= scale[c] */
+void matrix_add_diag(struct matrix *m, float alpha);                 /* square: m[i][i] += alpha */
+void matrix_add_const(struct matrix *m, float alpha);
+void vector_mul_elements(struct vector *v, const struct vector *a);
+void vector_add_const(struct vector *v, float alpha);
+/* v[r] = sum_c m[r][c]^2 */
+void vector_row_sq_norms(struct vector *v, const struct matrix *m);
+/* dst = values where the mask draw keeps them: each element is scale with probability keep,
+ * else 0 (dropout masks; drawn on the host from r). */
+void matrix_set_bernoulli(struct matrix *m, struct rng *r, float keep, float scale);
+
+/* ---- nonlinearities: forward dst = f(src); backward in_deriv = f'(.) * out_deriv ---- */
+/* dst may alias src in the forwards; in_deriv may alias out_deriv in the backwards. */
+void matrix_sigmoid(struct matrix *dst, const struct matrix *src);
+void matrix_diff_sigmoid(struct matrix *in_deriv, const struct matrix *out_value,
+                         const struct matrix *out_deriv);
+void matrix_tanh(struct matrix *dst, const struct matrix *src);
+void matrix_diff_tanh(struct matrix *in_deriv, const struct matrix *out_value,
+                      const struct matrix *out_deriv);
+void matrix_relu(struct matrix *dst, const struct matrix *src);
+void matrix_diff_relu(struct matrix *in_deriv, const struct matrix *out_value,
+                      const struct matrix *out_deriv);
+/* Row-wise softmax / log-softmax (stable: subtracts the row max). */
+void matrix_softmax_rows(struct matrix *dst, const struct matrix *src);
+void matrix_log_softmax_rows(struct matrix *dst, const struct matrix *src);
+/* Softmax backward: in_deriv[r] = y[r] .* (g[r] - <g[r], y[r]>), y = softmax output. */
+void matrix_diff_softmax(struct matrix *in_deriv, const struct matrix *out_value,
+                         const struct matrix *out_deriv);
+/* Log-softmax backward: in_deriv[r] = g[r] - exp(z[r]) * sum(g[r]), z = log-softmax output. */
+void matrix_diff_log_softmax(struct matrix *in_deriv, const struct matrix *out_value,
+                             const struct matrix *out_deriv);
+/* P-norm over groups: dst has src->cols / group_size columns;
+ * dst[r][j] = (sum_{k<group} |src[r][j*group+k]|^p)^(1/p). */
+void matrix_pnorm(struct matrix *dst, const struct matrix *src, float p);
+void matrix_diff_pnorm(struct matrix *in_deriv, const struct matrix *in_value,
+                       const struct matrix *out_value, const struct matrix *out_deriv, float p);
+/* Kaldi's NormalizeComponent: y = x * min(1, 1 / rms(x)), rms over the row, with a floor of 2^-66
+ * on the mean square; backward is the exact derivative. */
+void matrix_normalize_rows(struct matrix *dst, const struct matrix *src);
+void matrix_diff_normalize_rows(struct matrix *in_deriv, const struct matrix *in_value,
+                                const struct matrix *out_deriv);
+
+/* ---- splicing (context windows) ---- */
+/* dst row r, column block k (width src->cols) = src row r + offsets[k]; offsets >= 0 and
+ * dst->rows + max(offsets) <= src->rows; dst->cols == num_offsets * src->cols. */
+void matrix_splice(struct matrix *dst, const struct matrix *src, const int *offsets,
+                   int num_offsets);
+/* The adjoint: src_deriv (rows of src) += the blocks of dst_deriv scattered back. */
+void matrix_add_splice_backward(struct matrix *src_deriv, const struct matrix *dst_deriv,
+                                const int *offsets, int num_offsets);
+
+/* ---- sparse access with host index arrays (objectives, labels) ---- */
+/* m[rows[i]][cols[i]] += alpha * values[i] */
+void matrix_add_at(struct matrix *m, float alpha, int n, const int *rows, const int *cols,
+                   const float *values);
+/* out[i] = m[rows[i]][cols[i]] */
+void matrix_get_at(const struct matrix *m, int n, const int *rows, const int *cols, float *out);
+/* out[r] = argmax_c m[r][c] (first on ties); out is a host array of m->rows ints. */
+void matrix_row_argmax(const struct matrix *m, int *out);
+
+/* ---- small dense host problems in double precision (LAPACK) ---- */
+/* Symmetric eigendecomposition of the n x n row-major matrix a: on return a holds the
+ * eigenvectors as ROWS (a[i*n..] is the i-th), w the eigenvalues in ascending order.
+ * Returns 0, or -1 with error_set if LAPACK fails. */
+int dense_sym_eig(int n, double *a, double *w);
+/* Cholesky a = L L^T of the n x n row-major symmetric positive-definite a; on return the lower
+ * triangle holds L and the upper is zeroed. Returns 0, or -1 (not positive definite). */
+int dense_cholesky(int n, double *a);
+
+#endif

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs every unit test binary and every program test script; each prints PASS/FAIL lines.
+# The last line is "N passed, N failed"; the exit status is 0 only if nothing failed.
+# Environment: PARNET_BIN (programs), PARNET_UNIT (unit test binaries); set by `make test`.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+: "${PARNET_BIN:=$top/bin}" "${PARNET_UNIT:=$top/build/obj/tests}"
+export PARNET_BIN PATH="$PARNET_BIN:$top/utils:$PATH" PARNET_TOP=$top
+pass=0 fail=0
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+count() { # name, output file, exit status
+    local p f
+    p=$(grep -c '^PASS ' "$2"); f=$(grep -c '^FAIL ' "$2")
+    grep '^FAIL ' "$2"
+    if [ "$3" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "FAIL $1: exited with status $3"; tail -n 5 "$2" | sed 's/^/    /'; f=1
+    fi
+    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then echo "FAIL $1: ran no check"; f=1; fi
+    pass=$((pass + p)); fail=$((fail + f))
+    echo "$1: $p passed, $f failed"
+}
+
+only=${1:-}
+for t in "$PARNET_UNIT"/*-test; do
+    [ -x "$t" ] || continue
+    name=unit/$(basename "$t")
+    [ -n "$only" ] && [[ $name != *$only* ]] && continue
+    "$t" >"$log/out" 2>"$log/err"; rc=$?
+    cat "$log/err" >>"$log/out"
+    count "$name" "$log/out" $rc
+done
+for t in "$top"/tests/prog/t[0-9]*.sh; do
+    [ -f "$t" ] || continue
+    name=prog/$(basename "$t")
+    [ -n "$only" ] && [[ $name != *$only* ]] && continue
+    work=$(mktemp -d)
+    (cd "$work" && bash "$t") >"$log/out" 2>&1; rc=$?
+    rm -rf "$work"
+    count "$name" "$log/out" $rc
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
