@@ -71,9 +71,11 @@ install_pkgs() {
 configure_master() {
     local h=$1 t
     t=$(mktemp -d)
-    # root may run jobs (default min_uid/min_gid 1000 rejects uid 0); no mailer.
+    # root may run jobs (default min_uid/min_gid 1000 rejects uid 0); no mailer; the accounting
+    # file (qacct, read by queue.pl for killed jobs) is flushed every second, not every 15 s.
     qconf -sconf global | sed -e 's/^min_uid .*/min_uid 0/' -e 's/^min_gid .*/min_gid 0/' \
-        -e 's#^mailer .*#mailer /bin/true#' > $t/global
+        -e 's#^mailer .*#mailer /bin/true#' -e 's/flush_time=[0-9:]*/flush_time=00:00:01/' \
+        > $t/global
     quiet qconf -Mconf $t/global
     # Schedule every second and right after submit/finish (the default is every 15 s).
     qconf -ssconf | sed -e 's/^schedule_interval .*/schedule_interval 0:0:1/' \

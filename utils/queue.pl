@@ -14,6 +14,10 @@ use warnings;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
 use JobQueue;
+use Time::Local qw(timelocal);
+
+my %month = (Jan => 0, Feb => 1, Mar => 2, Apr => 3, May => 4, Jun => 5, Jul => 6, Aug => 7,
+             Sep => 8, Oct => 9, Nov => 10, Dec => 11);
 
 # Kaldi's defaults, less ram_free (not a standard complex) and plus --time.
 my $default_config = <<'CONF';
@@ -68,7 +72,29 @@ my %engine = (
     poll => sub {
         my ($id) = @_;
         my ($rc, $out) = JobQueue::run_capture("qstat -j $id");
-        return ("gone", {}) if $out =~ m/do not exist/;
+        if ($out =~ m/do not exist/) {
+            # Gone: tasks that Grid Engine killed (qdel, h_rt, ...) will not write their status.
+            # qacct knows them once the accounting file is flushed (sge-local.sh: within 1 s).
+            my %dead;
+            my ($rc2, $acct) = JobQueue::run_capture("qacct -j $id");
+            if ($rc2 == 0) {
+                foreach my $rec (split /\n=+\n/, $acct) {
+                    my ($task) = $rec =~ m/^taskid\s+(\d+)/m;
+                    my ($failed) = $rec =~ m/^failed\s+(\d+.*?)\s*$/m;
+                    my ($exit) = $rec =~ m/^exit_status\s+(\d+)/m;
+                    next unless defined $failed && $failed !~ m/^0\b/;
+                    # Job numbers restart when the spool is recreated: skip older namesakes.
+                    my ($mon, $d, $hh, $mm, $ss, $y) =
+                        $rec =~ m/^qsub_time\s+\w+\s+(\w+)\s+(\d+)\s+(\d+):(\d+):(\d+)\s+(\d+)/m;
+                    next if defined $y && exists $month{$mon} &&
+                        timelocal($ss, $mm, $hh, $d, $month{$mon}, $y) < $JobQueue::submit_time - 60;
+                    $task = "" unless defined $task; # "taskid undefined": not an array
+                    $dead{$task} = "Grid Engine: failed $failed" .
+                                   (defined $exit ? ", exit_status $exit" : "");
+                }
+            }
+            return ("gone", \%dead);
+        }
         return ("unknown", {}) if $rc != 0;
         # Tasks in the error state (Eqw: e.g. the directory or shell is missing) never run.
         my %dead;

@@ -35,6 +35,7 @@ use Time::HiRes qw(sleep time);
 
 my $grace_s = 60;          # wait this long for the sync file of a job the engine no longer knows
 my $engine_poll_s = 3;     # ask the engine about the job this often
+our $submit_time;          # when the job was submitted (epoch seconds)
 
 # Single-quote a string for bash.
 sub sq {
@@ -178,6 +179,7 @@ sub run_capture {
 sub main {
     my ($e, @argv) = @_;
     my $prog = $e->{name};
+    local $SIG{__DIE__} = sub { print STDERR $_[0]; exit 1; }; # usage errors: status 1
     my (%cli, @raw, $config);
     my ($jobname, $jobstart, $jobend);
     my $usage = "Usage: $prog [options] [JOB=1:N] log-file command-line arguments...\n" .
@@ -292,6 +294,7 @@ sub main {
     });
 
     # Submit, retrying when the engine is briefly unreachable.
+    $JobQueue::submit_time = time();
     my ($rc, $out, $id);
     for my $try (1 .. 3) {
         ($rc, $out) = run_capture($submit);
