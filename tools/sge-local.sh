@@ -10,7 +10,8 @@
 # Must run as root. Clients need SGE_ROOT=/var/lib/gridengine SGE_CELL=default (utils/queue.pl
 # sets them when they are unset).
 # Traps handled here (reference/engines.md §2): 127.0.0.1 reverse-resolves to "localhost", not to
-# the host name (fixed with host_aliases); min_uid 1000 rejects root's jobs; the init script's
+# the host name (fixed with host_aliases); min_uid 1000 rejects root's jobs; the queue's default
+# load threshold stops it on a busy machine; the init script's
 # "stop" does nothing (wrong PID file), and a second "start" launches a second qmaster.
 set -euo pipefail
 
@@ -77,10 +78,13 @@ configure_master() {
         -e 's#^mailer .*#mailer /bin/true#' -e 's/flush_time=[0-9:]*/flush_time=00:00:01/' \
         > $t/global
     quiet qconf -Mconf $t/global
-    # Schedule every second and right after submit/finish (the default is every 15 s).
+    # Schedule every second and right after submit/finish (the default is every 15 s); no
+    # artificial load added per dispatched job (it delays the next dispatch).
     qconf -ssconf | sed -e 's/^schedule_interval .*/schedule_interval 0:0:1/' \
         -e 's/^flush_submit_sec .*/flush_submit_sec 1/' \
-        -e 's/^flush_finish_sec .*/flush_finish_sec 1/' > $t/sched
+        -e 's/^flush_finish_sec .*/flush_finish_sec 1/' \
+        -e 's/^job_load_adjustments .*/job_load_adjustments NONE/' \
+        -e 's/^load_adjustment_decay_time .*/load_adjustment_decay_time 0:0:0/' > $t/sched
     quiet qconf -Msconf $t/sched
     qconf -ss 2>/dev/null | grep -qx "$h" || quiet qconf -as "$h"
     if ! qconf -spl 2>/dev/null | grep -qx smp; then
@@ -110,6 +114,10 @@ ED
         chmod +x $t/ed.sh
         EDITOR=$t/ed.sh quiet qconf -aq
     fi
+    # By default a queue stops taking jobs ("a" alarm state) when np_load_avg exceeds 1.75: on a
+    # busy 2-core CI machine that stalls every test. One slot per CPU is the only limit we want.
+    [ "$(qconf -sq all.q | awk '$1 == "load_thresholds" {print $2}')" = NONE ] ||
+        quiet qconf -rattr queue load_thresholds NONE all.q
     rm -rf $t
 }
 
