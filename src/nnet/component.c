@@ -104,7 +104,7 @@ int component_output_rows(const struct component *c, int in_rows, int num_chunks
 }
 
 void component_info(const struct component *c, char *buf, size_t size) {
-    int n = snprintf(buf, size, "type=%s, input-dim=%d, output-dim=%d", c->ops->type,
+    int n = snprintf(buf, size, "%s, input-dim=%d, output-dim=%d", c->ops->type,
                      c->input_dim, c->output_dim);
     if (n < 0 || (size_t)n >= size) return;
     if (c->ops->updatable) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 /* ---- shared by the affine types ---- */
+/* (The "stddev" in info lines is Kaldi's: the root mean square of the parameters.) */
 
 /* Kaldi's matrix=F: an out x (in + 1) matrix whose last column is the bias. */
 static int affine_from_matrix_file(struct component *c, const char *file) {
@@ -169,7 +170,7 @@ static void affine_info_stats(const struct component *c, char *buf, size_t size)
     struct matrix w = component_linear_view(c);
     struct vector b = component_bias_view(c);
     double wn = matrix_frobenius_norm(&w), bn = vector_norm2(&b);
-    snprintf(buf, size, ", linear-params-rms=%.4g, bias-params-rms=%.4g",
+    snprintf(buf, size, ", linear-params-stddev=%.4g, bias-params-stddev=%.4g",
              wn / sqrt((double)w.rows * w.cols), bn / sqrt((double)b.dim));
 }
 

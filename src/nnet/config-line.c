@@ -129,6 +129,6 @@ int config_get_int_list(struct config_line *cl, const char *key, int **out, int 
 int config_check_unused(const struct config_line *cl) {
     for (int i = 0; i < cl->num; i++)
         if (!cl->used[i])
-            return error_set("unknown key '%s' for %s", cl->keys[i], cl->type);
+            return error_set("unknown key '%s'", cl->keys[i]);
     return 0;
 }

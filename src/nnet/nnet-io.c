@@ -112,11 +112,25 @@ int nio_expect_float(struct nnet_stream *s, const char *token, float *v) {
 }
 
 int nio_read_matrix_file(const char *rxfilename, struct matrix *m) {
-    return io_read_matrix_file(rxfilename, m);
+    struct kin in = {0};
+    int binary;
+    if (kin_open(&in, rxfilename)) return -1;
+    if (io_read_header(&in, &binary) || io_read_matrix(&in, binary, m)) {
+        kin_close(&in);
+        return -1;
+    }
+    return kin_close(&in);
 }
 
 int nio_read_vector_file(const char *rxfilename, struct vector *v) {
-    return io_read_object(rxfilename, &holder_vector, v);
+    struct kin in = {0};
+    int binary;
+    if (kin_open(&in, rxfilename)) return -1;
+    if (io_read_header(&in, &binary) || io_read_vector(&in, binary, v)) {
+        kin_close(&in);
+        return -1;
+    }
+    return kin_close(&in);
 }
 
 /* ---- the network ---- */

@@ -159,7 +159,7 @@ struct component *component_new_from_config(const char *line, int prev_dim, stru
 void component_free(struct component *c);
 struct component *component_copy(const struct component *c);
 int component_output_rows(const struct component *c, int in_rows, int num_chunks);
-/* "type=AffineComponent, input-dim=40, output-dim=100, learning-rate=0.001, ..." */
+/* Kaldi's Info() shape: "AffineComponent, input-dim=40, output-dim=100, learning-rate=0.001, ..." */
 void component_info(const struct component *c, char *buf, size_t size);
 
 /* ---- the network ---- */
@@ -226,9 +226,10 @@ enum nnet_backward_mode {
 int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_backward_mode mode);
 
 /* Weighted cross-entropy against sparse labels on the last forward's output: label i is
- * (rows[i], cols[i], weights[i]) (weights NULL: all 1). Returns sum_i w_i log p(rows[i], cols[i]) (p floored at 1e-20
- * when the last component is Softmax; read directly for LogSoftmax) and sets out_deriv (resized
- * to the output's shape) to d objective / d output: w/p for Softmax, w for LogSoftmax. */
+ * (rows[i], cols[i], weights[i]); weights NULL means all 1. Returns sum_i w_i log p(rows[i],
+ * cols[i]) (p floored at 1e-20 when the last component is Softmax; read directly for LogSoftmax)
+ * and sets out_deriv (resized to the output's shape) to d objective / d output: w/p for Softmax,
+ * w for LogSoftmax. */
 double nnet_objective_xent(struct nnet *n, int num, const int *rows, const int *cols,
                            const float *weights, struct matrix *out_deriv);
 
