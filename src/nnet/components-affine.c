@@ -278,8 +278,12 @@ static int ng_read(struct component *c, struct nnet_stream *s) {
     c->priv = p;
     if (updatable_read_header(c, s) || affine_read_params(c, s) ||
         nio_expect_int(s, "<RankIn>", &p->rank_in) ||
-        nio_expect_int(s, "<RankOut>", &p->rank_out) ||
-        nio_expect_int(s, "<UpdatePeriod>", &p->update_period) ||
+        nio_expect_int(s, "<RankOut>", &p->rank_out))
+        return -1;
+    /* Kaldi nnet2 files from before update-period existed lack it (then 1). */
+    int got = nio_try_token(s, "<UpdatePeriod>");
+    p->update_period = 1;
+    if (got < 0 || (got && nio_read_int(s, &p->update_period)) ||
         nio_expect_float(s, "<NumSamplesHistory>", &p->num_samples_history) ||
         nio_expect_float(s, "<Alpha>", &p->alpha) ||
         nio_expect_float(s, "<MaxChangePerSample>", &p->max_change_per_sample) || ng_check(p))
