@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NATGRAD_INITIAL_UPDATES 10   /* §1.5 update schedule */
-#define NATGRAD_CONDITION 1.0e6      /* §1.4: re-orthogonalize if c_0 > 1e6 c_{R-1} */
+#define NATGRAD_INITIAL_UPDATES 10    /* §1.5 update schedule */
+#define NATGRAD_CONDITION 1.0e6       /* §1.4: re-orthogonalize if c_0 > 1e6 c_{R-1} */
 #define NATGRAD_ORTH_TOLERANCE 1.0e-3 /* §1.5: O within this of I needs no re-orthogonalization */
-#define NATGRAD_MAX_CINV 100.0       /* §1.5: larger C^{-1} elements -> Gram-Schmidt */
+#define NATGRAD_MAX_CINV 100.0        /* §1.5: larger C^{-1} elements -> Gram-Schmidt */
 
 struct natgrad {
     struct natgrad_options o;
@@ -95,7 +95,8 @@ struct natgrad *natgrad_new(int dim, const struct natgrad_options *o, uint64_t s
 
 void natgrad_free(struct natgrad *p) {
     if (!p) return;
-    for (int i = 0; i < 2; i++) matrix_release(&p->wj[i]);
+    for (int i = 0; i < 2; i++)
+        matrix_release(&p->wj[i]);
     matrix_release(&p->h);
     matrix_release(&p->kl);
     matrix_release(&p->a);
@@ -121,10 +122,11 @@ static double natgrad_eta(const struct natgrad *p, int n) {
 }
 
 /* e_i = 1 / (1 + beta / d_i) with beta = rho (1 + alpha) + (alpha / D) sum(d) (§1.3). */
-static void natgrad_compute_e(const struct natgrad *p, const double *d, double rho,
-                              double *sqrt_e, double *inv_sqrt_e) {
+static void natgrad_compute_e(const struct natgrad *p, const double *d, double rho, double *sqrt_e,
+                              double *inv_sqrt_e) {
     double sum = 0, alpha = p->o.alpha;
-    for (int i = 0; i < p->rank; i++) sum += d[i];
+    for (int i = 0; i < p->rank; i++)
+        sum += d[i];
     double beta = rho * (1.0 + alpha) + alpha / p->dim * sum;
     for (int i = 0; i < p->rank; i++) {
         double e = 1.0 / (1.0 + beta / d[i]);
@@ -145,7 +147,8 @@ static struct matrix natgrad_rows(struct natgrad *p, struct matrix *m, int n, in
 static void natgrad_alloc_device(struct natgrad *p, int device) {
     int R = p->rank, D = p->dim;
     p->device = device;
-    for (int i = 0; i < 2; i++) matrix_init_on(&p->wj[i], 2 * R, D, device);
+    for (int i = 0; i < 2; i++)
+        matrix_init_on(&p->wj[i], 2 * R, D, device);
     matrix_init_on(&p->kl, 2 * R, R, device);
     matrix_init_on(&p->a, R, 2 * R, device);
     matrix_init_on(&p->sq, R, R, device);
@@ -170,7 +173,8 @@ static void natgrad_init_default(struct natgrad *p) {
     struct matrix wm = matrix_rows(&p->wj[p->cur], 0, R);
     matrix_from_host(&wm, w);
     p->rho = p->o.epsilon;
-    for (int i = 0; i < R; i++) p->d[i] = p->o.epsilon;
+    for (int i = 0; i < R; i++)
+        p->d[i] = p->o.epsilon;
 }
 
 /* Kaldi's OrthogonalizeRows: Gram-Schmidt in double on the host, restarting a row from random
@@ -181,26 +185,33 @@ static int natgrad_gram_schmidt(struct natgrad *p, double *m, int rows, int cols
         for (int counter = 0;; counter++) {
             if (counter > 100) return error_set("natural gradient: Gram-Schmidt did not converge");
             double start = 0;
-            for (int c = 0; c < cols; c++) start += ri[c] * ri[c];
+            for (int c = 0; c < cols; c++)
+                start += ri[c] * ri[c];
             if (!isfinite(start) || start == 0.0) {
-                for (int c = 0; c < cols; c++) ri[c] = rng_gauss(&p->rng);
+                for (int c = 0; c < cols; c++)
+                    ri[c] = rng_gauss(&p->rng);
                 continue;
             }
             for (int j = 0; j < i; j++) {
                 const double *rj = m + (size_t)j * cols;
                 double dot = 0;
-                for (int c = 0; c < cols; c++) dot += ri[c] * rj[c];
-                for (int c = 0; c < cols; c++) ri[c] -= dot * rj[c];
+                for (int c = 0; c < cols; c++)
+                    dot += ri[c] * rj[c];
+                for (int c = 0; c < cols; c++)
+                    ri[c] -= dot * rj[c];
             }
             double end = 0;
-            for (int c = 0; c < cols; c++) end += ri[c] * ri[c];
+            for (int c = 0; c < cols; c++)
+                end += ri[c] * ri[c];
             if (end <= 0.01 * start) { /* mostly cancelled: do it again, for roundoff */
                 if (end == 0.0)
-                    for (int c = 0; c < cols; c++) ri[c] = rng_gauss(&p->rng);
+                    for (int c = 0; c < cols; c++)
+                        ri[c] = rng_gauss(&p->rng);
                 continue;
             }
             double s = 1.0 / sqrt(end);
-            for (int c = 0; c < cols; c++) ri[c] *= s;
+            for (int c = 0; c < cols; c++)
+                ri[c] *= s;
             break;
         }
     }
@@ -237,7 +248,8 @@ static int natgrad_reorthogonalize(struct natgrad *p, const double *d1, double r
         for (int j = 0; j < R && ok; j++) {
             for (int i = j; i < R; i++) {
                 double s = (i == j);
-                for (int k = j; k < i; k++) s -= o[i * R + k] * cinv[k * R + j];
+                for (int k = j; k < i; k++)
+                    s -= o[i * R + k] * cinv[k * R + j];
                 cinv[i * R + j] = s / o[i * R + i];
                 if (!isfinite(cinv[i * R + j])) ok = 0;
                 if (cinv[i * R + j] > max) max = cinv[i * R + j];
@@ -254,7 +266,8 @@ static int natgrad_reorthogonalize(struct natgrad *p, const double *d1, double r
         if (!p->gs) p->gs = xmalloc((size_t)R * D * sizeof *p->gs);
         if (!p->gs_host) p->gs_host = xmalloc((size_t)R * D * sizeof *p->gs_host);
         matrix_to_host(&wnew, p->gs_host);
-        for (size_t k = 0; k < (size_t)R * D; k++) p->gs[k] = p->gs_host[k];
+        for (size_t k = 0; k < (size_t)R * D; k++)
+            p->gs[k] = p->gs_host[k];
         if (natgrad_gram_schmidt(p, p->gs, R, D) < 0) return -1;
         for (int i = 0; i < R; i++)
             for (int c = 0; c < D; c++)
@@ -264,8 +277,8 @@ static int natgrad_reorthogonalize(struct natgrad *p, const double *d1, double r
     }
     for (int i = 0; i < R; i++)
         for (int j = 0; j < R; j++)
-            p->a_host[i * R + j] = j <= i ? (float)(sqrt_e1[i] * cinv[i * R + j] * inv_sqrt_e1[j])
-                                          : 0.0f;
+            p->a_host[i * R + j] =
+                j <= i ? (float)(sqrt_e1[i] * cinv[i * R + j] * inv_sqrt_e1[j]) : 0.0f;
     matrix_from_host(&p->sq, p->a_host);
     matrix_copy(&temp, &wnew);
     matrix_add_mat_mat(&wnew, 1.0f, &p->sq, MATRIX_NO_TRANS, &temp, MATRIX_NO_TRANS, 0.0f);
@@ -302,7 +315,8 @@ static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int u
     double *c = p->vec, *sqrt_e = p->vec + R, *inv_sqrt_e = p->vec + 2 * R;
     double *d1 = p->vec + 3 * R, *sqrt_e1 = p->vec + 4 * R, *inv_sqrt_e1 = p->vec + 5 * R;
     double *z = p->z, eta = natgrad_eta(p, N), rho = p->rho, sum_d = 0;
-    for (int i = 0; i < R; i++) sum_d += p->d[i];
+    for (int i = 0; i < R; i++)
+        sum_d += p->d[i];
     natgrad_compute_e(p, p->d, rho, sqrt_e, inv_sqrt_e);
 
     /* Z = Y Y^T in double (§1.4, with Y = (eta/N) E^{-1/2} J + (1-eta)(D+rho) E^{-1/2} W) */
@@ -321,9 +335,11 @@ static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int u
     /* §1.5: Z grows like the 4th power of the data: normalize by its trace before eig. */
     double zscale = ztrace > 1.0 ? ztrace : 1.0;
     if (!isfinite(zscale)) return error_set("natural gradient: non-finite Z");
-    for (int k = 0; k < R * R; k++) z[k] /= zscale;
+    for (int k = 0; k < R * R; k++)
+        z[k] /= zscale;
     if (dense_sym_eig(R, z, p->tmp) < 0) return error_wrap("natural gradient: ");
-    for (int i = 0; i < R; i++) c[i] = p->tmp[R - 1 - i] * zscale; /* descending */
+    for (int i = 0; i < R; i++)
+        c[i] = p->tmp[R - 1 - i] * zscale; /* descending */
     /* Now U_ki (k-th element of eigenvector i) is z[(R-1-i)*R + k]. */
 
     for (int i = 0; i < R; i++)
@@ -346,7 +362,8 @@ static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int u
     if (!isfinite(rho1)) return error_set("natural gradient: non-finite rho");
     double f = p->o.delta * max_sqrt_c;
     if (f < p->o.epsilon) f = p->o.epsilon;
-    for (int i = 0; i < R; i++) d1[i] = c[i] - rho1 > f ? c[i] - rho1 : f; /* d' = sqrt(c) - rho' */
+    for (int i = 0; i < R; i++)
+        d1[i] = c[i] - rho1 > f ? c[i] - rho1 : f; /* d' = sqrt(c) - rho' */
     if (rho1 < f) rho1 = f;
     natgrad_compute_e(p, d1, rho1, sqrt_e1, inv_sqrt_e1);
 
@@ -399,8 +416,10 @@ void natgrad_precondition(struct natgrad *p, struct matrix *x, float *scale) {
     double norm = matrix_frobenius_norm(x), tr_xx = norm * norm;
     if (!isfinite(tr_xx)) return; /* leave NaN/inf for the trainer's check; state untouched */
     if (!p->initialized) {
-        if (natgrad_init(p, x) == 0) p->initialized = 1;
-        else WARN("natural gradient: initialization failed (%s)", error_get());
+        if (natgrad_init(p, x) == 0)
+            p->initialized = 1;
+        else
+            WARN("natural gradient: initialization failed (%s)", error_get());
     }
     int update = p->initialized && (p->t <= NATGRAD_INITIAL_UPDATES ||
                                     (p->t - NATGRAD_INITIAL_UPDATES) % p->o.update_period == 0);

@@ -19,7 +19,8 @@ static struct natgrad *trained(void) {
     matrix_init(&x, N, D);
     float host[N * D], scale;
     for (int t = 0; t < 4; t++) {
-        for (int i = 0; i < N * D; i++) host[i] = rng_gauss(&r) * (1.0f + (float)(i % D));
+        for (int i = 0; i < N * D; i++)
+            host[i] = rng_gauss(&r) * (1.0f + (float)(i % D));
         matrix_from_host(&x, host);
         natgrad_precondition(p, &x, &scale);
     }
@@ -34,19 +35,22 @@ static int reorthogonalize_rows(struct natgrad *p, const double *rr, double *out
     natgrad_compute_e(p, p->d, p->rho, sqrt_e, inv_sqrt_e);
     float w[R * D];
     for (int i = 0; i < R; i++)
-        for (int c = 0; c < D; c++) w[i * D + c] = (float)(sqrt_e[i] * rr[i * D + c]);
+        for (int c = 0; c < D; c++)
+            w[i * D + c] = (float)(sqrt_e[i] * rr[i * D + c]);
     struct matrix wnew = matrix_rows(&p->wj[!p->cur], 0, R);
     matrix_from_host(&wnew, w);
     int rc = natgrad_reorthogonalize(p, p->d, p->rho);
     matrix_to_host(&wnew, w);
     for (int i = 0; i < R; i++)
-        for (int c = 0; c < D; c++) out[i * D + c] = w[i * D + c] * inv_sqrt_e[i];
+        for (int c = 0; c < D; c++)
+            out[i * D + c] = w[i * D + c] * inv_sqrt_e[i];
     return rc;
 }
 
 static double dot(const double *a, const double *b) {
     double s = 0;
-    for (int c = 0; c < D; c++) s += a[c] * b[c];
+    for (int c = 0; c < D; c++)
+        s += a[c] * b[c];
     return s;
 }
 
@@ -69,7 +73,8 @@ static void current_rows(struct natgrad *p, double *rr) {
     struct matrix wm = matrix_rows(&p->wj[p->cur], 0, R);
     matrix_to_host(&wm, w);
     for (int i = 0; i < R; i++)
-        for (int c = 0; c < D; c++) rr[i * D + c] = w[i * D + c] * inv_sqrt_e[i];
+        for (int c = 0; c < D; c++)
+            rr[i * D + c] = w[i * D + c] * inv_sqrt_e[i];
 }
 
 static void test_state_is_orthonormal(void) {
@@ -88,7 +93,8 @@ static void test_cholesky_reorthogonalization(void) {
     rng_seed(&r, 22);
     double rr[R * D], out[R * D];
     current_rows(p, rr);
-    for (int k = 0; k < R * D; k++) rr[k] += 0.01 * rng_gauss(&r);
+    for (int k = 0; k < R * D; k++)
+        rr[k] += 0.01 * rng_gauss(&r);
     CHECK(orth_error(rr) > 1e-3); /* enough to need the transform */
     CHECK(reorthogonalize_rows(p, rr, out) == 0);
     CHECK(orth_error(out) < 1e-5);
@@ -99,7 +105,8 @@ static void test_cholesky_reorthogonalization(void) {
         memcpy(res, rr + i * D, sizeof res);
         for (int k = 0; k < R; k++) {
             double q = dot(res, out + k * D);
-            for (int c = 0; c < D; c++) res[c] -= q * out[k * D + c];
+            for (int c = 0; c < D; c++)
+                res[c] -= q * out[k * D + c];
         }
         proj += dot(res, res);
     }
@@ -114,7 +121,8 @@ static void test_gram_schmidt_fallback(void) {
     rng_seed(&r, 23);
     double rr[R * D], out[R * D];
     current_rows(p, rr);
-    for (int c = 0; c < D; c++) rr[1 * D + c] = rr[0 * D + c] + 1e-4 * rng_gauss(&r);
+    for (int c = 0; c < D; c++)
+        rr[1 * D + c] = rr[0 * D + c] + 1e-4 * rng_gauss(&r);
     CHECK(reorthogonalize_rows(p, rr, out) == 0);
     CHECK(orth_error(out) < 1e-5);
     CHECK_NEAR(dot(out, rr) / sqrt(dot(rr, rr)), 1.0, 1e-6);

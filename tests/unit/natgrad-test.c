@@ -21,7 +21,8 @@ static void source_init(struct source *s, int dim, int ones_col, struct rng *r) 
     s->ones_col = ones_col;
     s->scale = calloc((size_t)dim, sizeof *s->scale);
     s->dirs = calloc((size_t)3 * dim, sizeof *s->dirs);
-    for (int j = 0; j < dim; j++) s->scale[j] = 1.0 / sqrt(1.0 + j);
+    for (int j = 0; j < dim; j++)
+        s->scale[j] = 1.0 / sqrt(1.0 + j);
     const double strength[3] = {4.0, 2.5, 1.5};
     for (int k = 0; k < 3; k++) {
         double n = 0;
@@ -29,7 +30,8 @@ static void source_init(struct source *s, int dim, int ones_col, struct rng *r) 
             s->dirs[k * dim + j] = rng_gauss(r);
             n += s->dirs[k * dim + j] * s->dirs[k * dim + j];
         }
-        for (int j = 0; j < dim; j++) s->dirs[k * dim + j] *= strength[k] / sqrt(n);
+        for (int j = 0; j < dim; j++)
+            s->dirs[k * dim + j] *= strength[k] / sqrt(n);
     }
 }
 
@@ -44,7 +46,8 @@ static void source_draw(const struct source *s, struct rng *r, int n, float *x) 
         double g[3] = {rng_gauss(r), rng_gauss(r), rng_gauss(r)};
         for (int j = 0; j < D; j++) {
             double v = s->scale[j] * rng_gauss(r);
-            for (int k = 0; k < 3; k++) v += g[k] * s->dirs[k * D + j];
+            for (int k = 0; k < 3; k++)
+                v += g[k] * s->dirs[k * D + j];
             x[(size_t)i * D + j] = (float)v;
         }
         if (s->ones_col) x[(size_t)i * D + D - 1] = 1.0f;
@@ -73,7 +76,8 @@ static void ref_init(struct ref *f, int D, int R, const struct natgrad_options *
             f->r[i * D + c] = c == i ? 1.1 : 1.0;
             n += f->r[i * D + c] * f->r[i * D + c];
         }
-        for (int c = 0; c < D; c++) f->r[i * D + c] /= sqrt(n);
+        for (int c = 0; c < D; c++)
+            f->r[i * D + c] /= sqrt(n);
         f->d[i] = o->epsilon;
     }
     f->rho = o->epsilon;
@@ -90,7 +94,8 @@ static void ref_fisher(const int D, const int R, const double *r, const double *
     for (int a = 0; a < D; a++)
         for (int b = 0; b < D; b++) {
             double s = a == b ? rho : 0;
-            for (int k = 0; k < R; k++) s += r[k * D + a] * d[k] * r[k * D + b];
+            for (int k = 0; k < R; k++)
+                s += r[k * D + a] * d[k] * r[k * D + b];
             fm[a * D + b] = s;
         }
 }
@@ -98,7 +103,8 @@ static void ref_fisher(const int D, const int R, const double *r, const double *
 /* In-place inverse of the n x n matrix a by Gauss-Jordan with partial pivoting. */
 static int dense_inverse(int n, double *a) {
     double *inv = calloc((size_t)n * n, sizeof *inv);
-    for (int i = 0; i < n; i++) inv[i * n + i] = 1;
+    for (int i = 0; i < n; i++)
+        inv[i * n + i] = 1;
     for (int c = 0; c < n; c++) {
         int piv = c;
         for (int i = c + 1; i < n; i++)
@@ -140,16 +146,20 @@ static double ref_precondition(const struct ref *f, int n, const float *x, doubl
     int D = f->D;
     double *g = calloc((size_t)D * D, sizeof *g), tr = 0, sum_d = 0;
     ref_fisher(D, f->R, f->r, f->d, f->rho, g);
-    for (int a = 0; a < D; a++) tr += g[a * D + a];
-    for (int a = 0; a < D; a++) g[a * D + a] += f->o.alpha / D * tr;
-    for (int k = 0; k < f->R; k++) sum_d += f->d[k];
+    for (int a = 0; a < D; a++)
+        tr += g[a * D + a];
+    for (int a = 0; a < D; a++)
+        g[a * D + a] += f->o.alpha / D * tr;
+    for (int k = 0; k < f->R; k++)
+        sum_d += f->d[k];
     double beta = f->rho * (1 + f->o.alpha) + f->o.alpha / D * sum_d;
     if (dense_inverse(D, g) < 0) abort();
     double in = 0, out = 0;
     for (int i = 0; i < n; i++)
         for (int b = 0; b < D; b++) {
             double s = 0;
-            for (int a = 0; a < D; a++) s += x[(size_t)i * D + a] * g[a * D + b];
+            for (int a = 0; a < D; a++)
+                s += x[(size_t)i * D + a] * g[a * D + b];
             xhat[(size_t)i * D + b] = beta * s;
             in += (double)x[(size_t)i * D + b] * x[(size_t)i * D + b];
             out += beta * s * beta * s;
@@ -172,21 +182,25 @@ static void ref_update(struct ref *f, int n, const float *x) {
     for (int a = 0; a < D; a++)
         for (int b = 0; b < D; b++) {
             double s = 0;
-            for (int i = 0; i < n; i++) s += (double)x[(size_t)i * D + a] * x[(size_t)i * D + b];
+            for (int i = 0; i < n; i++)
+                s += (double)x[(size_t)i * D + a] * x[(size_t)i * D + b];
             t[a * D + b] = eta * s / n + (1 - eta) * t[a * D + b];
         }
     double tr_t = 0;
-    for (int a = 0; a < D; a++) tr_t += t[a * D + a];
+    for (int a = 0; a < D; a++)
+        tr_t += t[a * D + a];
     for (int k = 0; k < R; k++)
         for (int b = 0; b < D; b++) {
             double s = 0;
-            for (int a = 0; a < D; a++) s += f->r[k * D + a] * t[a * D + b];
+            for (int a = 0; a < D; a++)
+                s += f->r[k * D + a] * t[a * D + b];
             y[k * D + b] = s;
         }
     for (int i = 0; i < R; i++)
         for (int k = 0; k < R; k++) {
             double s = 0;
-            for (int b = 0; b < D; b++) s += y[i * D + b] * y[k * D + b];
+            for (int b = 0; b < D; b++)
+                s += y[i * D + b] * y[k * D + b];
             z[i * R + k] = s;
         }
     if (dense_sym_eig(R, z, c) < 0) abort(); /* ascending; eigenvectors as rows of z */
@@ -196,7 +210,8 @@ static void ref_update(struct ref *f, int n, const float *x) {
         double ci = c[src] < cfloor ? cfloor : c[src], sc = sqrt(ci);
         for (int b = 0; b < D; b++) {
             double s = 0;
-            for (int k = 0; k < R; k++) s += z[src * R + k] * y[k * D + b];
+            for (int k = 0; k < R; k++)
+                s += z[src * R + k] * y[k * D + b];
             rn[i * D + b] = s / sc;
         }
         f->d[i] = sc; /* sqrt(c) for now */
@@ -206,16 +221,21 @@ static void ref_update(struct ref *f, int n, const float *x) {
     for (int i = 0; i < R; i++) { /* Gram-Schmidt in order */
         for (int k = 0; k < i; k++) {
             double dot = 0;
-            for (int b = 0; b < D; b++) dot += rn[i * D + b] * rn[k * D + b];
-            for (int b = 0; b < D; b++) rn[i * D + b] -= dot * rn[k * D + b];
+            for (int b = 0; b < D; b++)
+                dot += rn[i * D + b] * rn[k * D + b];
+            for (int b = 0; b < D; b++)
+                rn[i * D + b] -= dot * rn[k * D + b];
         }
         double nn = 0;
-        for (int b = 0; b < D; b++) nn += rn[i * D + b] * rn[i * D + b];
-        for (int b = 0; b < D; b++) rn[i * D + b] /= sqrt(nn);
+        for (int b = 0; b < D; b++)
+            nn += rn[i * D + b] * rn[i * D + b];
+        for (int b = 0; b < D; b++)
+            rn[i * D + b] /= sqrt(nn);
     }
     double rho1 = (tr_t - sum_sqrt_c) / (D - R);
     double fl = f->o.delta * max_sqrt_c > f->o.epsilon ? f->o.delta * max_sqrt_c : f->o.epsilon;
-    for (int i = 0; i < R; i++) f->d[i] = f->d[i] - rho1 > fl ? f->d[i] - rho1 : fl;
+    for (int i = 0; i < R; i++)
+        f->d[i] = f->d[i] - rho1 > fl ? f->d[i] - rho1 : fl;
     f->rho = rho1 > fl ? rho1 : fl;
     memcpy(f->r, rn, (size_t)R * D * sizeof *rn);
     free(t);
@@ -234,11 +254,13 @@ static int fast_fisher(const struct natgrad *p, int D, double alpha, double *fm,
     int got = natgrad_get_state(p, w, d, rho);
     if (got) {
         double sum = 0;
-        for (int k = 0; k < R; k++) sum += d[k];
+        for (int k = 0; k < R; k++)
+            sum += d[k];
         double beta = *rho * (1 + alpha) + alpha / D * sum;
         for (int k = 0; k < R; k++) {
             double e = 1 / (1 + beta / d[k]);
-            for (int b = 0; b < D; b++) r[k * D + b] = w[k * D + b] / sqrt(e);
+            for (int b = 0; b < D; b++)
+                r[k * D + b] = w[k * D + b] / sqrt(e);
         }
         ref_fisher(D, R, r, d, *rho, fm);
     }
@@ -289,10 +311,13 @@ static struct run_result run_against_reference(int D, int rank, int N, int perio
     struct matrix m;
     matrix_init(&m, N, D);
     for (int t = 0; t < num_batches; t++) {
-        if (t == zero_at) memset(x, 0, (size_t)N * D * sizeof *x);
-        else source_draw(&src, &r, N, x);
+        if (t == zero_at)
+            memset(x, 0, (size_t)N * D * sizeof *x);
+        else
+            source_draw(&src, &r, N, x);
         if (t == 0) /* §1.5: initialization passes over the first minibatch */
-            for (int i = 0; i < (N <= R ? 1 : 3); i++) ref_update(&f, N, x);
+            for (int i = 0; i < (N <= R ? 1 : 3); i++)
+                ref_update(&f, N, x);
         double gref = ref_precondition(&f, N, x, xref);
         if (is_update_call(t, period)) ref_update(&f, N, x);
 
@@ -300,7 +325,8 @@ static struct run_result run_against_reference(int D, int rank, int N, int perio
         matrix_from_host(&m, x);
         natgrad_precondition(p, &m, &gamma);
         matrix_to_host(&m, xh);
-        for (int i = 0; i < N * D; i++) xfast[i] = xh[i];
+        for (int i = 0; i < N * D; i++)
+            xfast[i] = xh[i];
         double ex = rel_diff(N * D, xfast, xref), eg = fabs(gamma - gref) / gref;
         if (!(ex <= res.xhat)) res.xhat = ex;
         if (!(eg <= res.gamma)) res.gamma = eg;
@@ -328,13 +354,13 @@ static struct run_result run_against_reference(int D, int rank, int N, int perio
     return res;
 }
 
-#define CHECK_RUN(res, n, tol) \
-    do { \
-        struct run_result r_ = (res); \
-        printf("    xhat %.2e gamma %.2e F %.2e rho %.2e\n", r_.xhat, r_.gamma, r_.fisher, \
-               r_.rho); \
-        CHECK(r_.checked == (n)); \
-        CHECK(r_.xhat < (tol) && r_.gamma < (tol) && r_.fisher < (tol) && r_.rho < (tol)); \
+#define CHECK_RUN(res, n, tol)                                                                     \
+    do {                                                                                           \
+        struct run_result r_ = (res);                                                              \
+        printf("    xhat %.2e gamma %.2e F %.2e rho %.2e\n", r_.xhat, r_.gamma, r_.fisher,         \
+               r_.rho);                                                                            \
+        CHECK(r_.checked == (n));                                                                  \
+        CHECK(r_.xhat < (tol) && r_.gamma < (tol) && r_.fisher < (tol) && r_.rho < (tol));         \
     } while (0)
 
 /* N > D (the combined [W; J] J^T product), update_period 2, a column of ones. */
@@ -372,7 +398,8 @@ static void precondition_host(struct natgrad *p, int n, int dim, float *x, float
 
 static double sq_norm(int n, const float *x) {
     double s = 0;
-    for (int i = 0; i < n; i++) s += (double)x[i] * x[i];
+    for (int i = 0; i < n; i++)
+        s += (double)x[i] * x[i];
     return s;
 }
 
@@ -387,15 +414,18 @@ static void test_zero_input_finite(void) {
         memset(x, 0, sizeof x);
         precondition_host(p, N, D, x, &scale);
         CHECK(scale == 1.0f);
-        for (int i = 0; i < N * D; i++) CHECK(x[i] == 0.0f);
+        for (int i = 0; i < N * D; i++)
+            CHECK(x[i] == 0.0f);
     }
     struct rng r;
     rng_seed(&r, 5);
     for (int t = 0; t < 5; t++) {
-        for (int i = 0; i < N * D; i++) x[i] = rng_gauss(&r);
+        for (int i = 0; i < N * D; i++)
+            x[i] = rng_gauss(&r);
         double before = sq_norm(N * D, x);
         precondition_host(p, N, D, x, &scale);
-        for (int i = 0; i < N * D; i++) CHECK(isfinite(x[i]));
+        for (int i = 0; i < N * D; i++)
+            CHECK(isfinite(x[i]));
         CHECK(isfinite(scale) && scale >= 1.0f);
         CHECK_NEAR(scale * scale * sq_norm(N * D, x), before, 1e-4);
     }
@@ -403,7 +433,8 @@ static void test_zero_input_finite(void) {
     float w[6 * D];
     CHECK(natgrad_get_state(p, w, d, &rho) == 6);
     CHECK(isfinite(rho) && rho >= o.epsilon);
-    for (int k = 0; k < 6; k++) CHECK(isfinite(d[k]) && d[k] >= o.epsilon);
+    for (int k = 0; k < 6; k++)
+        CHECK(isfinite(d[k]) && d[k] >= o.epsilon);
     natgrad_free(p);
 }
 
@@ -412,7 +443,8 @@ static double energy_along(int n, int D, const float *x, const double *v) {
     double e = 0;
     for (int i = 0; i < n; i++) {
         double s = 0;
-        for (int j = 0; j < D; j++) s += x[i * D + j] * v[j];
+        for (int j = 0; j < D; j++)
+            s += x[i * D + j] * v[j];
         e += s * s;
     }
     return e;
@@ -435,13 +467,15 @@ static void test_rank1_damped(void) {
         v[j] = rng_gauss(&r);
         n += v[j] * v[j];
     }
-    for (int j = 0; j < D; j++) v[j] /= sqrt(n);
+    for (int j = 0; j < D; j++)
+        v[j] /= sqrt(n);
     float x[N * D], scale;
     double odds_in = 0, odds_out = 0, along_in = 0, along_out = 0;
     for (int t = 0; t < 12; t++) {
         for (int i = 0; i < N; i++) {
             double g = 30.0 * rng_gauss(&r);
-            for (int j = 0; j < D; j++) x[i * D + j] = (float)(rng_gauss(&r) + g * v[j]);
+            for (int j = 0; j < D; j++)
+                x[i * D + j] = (float)(rng_gauss(&r) + g * v[j]);
         }
         along_in = energy_along(N, D, x, v);
         odds_in = along_in / (sq_norm(N * D, x) - along_in);
@@ -492,7 +526,8 @@ static void test_deterministic(void) {
     rng_seed(&r, 13);
     float x1[N * D], x2[N * D], s1, s2;
     for (int t = 0; t < 15; t++) {
-        for (int i = 0; i < N * D; i++) x1[i] = x2[i] = rng_gauss(&r) * (1 + i % 7);
+        for (int i = 0; i < N * D; i++)
+            x1[i] = x2[i] = rng_gauss(&r) * (1 + i % 7);
         precondition_host(p1, N, D, x1, &s1);
         precondition_host(p2, N, D, x2, &s2);
         CHECK(s1 == s2);
@@ -519,9 +554,11 @@ static void test_dim1_and_rank_reduction(void) {
     struct rng r;
     rng_seed(&r, 4);
     float z[10 * 5];
-    for (int i = 0; i < 50; i++) z[i] = rng_gauss(&r);
+    for (int i = 0; i < 50; i++)
+        z[i] = rng_gauss(&r);
     precondition_host(p, 10, 5, z, &scale);
-    for (int i = 0; i < 50; i++) CHECK(isfinite(z[i]));
+    for (int i = 0; i < 50; i++)
+        CHECK(isfinite(z[i]));
     CHECK(isfinite(scale) && scale >= 1.0f);
     natgrad_free(p);
 }
@@ -537,11 +574,13 @@ static void test_nonfinite_input(void) {
     float x[N * D], y[N * D], w0[4 * D], w1[4 * D], scale;
     double d0[4], d1[4], rho0, rho1;
     for (int t = 0; t < 3; t++) {
-        for (int i = 0; i < N * D; i++) x[i] = rng_gauss(&r);
+        for (int i = 0; i < N * D; i++)
+            x[i] = rng_gauss(&r);
         precondition_host(p, N, D, x, &scale);
     }
     CHECK(natgrad_get_state(p, w0, d0, &rho0) == 4);
-    for (int i = 0; i < N * D; i++) x[i] = rng_gauss(&r);
+    for (int i = 0; i < N * D; i++)
+        x[i] = rng_gauss(&r);
     x[37] = NAN;
     memcpy(y, x, sizeof x);
     precondition_host(p, N, D, y, &scale);
@@ -551,7 +590,8 @@ static void test_nonfinite_input(void) {
     CHECK(!memcmp(w0, w1, sizeof w0) && !memcmp(d0, d1, sizeof d0) && rho0 == rho1);
     x[37] = 0.5f;
     precondition_host(p, N, D, x, &scale);
-    for (int i = 0; i < N * D; i++) CHECK(isfinite(x[i]));
+    for (int i = 0; i < N * D; i++)
+        CHECK(isfinite(x[i]));
     natgrad_free(p);
 }
 
@@ -568,7 +608,8 @@ static void test_update_schedule(void) {
     float x[N * D], w0[3 * D], w1[3 * D], scale;
     double d0[3], d1[3], rho0 = 0, rho1;
     for (int t = 0; t < 24; t++) {
-        for (int i = 0; i < N * D; i++) x[i] = rng_gauss(&r) * (1 + i % D);
+        for (int i = 0; i < N * D; i++)
+            x[i] = rng_gauss(&r) * (1 + i % D);
         precondition_host(p, N, D, x, &scale);
         CHECK(natgrad_get_state(p, w1, d1, &rho1) == 3);
         if (t > 0) {
@@ -598,18 +639,22 @@ static void test_overflow_recovers(void) {
         struct natgrad *p = natgrad_new(D, &o, 7);
         for (int t = 0; t < 8; t++) {
             int huge = first_huge ? t == 0 : t == 3;
-            for (int i = 0; i < N * D; i++) x[i] = rng_gauss(&r) * (huge ? 1e15f : 1.0f);
+            for (int i = 0; i < N * D; i++)
+                x[i] = rng_gauss(&r) * (huge ? 1e15f : 1.0f);
             double before = sq_norm(N * D, x);
             precondition_host(p, N, D, x, &scale);
-            for (int i = 0; i < N * D; i++) CHECK(isfinite(x[i]));
+            for (int i = 0; i < N * D; i++)
+                CHECK(isfinite(x[i]));
             CHECK(isfinite(scale) && scale >= 1.0f);
             CHECK_NEAR((double)scale * scale * sq_norm(N * D, x), before, 1e-4);
             int got = natgrad_get_state(p, w, d, &rho);
             CHECK(got == (huge ? 0 : 4)); /* no estimate right after a failure */
             if (got) {
                 CHECK(isfinite(rho) && rho >= o.epsilon);
-                for (int k = 0; k < 4; k++) CHECK(isfinite(d[k]) && d[k] >= o.epsilon);
-                for (int k = 0; k < 4 * D; k++) CHECK(isfinite(w[k]));
+                for (int k = 0; k < 4; k++)
+                    CHECK(isfinite(d[k]) && d[k] >= o.epsilon);
+                for (int k = 0; k < 4 * D; k++)
+                    CHECK(isfinite(w[k]));
             }
         }
         natgrad_free(p);
