@@ -106,7 +106,8 @@ double vector_sum(const struct vector *v);
 double vector_norm2(const struct vector *v);                              /* sqrt(sum v^2) */
 double matrix_sum(const struct matrix *m);
 double matrix_frobenius_norm(const struct matrix *m);
-double matrix_trace_mat_mat(const struct matrix *a, const struct matrix *b, int trans_b); /* tr(A op(B)) */
+/* tr(A op(B)) */
+double matrix_trace_mat_mat(const struct matrix *a, const struct matrix *b, int trans_b);
 double matrix_trace(const struct matrix *m);
 /* 1 if every element is finite, else 0. */
 int matrix_is_finite(const struct matrix *m);

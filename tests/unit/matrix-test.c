@@ -170,7 +170,11 @@ static void test_copy_and_fill(void) {
     matrix_set_randn(&g.m, &rng, 3.0f);
     double s = 0, sq = 0;
     for (int r = 0; r < 300; r++)
-        for (int c = 0; c < 200; c++) s += at(&g.m, r, c), sq += (double)at(&g.m, r, c) * at(&g.m, r, c);
+        for (int c = 0; c < 200; c++) {
+            double x = at(&g.m, r, c);
+            s += x;
+            sq += x * x;
+        }
     CHECK(fabs(s / 60000) < 0.05 && fabs(sqrt(sq / 60000) - 3.0) < 0.05);
     matrix_set_bernoulli(&g.m, &rng, 0.3f, 2.0f);
     int kept = 0;
@@ -300,7 +304,8 @@ static void test_gemm(void) {
             for (int j = 0; j < n; j++) {
                 double s = 0;
                 for (int l = 0; l < k; l++)
-                    s += (ta ? ad[l * m + i] : ad[i * k + l]) * (tb ? bd[j * k + l] : bd[l * n + j]);
+                    s += (ta ? ad[l * m + i] : ad[i * k + l]) *
+                         (tb ? bd[j * k + l] : bd[l * n + j]);
                 want[i * n + j] = alpha * s + (beta == 0.0f ? 0.0 : beta * cd[i * n + j]);
             }
         matrix_add_mat_mat(&c.m, alpha, &a.m, ta, &b.m, tb, beta);
@@ -739,7 +744,8 @@ static void test_splice(void) {
             offs[k] = rng_below(&rng, 6);
             maxo = offs[k] > maxo ? offs[k] : maxo;
         }
-        int cols = rand_dim(), out_rows = rand_dim(), in_rows = out_rows + maxo + rng_below(&rng, 2);
+        int cols = rand_dim(), out_rows = rand_dim();
+        int in_rows = out_rows + maxo + rng_below(&rng, 2);
         struct tmat src, dst, sd, dd;
         tmat_init(&src, in_rows, cols, trial & 1);
         tmat_init(&dst, out_rows, cols * num, trial & 2);
