@@ -365,26 +365,27 @@ static struct run_result run_against_reference(int D, int rank, int N, int perio
 
 /* N > D (the combined [W; J] J^T product), update_period 2, a column of ones. */
 static void test_reference_large_minibatch(void) {
-    CHECK_RUN(run_against_reference(30, 8, 64, 2, 2000.0f, 1, 16, -1), 16, 2e-3);
+    CHECK_RUN(run_against_reference(30, 8, 64, 2, 2000.0f, 1, 16, -1), 16, 1e-4);
 }
 
 /* N <= D (separate K and L), a short history so that the estimate moves fast. */
 static void test_reference_small_minibatch(void) {
-    CHECK_RUN(run_against_reference(48, 10, 24, 3, 100.0f, 0, 16, -1), 16, 2e-3);
+    CHECK_RUN(run_against_reference(48, 10, 24, 3, 100.0f, 0, 16, -1), 16, 1e-4);
 }
 
 /* N <= R: one initialization pass; and an all-zero minibatch in the middle. The first minibatch
  * excites only N of the R directions; the other R - N rows of the estimate are picked by float
  * roundoff (their c falls below the floor, forcing re-orthogonalization), so they differ from the
- * double reference. F depends on them only through a small d - rho: hence the looser tolerance
- * (Kaldi's own test allows about 1e-2). */
+ * double reference. F depends on them only through a small d - rho, and later rho absorbs some
+ * of it: errors of 1e-2 (xhat, F) to 3e-2 (rho) were measured with OpenBLAS, against 1e-6 in the
+ * other runs; hence the loose tolerance here (Kaldi's own test allows about 1e-2). */
 static void test_reference_tiny_minibatch_and_zeros(void) {
-    CHECK_RUN(run_against_reference(24, 10, 6, 1, 50.0f, 0, 14, 5), 14, 5e-2);
+    CHECK_RUN(run_against_reference(24, 10, 6, 1, 50.0f, 0, 14, 5), 14, 0.1);
 }
 
 /* All-zero first minibatch: the epsilon floor keeps everything finite (§1.5). */
 static void test_reference_zero_first(void) {
-    CHECK_RUN(run_against_reference(20, 5, 16, 1, 200.0f, 0, 8, 0), 8, 2e-3);
+    CHECK_RUN(run_against_reference(20, 5, 16, 1, 200.0f, 0, 8, 0), 8, 1e-4);
 }
 
 static void precondition_host(struct natgrad *p, int n, int dim, float *x, float *scale) {
