@@ -362,6 +362,12 @@ static int splice_setup(struct component *c, int *context, int num) {
         return error_set("key 'context': offsets must include 0 between them (got %d..%d)",
                          first, last);
     }
+    if (context[0] < -10000 || context[num - 1] > 10000) {
+        int first = context[0], last = context[num - 1];
+        free(context);
+        return error_set("key 'context': offsets %d..%d out of range (|offset| <= 10000)", first,
+                         last);
+    }
     if (num > 100000 || (long)num * c->input_dim > 100000000L) {
         free(context);
         return error_set("context too large (%d offsets)", num);
