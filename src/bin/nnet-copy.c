@@ -15,7 +15,8 @@ static const char usage[] =
 /* "a:b:c" -> floats (xmalloc'ed). -1 with error_set on a bad item. */
 static int parse_rates(const char *s, float **out, int *num) {
     int n = 1;
-    for (const char *p = s; *p; p++) n += *p == ':';
+    for (const char *p = s; *p; p++)
+        n += *p == ':';
     float *v = xmalloc(n * sizeof *v);
     char *copy = xstrdup(s), *save = NULL, *tok = copy;
     int k = 0;
@@ -71,8 +72,7 @@ int main(int argc, char **argv) {
         free(v);
     }
     if (lr_scale != 1) nnet_scale_learning_rates(n, lr_scale);
-    if (nnet_write_file(n, model_out, binary))
-        die("cannot write '%s': %s", model_out, error_get());
+    if (nnet_write_file(n, model_out, binary)) die("cannot write '%s': %s", model_out, error_get());
     LOG("Copied network with %d components from %s to %s", nnet_num_components(n), model_in,
         model_out);
     nnet_free(n);

@@ -21,8 +21,7 @@ int main(int argc, char **argv) {
 
     struct nnet *n = nnet_init_from_config(config, (uint64_t)(uint32_t)srand_seed);
     if (!n) die("%s", error_get());
-    if (nnet_write_file(n, model_out, binary))
-        die("cannot write '%s': %s", model_out, error_get());
+    if (nnet_write_file(n, model_out, binary)) die("cannot write '%s': %s", model_out, error_get());
     LOG("Initialized network with %d components and %d parameters; wrote it to %s",
         nnet_num_components(n), nnet_num_params(n), model_out);
     nnet_free(n);

@@ -5,26 +5,14 @@
 #include <string.h>
 
 static const struct component_ops *const registry[] = {
-    &splice_component_ops,
-    &affine_component_ops,
-    &natural_gradient_affine_component_ops,
-    &fixed_affine_component_ops,
-    &fixed_scale_component_ops,
-    &fixed_bias_component_ops,
-    &sigmoid_component_ops,
-    &tanh_component_ops,
-    &relu_component_ops,
-    &softmax_component_ops,
-    &log_softmax_component_ops,
-    &normalize_component_ops,
-    &pnorm_component_ops,
-    &dropout_component_ops,
-    NULL,
+    &splice_component_ops,       &affine_component_ops,      &natural_gradient_affine_component_ops,
+    &fixed_affine_component_ops, &fixed_scale_component_ops, &fixed_bias_component_ops,
+    &sigmoid_component_ops,      &tanh_component_ops,        &relu_component_ops,
+    &softmax_component_ops,      &log_softmax_component_ops, &normalize_component_ops,
+    &pnorm_component_ops,        &dropout_component_ops,     NULL,
 };
 
-const struct component_ops *const *component_ops_all(void) {
-    return registry;
-}
+const struct component_ops *const *component_ops_all(void) { return registry; }
 
 /* Accept "Foo", "<Foo>" and, for config convenience, "Foo" without the "Component" suffix. */
 static int name_matches(const char *name, size_t len, const char *type) {
@@ -104,15 +92,14 @@ int component_output_rows(const struct component *c, int in_rows, int num_chunks
 }
 
 void component_info(const struct component *c, char *buf, size_t size) {
-    int n = snprintf(buf, size, "%s, input-dim=%d, output-dim=%d", c->ops->type,
-                     c->input_dim, c->output_dim);
+    int n = snprintf(buf, size, "%s, input-dim=%d, output-dim=%d", c->ops->type, c->input_dim,
+                     c->output_dim);
     if (n < 0 || (size_t)n >= size) return;
     if (c->ops->updatable) {
         n += snprintf(buf + n, size - n, ", learning-rate=%g", c->learning_rate);
         if (c->max_change > 0 && (size_t)n < size)
             n += snprintf(buf + n, size - n, ", max-change=%g", c->max_change);
-        if ((size_t)n < size)
-            n += snprintf(buf + n, size - n, ", num-params=%d", c->num_params);
+        if ((size_t)n < size) n += snprintf(buf + n, size - n, ", num-params=%d", c->num_params);
     }
     if ((size_t)n < size && c->ops->info) c->ops->info(c, buf + n, size - n);
 }

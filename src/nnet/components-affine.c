@@ -85,7 +85,8 @@ static int affine_read_params(struct component *c, struct nnet_stream *s) {
         return -1;
     }
     int bad = 0;
-    if (m.rows < 1 || m.cols < 1) bad = error_set("<LinearParams> is empty");
+    if (m.rows < 1 || m.cols < 1)
+        bad = error_set("<LinearParams> is empty");
     else if (b.dim != m.rows)
         bad = error_set("<BiasParams> has dim %d, expected %d", b.dim, m.rows);
     if (!bad) {
@@ -176,8 +177,7 @@ static void affine_info_stats(const struct component *c, char *buf, size_t size)
 
 /* ---- Affine ---- */
 
-static int affine_init(struct component *c, struct config_line *cl, int prev_dim,
-                       struct rng *r) {
+static int affine_init(struct component *c, struct config_line *cl, int prev_dim, struct rng *r) {
     if (updatable_from_config(c, cl)) return -1;
     return affine_params_from_config(c, cl, prev_dim, r, 1.0f);
 }
@@ -194,10 +194,9 @@ static int affine_write(const struct component *c, struct nnet_stream *s) {
     return 0;
 }
 
-static void affine_backprop(struct component *c, const struct matrix *in,
-                            const struct matrix *out, const struct matrix *out_deriv,
-                            struct matrix *in_deriv, int num_chunks, struct vector *delta,
-                            enum backprop_mode mode) {
+static void affine_backprop(struct component *c, const struct matrix *in, const struct matrix *out,
+                            const struct matrix *out_deriv, struct matrix *in_deriv, int num_chunks,
+                            struct vector *delta, enum backprop_mode mode) {
     affine_backprop_input(c, out_deriv, in_deriv);
     if (delta)
         affine_plain_delta(c, in, out_deriv, delta, mode == BACKPROP_STEP ? c->learning_rate : 1);
@@ -267,8 +266,7 @@ static int ng_init(struct component *c, struct config_line *cl, int prev_dim, st
         config_get_int(cl, "update-period", &p->update_period) < 0 ||
         config_get_float(cl, "num-samples-history", &p->num_samples_history) < 0 ||
         config_get_float(cl, "alpha", &p->alpha) < 0 ||
-        config_get_float(cl, "max-change-per-sample", &p->max_change_per_sample) < 0 ||
-        ng_check(p))
+        config_get_float(cl, "max-change-per-sample", &p->max_change_per_sample) < 0 || ng_check(p))
         return -1;
     return affine_params_from_config(c, cl, prev_dim, r, 1.0f);
 }
@@ -277,8 +275,7 @@ static int ng_read(struct component *c, struct nnet_stream *s) {
     struct ng_priv *p = ng_priv_new();
     c->priv = p;
     if (updatable_read_header(c, s) || affine_read_params(c, s) ||
-        nio_expect_int(s, "<RankIn>", &p->rank_in) ||
-        nio_expect_int(s, "<RankOut>", &p->rank_out))
+        nio_expect_int(s, "<RankIn>", &p->rank_in) || nio_expect_int(s, "<RankOut>", &p->rank_out))
         return -1;
     /* Kaldi nnet2 files from before update-period existed lack it (then 1). */
     int got = nio_try_token(s, "<UpdatePeriod>");
@@ -325,7 +322,8 @@ static double sum_row_norm_products(const struct vector *xn, const struct vector
     vector_to_host(xn, a);
     vector_to_host(yn, a + n);
     double sum = 0;
-    for (int i = 0; i < n; i++) sum += sqrt((double)a[i] * a[n + i]);
+    for (int i = 0; i < n; i++)
+        sum += sqrt((double)a[i] * a[n + i]);
     free(a);
     return sum;
 }
@@ -372,8 +370,10 @@ static void ng_backprop(struct component *c, const struct matrix *in, const stru
                         struct vector *delta, enum backprop_mode mode) {
     affine_backprop_input(c, out_deriv, in_deriv);
     if (!delta) return;
-    if (mode == BACKPROP_GRADIENT) affine_plain_delta(c, in, out_deriv, delta, 1);
-    else ng_step(c, in, out_deriv, delta);
+    if (mode == BACKPROP_GRADIENT)
+        affine_plain_delta(c, in, out_deriv, delta, 1);
+    else
+        ng_step(c, in, out_deriv, delta);
 }
 
 static void ng_info(const struct component *c, char *buf, size_t size) {
@@ -518,8 +518,8 @@ static int fixed_scale_read(struct component *c, struct nnet_stream *s) {
 static int fixed_scale_write(const struct component *c, struct nnet_stream *s) {
     return nio_write_token(s, "<Scales>") || nio_write_vector(s, &c->params) ? -1 : 0;
 }
-static void fixed_scale_propagate(struct component *c, const struct matrix *in,
-                                  struct matrix *out, int num_chunks, int train) {
+static void fixed_scale_propagate(struct component *c, const struct matrix *in, struct matrix *out,
+                                  int num_chunks, int train) {
     matrix_copy(out, in);
     matrix_mul_cols(out, &c->params);
 }

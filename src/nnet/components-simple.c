@@ -28,8 +28,8 @@ static int nonlinear_read(struct component *c, struct nnet_stream *s) {
         int sd = stats.dim;
         vector_release(&stats);
         if (sd != 0 && sd != dim)
-            return error_set("%s has dim %d, expected 0 or %d", k ? "<DerivSum>" : "<ValueSum>",
-                             sd, dim);
+            return error_set("%s has dim %d, expected 0 or %d", k ? "<DerivSum>" : "<ValueSum>", sd,
+                             dim);
     }
     if (nio_expect_float(s, "<Count>", &count)) return -1;
     c->input_dim = c->output_dim = dim;
@@ -50,10 +50,9 @@ static void sigmoid_propagate(struct component *c, const struct matrix *in, stru
                               int num_chunks, int train) {
     matrix_sigmoid(out, in);
 }
-static void sigmoid_backprop(struct component *c, const struct matrix *in,
-                             const struct matrix *out, const struct matrix *out_deriv,
-                             struct matrix *in_deriv, int num_chunks, struct vector *delta,
-                             enum backprop_mode mode) {
+static void sigmoid_backprop(struct component *c, const struct matrix *in, const struct matrix *out,
+                             const struct matrix *out_deriv, struct matrix *in_deriv,
+                             int num_chunks, struct vector *delta, enum backprop_mode mode) {
     if (in_deriv) matrix_diff_sigmoid(in_deriv, out, out_deriv);
 }
 
@@ -62,8 +61,8 @@ static void tanh_propagate(struct component *c, const struct matrix *in, struct 
     matrix_tanh(out, in);
 }
 static void tanh_backprop(struct component *c, const struct matrix *in, const struct matrix *out,
-                          const struct matrix *out_deriv, struct matrix *in_deriv,
-                          int num_chunks, struct vector *delta, enum backprop_mode mode) {
+                          const struct matrix *out_deriv, struct matrix *in_deriv, int num_chunks,
+                          struct vector *delta, enum backprop_mode mode) {
     if (in_deriv) matrix_diff_tanh(in_deriv, out, out_deriv);
 }
 
@@ -72,8 +71,8 @@ static void relu_propagate(struct component *c, const struct matrix *in, struct 
     matrix_relu(out, in);
 }
 static void relu_backprop(struct component *c, const struct matrix *in, const struct matrix *out,
-                          const struct matrix *out_deriv, struct matrix *in_deriv,
-                          int num_chunks, struct vector *delta, enum backprop_mode mode) {
+                          const struct matrix *out_deriv, struct matrix *in_deriv, int num_chunks,
+                          struct vector *delta, enum backprop_mode mode) {
     if (in_deriv) matrix_diff_relu(in_deriv, out, out_deriv);
 }
 
@@ -81,15 +80,14 @@ static void softmax_propagate(struct component *c, const struct matrix *in, stru
                               int num_chunks, int train) {
     matrix_softmax_rows(out, in);
 }
-static void softmax_backprop(struct component *c, const struct matrix *in,
-                             const struct matrix *out, const struct matrix *out_deriv,
-                             struct matrix *in_deriv, int num_chunks, struct vector *delta,
-                             enum backprop_mode mode) {
+static void softmax_backprop(struct component *c, const struct matrix *in, const struct matrix *out,
+                             const struct matrix *out_deriv, struct matrix *in_deriv,
+                             int num_chunks, struct vector *delta, enum backprop_mode mode) {
     if (in_deriv) matrix_diff_softmax(in_deriv, out, out_deriv);
 }
 
-static void log_softmax_propagate(struct component *c, const struct matrix *in,
-                                  struct matrix *out, int num_chunks, int train) {
+static void log_softmax_propagate(struct component *c, const struct matrix *in, struct matrix *out,
+                                  int num_chunks, int train) {
     matrix_log_softmax_rows(out, in);
 }
 static void log_softmax_backprop(struct component *c, const struct matrix *in,
@@ -110,16 +108,16 @@ static void normalize_backprop(struct component *c, const struct matrix *in,
     if (in_deriv) matrix_diff_normalize_rows(in_deriv, in, out_deriv);
 }
 
-#define NONLINEAR_OPS(name, type_str, aliases_, is_log, prop, back) \
-    const struct component_ops name = { \
-        .type = type_str, \
-        .aliases = aliases_, \
-        .output_is_log = is_log, \
-        .init = nonlinear_init, \
-        .read = nonlinear_read, \
-        .write = nonlinear_write, \
-        .propagate = prop, \
-        .backprop = back, \
+#define NONLINEAR_OPS(name, type_str, aliases_, is_log, prop, back)                                \
+    const struct component_ops name = {                                                            \
+        .type = type_str,                                                                          \
+        .aliases = aliases_,                                                                       \
+        .output_is_log = is_log,                                                                   \
+        .init = nonlinear_init,                                                                    \
+        .read = nonlinear_read,                                                                    \
+        .write = nonlinear_write,                                                                  \
+        .propagate = prop,                                                                         \
+        .backprop = back,                                                                          \
     }
 
 static const char *const relu_aliases[] = {"ReluComponent", NULL};
@@ -144,8 +142,8 @@ struct pnorm_priv {
 
 static int pnorm_check(struct component *c, float p) {
     if (c->input_dim <= 0 || c->output_dim <= 0 || c->input_dim % c->output_dim)
-        return error_set("input-dim %d must be a positive multiple of output-dim %d",
-                         c->input_dim, c->output_dim);
+        return error_set("input-dim %d must be a positive multiple of output-dim %d", c->input_dim,
+                         c->output_dim);
     if (!(p >= 1)) return error_set("key 'p': must be >= 1, got %g", p);
     struct pnorm_priv *pp = xmalloc(sizeof *pp);
     pp->p = p;
@@ -185,10 +183,9 @@ static void pnorm_propagate(struct component *c, const struct matrix *in, struct
     matrix_pnorm(out, in, ((struct pnorm_priv *)c->priv)->p);
 }
 
-static void pnorm_backprop(struct component *c, const struct matrix *in,
-                           const struct matrix *out, const struct matrix *out_deriv,
-                           struct matrix *in_deriv, int num_chunks, struct vector *delta,
-                           enum backprop_mode mode) {
+static void pnorm_backprop(struct component *c, const struct matrix *in, const struct matrix *out,
+                           const struct matrix *out_deriv, struct matrix *in_deriv, int num_chunks,
+                           struct vector *delta, enum backprop_mode mode) {
     if (in_deriv)
         matrix_diff_pnorm(in_deriv, in, out, out_deriv, ((struct pnorm_priv *)c->priv)->p);
 }
@@ -245,8 +242,7 @@ static int dropout_setup(struct component *c, float proportion) {
     return 0;
 }
 
-static int dropout_init(struct component *c, struct config_line *cl, int prev_dim,
-                        struct rng *r) {
+static int dropout_init(struct component *c, struct config_line *cl, int prev_dim, struct rng *r) {
     float proportion = 0.5f;
     int dim;
     if (component_dim_from_config(cl, "dim", prev_dim, &dim) ||
@@ -287,10 +283,9 @@ static void dropout_propagate(struct component *c, const struct matrix *in, stru
     matrix_mul_elements(out, &d->mask);
 }
 
-static void dropout_backprop(struct component *c, const struct matrix *in,
-                             const struct matrix *out, const struct matrix *out_deriv,
-                             struct matrix *in_deriv, int num_chunks, struct vector *delta,
-                             enum backprop_mode mode) {
+static void dropout_backprop(struct component *c, const struct matrix *in, const struct matrix *out,
+                             const struct matrix *out_deriv, struct matrix *in_deriv,
+                             int num_chunks, struct vector *delta, enum backprop_mode mode) {
     struct dropout_priv *d = c->priv;
     if (!in_deriv) return;
     if (in_deriv != out_deriv) matrix_copy(in_deriv, out_deriv);
@@ -359,8 +354,8 @@ static int splice_setup(struct component *c, int *context, int num) {
     if (context[0] > 0 || context[num - 1] < 0) {
         int first = context[0], last = context[num - 1];
         free(context);
-        return error_set("key 'context': offsets must include 0 between them (got %d..%d)",
-                         first, last);
+        return error_set("key 'context': offsets must include 0 between them (got %d..%d)", first,
+                         last);
     }
     if (context[0] < -10000 || context[num - 1] > 10000) {
         int first = context[0], last = context[num - 1];
@@ -376,7 +371,8 @@ static int splice_setup(struct component *c, int *context, int num) {
     sp->num = num;
     sp->context = context;
     sp->rel = xmalloc(num * sizeof *sp->rel);
-    for (int k = 0; k < num; k++) sp->rel[k] = context[k] - context[0];
+    for (int k = 0; k < num; k++)
+        sp->rel[k] = context[k] - context[0];
     c->priv = sp;
     c->left_context = -context[0];
     c->right_context = context[num - 1];
@@ -384,8 +380,7 @@ static int splice_setup(struct component *c, int *context, int num) {
     return 0;
 }
 
-static int splice_init(struct component *c, struct config_line *cl, int prev_dim,
-                       struct rng *r) {
+static int splice_init(struct component *c, struct config_line *cl, int prev_dim, struct rng *r) {
     int *context = NULL, num = 0, left = -1, right = -1, const_dim = 0;
     if (component_dim_from_config(cl, "input-dim", prev_dim, &c->input_dim)) return -1;
     int got = config_get_int_list(cl, "context", &context, &num);
@@ -414,7 +409,8 @@ static int splice_init(struct component *c, struct config_line *cl, int prev_dim
         if (left > 10000 || right > 10000) return error_set("context too large");
         num = left + right + 1;
         context = xmalloc(num * sizeof *context);
-        for (int k = 0; k < num; k++) context[k] = k - left;
+        for (int k = 0; k < num; k++)
+            context[k] = k - left;
     }
     return splice_setup(c, context, num);
 }
@@ -450,10 +446,9 @@ static void splice_propagate(struct component *c, const struct matrix *in, struc
     }
 }
 
-static void splice_backprop(struct component *c, const struct matrix *in,
-                            const struct matrix *out, const struct matrix *out_deriv,
-                            struct matrix *in_deriv, int num_chunks, struct vector *delta,
-                            enum backprop_mode mode) {
+static void splice_backprop(struct component *c, const struct matrix *in, const struct matrix *out,
+                            const struct matrix *out_deriv, struct matrix *in_deriv, int num_chunks,
+                            struct vector *delta, enum backprop_mode mode) {
     const struct splice_priv *sp = c->priv;
     if (!in_deriv) return;
     matrix_set_zero(in_deriv);

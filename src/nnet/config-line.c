@@ -17,10 +17,12 @@ int config_line_parse(struct config_line *cl, const char *text) {
     const char *p = text;
     int cap = 0;
     while (*p) {
-        while (isspace((unsigned char)*p)) p++;
+        while (isspace((unsigned char)*p))
+            p++;
         if (!*p) break;
         const char *w = p;
-        while (*p && !isspace((unsigned char)*p)) p++;
+        while (*p && !isspace((unsigned char)*p))
+            p++;
         size_t len = (size_t)(p - w);
         if (!cl->type) {
             cl->type = dup_range(w, len);
@@ -106,7 +108,8 @@ int config_get_int_list(struct config_line *cl, const char *key, int **out, int 
     const char *v = lookup(cl, key);
     if (!v) return 0;
     int n = 1;
-    for (const char *p = v; *p; p++) n += *p == ':';
+    for (const char *p = v; *p; p++)
+        n += *p == ':';
     int *list = xmalloc(n * sizeof *list);
     const char *p = v;
     for (int i = 0; i < n; i++) {
@@ -128,7 +131,6 @@ int config_get_int_list(struct config_line *cl, const char *key, int **out, int 
 
 int config_check_unused(const struct config_line *cl) {
     for (int i = 0; i < cl->num; i++)
-        if (!cl->used[i])
-            return error_set("unknown key '%s'", cl->keys[i]);
+        if (!cl->used[i]) return error_set("unknown key '%s'", cl->keys[i]);
     return 0;
 }

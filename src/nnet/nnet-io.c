@@ -25,9 +25,7 @@ int nio_try_token(struct nnet_stream *s, const char *token) {
     return io_read_token(s->in, s->binary, buf, sizeof buf) ? -1 : 1;
 }
 
-int nio_write_int(struct nnet_stream *s, int v) {
-    return io_write_int32(s->out, s->binary, v);
-}
+int nio_write_int(struct nnet_stream *s, int v) { return io_write_int32(s->out, s->binary, v); }
 
 int nio_read_int(struct nnet_stream *s, int *v) {
     int32_t x;
@@ -36,25 +34,18 @@ int nio_read_int(struct nnet_stream *s, int *v) {
     return 0;
 }
 
-int nio_write_float(struct nnet_stream *s, float v) {
-    return io_write_float(s->out, s->binary, v);
-}
+int nio_write_float(struct nnet_stream *s, float v) { return io_write_float(s->out, s->binary, v); }
 
-int nio_read_float(struct nnet_stream *s, float *v) {
-    return io_read_float(s->in, s->binary, v);
-}
+int nio_read_float(struct nnet_stream *s, float *v) { return io_read_float(s->in, s->binary, v); }
 
-int nio_write_bool(struct nnet_stream *s, int v) {
-    return io_write_bool(s->out, s->binary, v);
-}
+int nio_write_bool(struct nnet_stream *s, int v) { return io_write_bool(s->out, s->binary, v); }
 
-int nio_read_bool(struct nnet_stream *s, int *v) {
-    return io_read_bool(s->in, s->binary, v);
-}
+int nio_read_bool(struct nnet_stream *s, int *v) { return io_read_bool(s->in, s->binary, v); }
 
 int nio_write_int_vector(struct nnet_stream *s, const int *v, int n) {
     struct int32_vec iv = {xmalloc((n ? n : 1) * sizeof(int32_t)), n};
-    for (int i = 0; i < n; i++) iv.data[i] = v[i];
+    for (int i = 0; i < n; i++)
+        iv.data[i] = v[i];
     int r = io_write_int32_vector(s->out, s->binary, &iv);
     int32_vec_release(&iv);
     return r;
@@ -64,7 +55,8 @@ int nio_read_int_vector(struct nnet_stream *s, int **v, int *n) {
     struct int32_vec iv = {0};
     if (io_read_int32_vector(s->in, s->binary, &iv)) return -1;
     *v = xmalloc((iv.dim ? iv.dim : 1) * sizeof **v);
-    for (int i = 0; i < iv.dim; i++) (*v)[i] = iv.data[i];
+    for (int i = 0; i < iv.dim; i++)
+        (*v)[i] = iv.data[i];
     *n = iv.dim;
     int32_vec_release(&iv);
     return 0;
@@ -194,6 +186,7 @@ struct nnet *nnet_read(struct kin *in, int binary) {
         return NULL;
     }
     nnet_finalize(n);
+    nnet_set_seed(n, 0);
     return n;
 }
 

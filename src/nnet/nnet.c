@@ -38,7 +38,8 @@ static void release_activations(struct nnet *n) {
 void nnet_free(struct nnet *n) {
     if (!n) return;
     release_activations(n);
-    for (int i = 0; i < n->num; i++) component_free(n->comps[i]);
+    for (int i = 0; i < n->num; i++)
+        component_free(n->comps[i]);
     free(n->comps);
     vector_release(&n->params);
     vector_release(&n->delta);
@@ -49,8 +50,8 @@ int nnet_append(struct nnet *n, struct component *c) {
     if (n->num > 0) {
         const struct component *prev = n->comps[n->num - 1];
         if (prev->output_dim != c->input_dim)
-            return error_set("input dim %d of %s does not match output dim %d of %s",
-                             c->input_dim, c->ops->type, prev->output_dim, prev->ops->type);
+            return error_set("input dim %d of %s does not match output dim %d of %s", c->input_dim,
+                             c->ops->type, prev->output_dim, prev->ops->type);
     }
     if (n->num == n->cap) {
         n->cap = n->cap ? 2 * n->cap : 8;
@@ -108,7 +109,8 @@ struct nnet *nnet_init_from_config_text(const char *text, uint64_t seed) {
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
         int blank = 1;
-        for (char *q = line; *q; q++) blank &= *q == ' ' || *q == '\t' || *q == '\r';
+        for (char *q = line; *q; q++)
+            blank &= *q == ' ' || *q == '\t' || *q == '\r';
         if (blank) {
             free(line);
             continue;
@@ -185,9 +187,7 @@ int nnet_same_structure(const struct nnet *a, const struct nnet *b) {
     return 1;
 }
 
-int nnet_num_components(const struct nnet *n) {
-    return n->num;
-}
+int nnet_num_components(const struct nnet *n) { return n->num; }
 
 struct component *nnet_component(const struct nnet *n, int i) {
     ASSERT(i >= 0 && i < n->num);
@@ -196,33 +196,30 @@ struct component *nnet_component(const struct nnet *n, int i) {
 
 int nnet_num_updatable(const struct nnet *n) {
     int k = 0;
-    for (int i = 0; i < n->num; i++) k += n->comps[i]->ops->updatable;
+    for (int i = 0; i < n->num; i++)
+        k += n->comps[i]->ops->updatable;
     return k;
 }
 
-int nnet_input_dim(const struct nnet *n) {
-    return n->num ? n->comps[0]->input_dim : 0;
-}
+int nnet_input_dim(const struct nnet *n) { return n->num ? n->comps[0]->input_dim : 0; }
 
-int nnet_output_dim(const struct nnet *n) {
-    return n->num ? n->comps[n->num - 1]->output_dim : 0;
-}
+int nnet_output_dim(const struct nnet *n) { return n->num ? n->comps[n->num - 1]->output_dim : 0; }
 
 int nnet_left_context(const struct nnet *n) {
     int k = 0;
-    for (int i = 0; i < n->num; i++) k += n->comps[i]->left_context;
+    for (int i = 0; i < n->num; i++)
+        k += n->comps[i]->left_context;
     return k;
 }
 
 int nnet_right_context(const struct nnet *n) {
     int k = 0;
-    for (int i = 0; i < n->num; i++) k += n->comps[i]->right_context;
+    for (int i = 0; i < n->num; i++)
+        k += n->comps[i]->right_context;
     return k;
 }
 
-int nnet_num_params(const struct nnet *n) {
-    return n->params.dim;
-}
+int nnet_num_params(const struct nnet *n) { return n->params.dim; }
 
 struct vector nnet_params(struct nnet *n) {
     return vector_range(&n->params, 0, n->params.dim);

@@ -49,8 +49,11 @@
  *              <Dim> d <ValueSum> FV <DerivSum> FV <Count> f   (statistics are not kept: empty)
  *     Pnorm:   <InputDim> i <OutputDim> o <P> f
  *     Dropout: <Dim> d <DropoutProportion> f
- *     FixedAffine: <LinearParams> FM <BiasParams> FV;  FixedScale: <Scales> FV;  FixedBias: <Bias> FV
- * <MaxChange> is optional on read (Kaldi files lack it).
+ *     FixedAffine: <LinearParams> FM <BiasParams> FV
+ *     FixedScale: <Scales> FV;   FixedBias: <Bias> FV
+ * <MaxChange> is optional on read (Kaldi files lack it), and so are <IsGradient> F and, in
+ * NaturalGradientAffine, <UpdatePeriod> (then 1); Kaldi's name AffineComponentPreconditionedOnline
+ * reads as NaturalGradientAffine (written under parnet's name).
  *
  * Config file (nnet_init_from_config, Kaldi nnet2 syntax): one component per line,
  * "<Type> key=value ...", '#' starts a comment. An unknown key, a missing required key or a bad
@@ -73,7 +76,7 @@
 
 /* ---- config lines ---- */
 /* One parsed config line: the type word and its key=value pairs. Keys are marked as used when
- * read; config_check_unused() then reports the first unused key (Kaldi: an unparsed key is fatal). */
+ * read; config_check_unused() then reports the first unused key (an unparsed key is fatal). */
 struct config_line {
     char *type;
     int num;
@@ -108,10 +111,10 @@ enum backprop_mode {
 };
 
 struct component_ops {
-    const char *type;            /* "AffineComponent": the token is "<AffineComponent>" */
-    const char *const *aliases;  /* (optional) other names, NULL-terminated: Kaldi nnet2 names */
-    int updatable;               /* has parameters in the block, a learning rate and max-change */
-    int output_is_log;           /* (LogSoftmax) output holds log-probabilities */
+    const char *type;           /* "AffineComponent": the token is "<AffineComponent>" */
+    const char *const *aliases; /* (optional) other names, NULL-terminated: Kaldi nnet2 names */
+    int updatable;              /* has parameters in the block, a learning rate and max-change */
+    int output_is_log;          /* (LogSoftmax) output holds log-probabilities */
     /* From a config line; prev_dim is the previous component's output dim or -1. Fills input_dim,
      * output_dim, num_params (updatable), left/right context and creates the parameters in an
      * owned c->params (initialised randomly from r). */
@@ -159,7 +162,7 @@ struct component *component_new_from_config(const char *line, int prev_dim, stru
 void component_free(struct component *c);
 struct component *component_copy(const struct component *c);
 int component_output_rows(const struct component *c, int in_rows, int num_chunks);
-/* Kaldi's Info() shape: "AffineComponent, input-dim=40, output-dim=100, learning-rate=0.001, ..." */
+/* Kaldi's Info() shape: "AffineComponent, input-dim=40, output-dim=100, learning-rate=0.01, ..." */
 void component_info(const struct component *c, char *buf, size_t size);
 
 /* ---- the network ---- */
@@ -203,12 +206,14 @@ int nnet_num_params(const struct nnet *n);
 struct vector nnet_params(struct nnet *n);
 struct vector nnet_delta(struct nnet *n);
 
-void nnet_set_learning_rate(struct nnet *n, float lr);           /* every updatable component */
+void nnet_set_learning_rate(struct nnet *n, float lr); /* every updatable component */
 /* One rate per updatable component, in order; num must equal nnet_num_updatable. */
 int nnet_set_learning_rates(struct nnet *n, const float *lrs, int num);
 void nnet_scale_learning_rates(struct nnet *n, float factor);
-void nnet_set_max_change(struct nnet *n, float max_change);      /* global; 0 = off */
-/* Seed the random streams of the components that draw (Dropout). */
+void nnet_set_max_change(struct nnet *n, float max_change); /* global; 0 = off */
+/* Seed the random streams of the components that draw (Dropout masks, and the natural-gradient
+ * preconditioners' fallback). nnet_init_from_config seeds with its seed, nnet_read with 0; a
+ * trainer calls this with its --srand. */
 void nnet_set_seed(struct nnet *n, uint64_t seed);
 
 /* Forward. input: num_chunks chunks of rows, each of the same number of rows. The input must stay

@@ -35,7 +35,8 @@ expect_status "binary to text again" 0 nnet-copy --binary=false 1.mdl 1.txt
 expect_same "text round trip" 0.txt 1.txt
 expect_status "binary copy" 0 nnet-copy 1.mdl 2.mdl
 expect_same "binary round trip" 1.mdl 2.mdl
-if head -c 2 0.mdl | od -c | grep -q '\\0   B'; then pass "binary header"; else fail "binary header"; fi
+if head -c 2 0.mdl | od -c | grep -q '\\0   B'; then pass "binary header"
+else fail "binary header"; fi
 if grep -q '^<Nnet> <Version> 1 <NumComponents> 7 <Components>' 0.txt; then
     pass "text model header"; else fail "text model header"; fi
 
@@ -56,7 +57,8 @@ expect_err "names the count" "1 learning rates given for 2 updatable components"
 nnet-init --srand=1 nnet.config same.mdl 2>/dev/null
 expect_same "deterministic init" 0.mdl same.mdl
 nnet-init --srand=2 nnet.config other.mdl 2>/dev/null
-if cmp -s 0.mdl other.mdl; then fail "srand changes the model"; else pass "srand changes the model"; fi
+if cmp -s 0.mdl other.mdl; then fail "srand changes the model"
+else pass "srand changes the model"; fi
 
 # errors
 echo "AffineComponent input-dim=3 output-dim=4 learnin-rate=0.1" >bad.config

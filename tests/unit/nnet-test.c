@@ -11,14 +11,16 @@
 
 static void fill_randn(struct matrix *m, struct rng *r) {
     for (int i = 0; i < m->rows; i++)
-        for (int j = 0; j < m->cols; j++) matrix_set(m, i, j, rng_gauss(r));
+        for (int j = 0; j < m->cols; j++)
+            matrix_set(m, i, j, rng_gauss(r));
 }
 
 /* sum_ij a_ij b_ij in double on the host */
 static double dot_mat(const struct matrix *a, const struct matrix *b) {
     double s = 0;
     for (int i = 0; i < a->rows; i++)
-        for (int j = 0; j < a->cols; j++) s += (double)matrix_get(a, i, j) * matrix_get(b, i, j);
+        for (int j = 0; j < a->cols; j++)
+            s += (double)matrix_get(a, i, j) * matrix_get(b, i, j);
     return s;
 }
 
@@ -135,7 +137,8 @@ static void test_component_gradients(void) {
             }
         }
         double e = rel_err(an, nu, nin), em = max_err(an, nu, nin), norm = 0;
-        for (int i = 0; i < nin; i++) norm += an[i] * an[i];
+        for (int i = 0; i < nin; i++)
+            norm += an[i] * an[i];
         free(an);
         free(nu);
         if (getenv("NNET_TEST_VERBOSE") || !(e < 2e-3 && em < 2e-3))
@@ -266,7 +269,8 @@ static void test_network_gradient(void) {
     y = nnet_forward(n, &x1, 1, 0);
     CHECK(y->rows == 2);
     for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 5; j++) CHECK_NEAR(matrix_get(y, i, j), matrix_get(&all, 2 + i, j), 1e-5);
+        for (int j = 0; j < 5; j++)
+            CHECK_NEAR(matrix_get(y, i, j), matrix_get(&all, 2 + i, j), 1e-5);
     matrix_release(&all);
     matrix_release(&x);
     matrix_release(&rr);
@@ -379,7 +383,8 @@ static void test_model_round_trip(void) {
         CHECK(b2 != NULL && s1 == s2 && !memcmp(b1, b2, s1));
         if (binary) { /* binary is exact */
             struct vector p = nnet_params(n), q = nnet_params(m);
-            for (int i = 0; i < p.dim; i++) CHECK(vector_get(&p, i) == vector_get(&q, i));
+            for (int i = 0; i < p.dim; i++)
+                CHECK(vector_get(&p, i) == vector_get(&q, i));
         }
         free(b1);
         free(b2);
@@ -394,7 +399,8 @@ static void test_model_round_trip(void) {
     CHECK(st1 == st2 && !memcmp(t1, t2, st1));
     CHECK(sb == sb2);
     struct vector p = nnet_params(n), q = nnet_params(m);
-    for (int i = 0; i < p.dim; i++) CHECK_NEAR(vector_get(&q, i), vector_get(&p, i), 1e-6);
+    for (int i = 0; i < p.dim; i++)
+        CHECK_NEAR(vector_get(&q, i), vector_get(&p, i), 1e-6);
     free(b);
     free(t1);
     free(b2);
@@ -405,7 +411,8 @@ static void test_model_round_trip(void) {
     CHECK(nnet_same_structure(n, c));
     struct vector pc = nnet_params(c);
     CHECK(pc.data != p.data);
-    for (int i = 0; i < p.dim; i++) CHECK(vector_get(&pc, i) == vector_get(&p, i));
+    for (int i = 0; i < p.dim; i++)
+        CHECK(vector_get(&pc, i) == vector_get(&p, i));
     nnet_free(c);
     nnet_free(n);
 }
@@ -421,8 +428,9 @@ static void test_truncated_model(void) {
         size_t step = size / 400 + 1;
         for (size_t len = 0; len + (binary ? 1 : 2) < size; len += step) {
             struct nnet *m = read_mem(buf, len);
-            if (m) printf("    %s model truncated to %zu of %zu bytes was accepted\n",
-                          binary ? "binary" : "text", len, size);
+            if (m)
+                printf("    %s model truncated to %zu of %zu bytes was accepted\n",
+                       binary ? "binary" : "text", len, size);
             CHECK(m == NULL);
             CHECK(*error_get() != 0);
         }
@@ -432,7 +440,8 @@ static void test_truncated_model(void) {
         for (int t = 0; t < 300; t++) {
             char *copy = xmalloc(size);
             memcpy(copy, buf, size);
-            for (int k = 0; k < 3; k++) copy[rng_below(&r, (uint32_t)size)] = (char)rng_u32(&r);
+            for (int k = 0; k < 3; k++)
+                copy[rng_below(&r, (uint32_t)size)] = (char)rng_u32(&r);
             nnet_free(read_mem(copy, size));
             free(copy);
         }
@@ -480,7 +489,8 @@ static void test_objective_xent(void) {
     int rows[] = {0, 1, 2, 2}, cols[] = {1, 3, 0, 0};
     float w[] = {1, 0.5f, 2, 1};
     double expect = 0;
-    for (int i = 0; i < 4; i++) expect += w[i] * log(matrix_get(y, rows[i], cols[i]));
+    for (int i = 0; i < 4; i++)
+        expect += w[i] * log(matrix_get(y, rows[i], cols[i]));
     double o = nnet_objective_xent(n, 4, rows, cols, w, &d);
     double ol = nnet_objective_xent(nl, 4, rows, cols, w, &dl);
     CHECK_NEAR(o, expect, 1e-5);
@@ -493,7 +503,8 @@ static void test_objective_xent(void) {
     CHECK(nnet_backward(n, &d, NNET_GRADIENT) == 0);
     CHECK(nnet_backward(nl, &dl, NNET_GRADIENT) == 0);
     struct vector g = nnet_delta(n), gl = nnet_delta(nl);
-    for (int i = 0; i < g.dim; i++) CHECK_NEAR(vector_get(&g, i), vector_get(&gl, i), 1e-4);
+    for (int i = 0; i < g.dim; i++)
+        CHECK_NEAR(vector_get(&g, i), vector_get(&gl, i), 1e-4);
     /* the floor: a probability of 0 counts as 1e-20 */
     struct matrix big;
     matrix_init(&big, 1, 3);
@@ -557,7 +568,8 @@ static void test_max_change_and_nonfinite(void) {
     vector_copy(&before, &p);
     nnet_forward(n, &x, 1, 1);
     CHECK(nnet_backward(n, &g, NNET_UPDATE) == 1);
-    for (int i = 0; i < p.dim; i++) CHECK(vector_get(&p, i) == vector_get(&before, i));
+    for (int i = 0; i < p.dim; i++)
+        CHECK(vector_get(&p, i) == vector_get(&before, i));
     CHECK(vector_is_finite(&p));
     /* learning rates */
     float lrs[] = {0.1f, 0.2f};
@@ -624,14 +636,16 @@ static void test_components_from_files(void) {
 }
 
 static void test_dropout(void) {
-    struct nnet *n = nnet_init_from_config_text("DropoutComponent dim=50 dropout-proportion=0.2\n", 1);
+    struct nnet *n =
+        nnet_init_from_config_text("DropoutComponent dim=50 dropout-proportion=0.2\n", 1);
     CHECK(n != NULL);
     struct matrix x;
     matrix_init(&x, 40, 50);
     matrix_set_const(&x, 1);
     const struct matrix *y = nnet_forward(n, &x, 1, 0);
     for (int i = 0; i < 40; i++)
-        for (int j = 0; j < 50; j++) CHECK(matrix_get(y, i, j) == 1); /* identity at test time */
+        for (int j = 0; j < 50; j++)
+            CHECK(matrix_get(y, i, j) == 1); /* identity at test time */
     y = nnet_forward(n, &x, 1, 1);
     int zeros = 0;
     double sum = 0;
@@ -643,7 +657,7 @@ static void test_dropout(void) {
             sum += v;
         }
     CHECK(zeros > 300 && zeros < 500); /* 400 expected */
-    CHECK(fabs(sum / 2000 - 1) < 0.1);  /* the mean is kept */
+    CHECK(fabs(sum / 2000 - 1) < 0.1); /* the mean is kept */
     matrix_release(&x);
     nnet_free(n);
 }
@@ -677,7 +691,8 @@ static double train(struct nnet *n, struct blobs *b, int steps, int mb, float no
     matrix_init(&x, mb, b->dim);
     matrix_init(&d, 1, 1);
     int *labels = xmalloc(mb * sizeof *labels), *rows = xmalloc(mb * sizeof *rows);
-    for (int i = 0; i < mb; i++) rows[i] = i;
+    for (int i = 0; i < mb; i++)
+        rows[i] = i;
     double last = 0;
     for (int s = 0; s < steps; s++) {
         blobs_batch(b, &x, labels, noise);
@@ -701,7 +716,8 @@ static void blobs_init(struct blobs *b, int dim, int num_classes, uint64_t seed,
     b->scales = scales;
     rng_seed(&b->r, seed);
     b->centers = xmalloc((size_t)dim * num_classes * sizeof *b->centers);
-    for (int i = 0; i < dim * num_classes; i++) b->centers[i] = 2 * rng_gauss(&b->r);
+    for (int i = 0; i < dim * num_classes; i++)
+        b->centers[i] = 2 * rng_gauss(&b->r);
 }
 
 static void test_training_reduces_objective(void) {
@@ -717,7 +733,7 @@ static void test_training_reduces_objective(void) {
     double first, last = train(n, &b, 200, 32, 1.0f, &first);
     printf("    SGD: objective per frame %.4f -> %.4f\n", first, last);
     CHECK_NEAR(first, log(0.25), 0.01); /* the zero output layer starts uniform */
-    CHECK(last > -0.45); /* from log(1/4) = -1.39 */
+    CHECK(last > -0.45);                /* from log(1/4) = -1.39 */
     free(b.centers);
     nnet_free(n);
 }
@@ -746,8 +762,10 @@ static void test_natural_gradient_beats_sgd(void) {
             double last = train(n, &b, 300, 32, 1.0f, NULL);
             if (!isfinite(last)) last = -1e30;
             printf("    lr %g %s: final objective %.4f\n", lrs[k], ng ? "NG-SGD" : "SGD", last);
-            if (ng) best_ng = last > best_ng ? last : best_ng;
-            else best_plain = last > best_plain ? last : best_plain;
+            if (ng)
+                best_ng = last > best_ng ? last : best_ng;
+            else
+                best_plain = last > best_plain ? last : best_plain;
             free(b.centers);
             nnet_free(n);
         }
