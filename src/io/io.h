@@ -109,6 +109,8 @@ int kin_read(struct kin *in, void *dst, size_t n, const char *what);
 int kin_peek(struct kin *in);
 /* Consume one byte; -1 at end. */
 int kin_getc(struct kin *in);
+/* Look at up to n (<= 1 MiB) bytes without consuming them; *avail is how many exist. */
+const unsigned char *kin_peek_bytes(struct kin *in, size_t n, size_t *avail);
 /* 1 if at end of stream (after skipping nothing), else 0. */
 int kin_at_eof(struct kin *in);
 /* Bytes left if known, else -1. */
@@ -258,7 +260,8 @@ int table_writer_write(struct table_writer *w, const char *key, const void *obj)
 /* Close every output; -1 if anything failed (also a write failure earlier). */
 int table_writer_close(struct table_writer *w);
 
-struct table_reader_bg; /* read-ahead thread state (io-table.c) */
+struct table_reader_bg;  /* read-ahead thread state (table.c) */
+struct table_reader_scp; /* scp reading state: line buffer, the archive kept open (table.c) */
 
 struct table_reader {
     const struct holder_ops *ops;
@@ -267,10 +270,11 @@ struct table_reader {
     int once, sorted, called_sorted, permissive, background;
     struct kin in;                 /* the archive, or the scp file */
     char key[IO_MAX_TOKEN];        /* key of the last item */
-    int done;                      /* 1 after end or error */
+    int done, done_rc;             /* after the end (0) or an error (-1): every call repeats it */
     int64_t entry_offset;          /* archive: offset of the object of the last item */
-    /* random access */
-    char **ra_keys, **ra_values;   /* sorted keys -> rxfilename ("file:offset" for an ark) */
+    struct table_reader_scp *scp;
+    /* random access: sorted keys -> rxfilename ("file:offset" for an ark) */
+    char **ra_keys, **ra_values;
     int ra_count, ra_loaded;
     struct table_reader_bg *bg;
 };
