@@ -44,6 +44,7 @@ int io_read_header(struct kin *in, int *binary) {
     if (kin_peek(in) == 0) {
         kin_getc(in);
         int c = kin_getc(in);
+        if (c < 0) return kin_error(in, "truncated binary header");
         if (c != 'B') return kin_error(in, "bad binary header: '\\0' not followed by 'B'");
         *binary = 1;
     } else {

@@ -151,7 +151,39 @@ static void ivec_free(void *obj) { int32_vec_release(obj); }
 const struct holder_ops holder_int32_vector = {"integer vector", sizeof(struct int32_vec),
                                                ivec_read, ivec_write, ivec_free, NULL};
 
+static int int32_read(struct kin *in, void *obj) {
+    int binary;
+    if (io_read_header(in, &binary) || io_read_int32(in, binary, obj)) return -1;
+    if (binary) return 0;
+    int c;
+    while ((c = kin_peek(in)) == ' ' || c == '\t' || c == '\r') kin_getc(in);
+    if (c >= 0 && c != '\n') return kin_error(in, "expected end of line after an integer");
+    if (c == '\n') kin_getc(in);
+    return 0;
+}
+static int int32_write(struct kout *out, int binary, const void *obj) {
+    if (io_write_header(out, binary) || io_write_int32(out, binary, *(const int32_t *)obj))
+        return -1;
+    return binary ? 0 : kout_write(out, "\n", 1);
+}
+static void int32_free(void *obj) { *(int32_t *)obj = 0; }
+const struct holder_ops holder_int32 = {"int32", sizeof(int32_t), int32_read, int32_write,
+                                        int32_free, NULL};
+
 /* ---- specifiers ---- */
+
+int io_is_table_specifier(const char *s) {
+    const char *colon = strchr(s, ':');
+    if (!colon) return 0;
+    char opts[256];
+    size_t n = (size_t)(colon - s);
+    if (n >= sizeof opts) return 0;
+    memcpy(opts, s, n);
+    opts[n] = '\0';
+    for (char *save = NULL, *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
+        if (!strcmp(o, "ark") || !strcmp(o, "scp")) return 1;
+    return 0;
+}
 
 struct spec {
     int ark, scp, ark_first;
@@ -538,6 +570,16 @@ int table_writer_close(struct table_writer *w) {
     free(w->ark_name);
     memset(w, 0, sizeof *w);
     return rc;
+}
+
+void table_writer_abort(struct table_writer *w) {
+    if (w->ark.f) kout_abort(&w->ark);
+    if (w->scp.f) kout_abort(&w->scp);
+    free_strings(w->scp_keys, w->scp_count);
+    free_strings(w->scp_files, w->scp_count);
+    free(w->wspecifier);
+    free(w->ark_name);
+    memset(w, 0, sizeof *w);
 }
 
 /* ---- sequential reader ---- */
