@@ -42,7 +42,7 @@ endif
 CFLAGS += $(CFLAGS_BASE) $(OPT) $(CFLAGS_CUDA) -MMD -MP
 
 # Layers, lowest first (STYLE.md §2): a module includes only its own layer or lower ones.
-MODULES := base matrix cuda io nnet train
+MODULES := base matrix cuda io egs nnet train
 LIB_SRC := $(foreach m,$(MODULES),$(wildcard src/$(m)/*.c))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 CU_SRC := $(if $(filter 1,$(CUDA)),$(wildcard src/cuda/*.cu))
@@ -109,7 +109,7 @@ test: all
 
 # libFuzzer targets: the library is compiled again with clang and coverage instrumentation.
 FUZZ_CFLAGS := $(CFLAGS_BASE) -O1 -g -fsanitize=fuzzer,address,undefined
-FUZZ_LIB_SRC := $(foreach m,base matrix io nnet,$(wildcard src/$(m)/*.c))
+FUZZ_LIB_SRC := $(foreach m,base matrix io egs nnet,$(wildcard src/$(m)/*.c))
 fuzz: $(FUZZ_BIN)
 build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
