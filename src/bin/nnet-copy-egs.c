@@ -30,7 +30,10 @@ int main(int argc, char **argv) {
     if (argc < 3) options_usage_exit(usage, specs, nspecs);
     if (keep < 0) die("--keep-proportion must be >= 0");
     int how;
-    if (egs_compress_parse(compress, &how)) die("--compress: %s", error_get());
+    if (egs_compress_parse(compress, &how)) {
+        fprintf(stderr, "%s: --compress: %s\n", log_program(), error_get());
+        options_usage_exit(usage, specs, nspecs);
+    }
 
     struct egs_stats st;
     int rc = egs_copy(argv[1], (const char *const *)argv + 2, argc - 2, random,

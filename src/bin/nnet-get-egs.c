@@ -28,9 +28,11 @@ int main(int argc, char **argv) {
     if (argc != 4) options_usage_exit(usage, specs, nspecs);
     if (opts.left_context < 0 || opts.right_context < 0 || opts.num_frames < 1)
         die("invalid --left-context, --right-context or --num-frames");
-    if (egs_compress_parse(compress, &opts.compress) || opts.compress == EGS_COMPRESS_KEEP)
-        die("--compress: %s", opts.compress == EGS_COMPRESS_KEEP ? "keep is not a storage"
-                                                                  : error_get());
+    if (egs_compress_parse(compress, &opts.compress) || opts.compress == EGS_COMPRESS_KEEP) {
+        fprintf(stderr, "%s: --compress: %s\n", log_program(),
+                opts.compress == EGS_COMPRESS_KEEP ? "use none, 8bit, 16bit or zlib" : error_get());
+        options_usage_exit(usage, specs, nspecs);
+    }
 
     struct egs_stats st;
     int rc = egs_get(argv[1], argv[2], argv[3], &opts, &st);

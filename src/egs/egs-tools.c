@@ -30,10 +30,20 @@ static int write_eg(struct table_writer *w, const char *key, const struct exampl
     return 0;
 }
 
-/* Close a reader and a writer; rc is the status so far. Returns 0 only if all went well. */
+/* Close a reader and a writer; rc is the status so far. Returns 0 only if all went well. After
+ * an error the first message is kept (a pipe we stopped reading then dies of SIGPIPE, say) and
+ * the writer's temporaries are removed. */
 static int finish(struct table_reader *r, struct table_writer *w, int rc) {
+    char *saved = rc ? xstrdup(error_get()) : NULL;
     if (r && table_reader_close(r) && !rc) rc = -1;
-    if (w && table_writer_close(w) && !rc) rc = -1;
+    if (w) {
+        if (rc) table_writer_abort(w);
+        else if (table_writer_close(w)) rc = -1;
+    }
+    if (saved) {
+        error_set("%s", saved);
+        free(saved);
+    }
     return rc;
 }
 
@@ -98,43 +108,91 @@ static int emit_to_writer(void *ctx, const char *key, const struct example *eg) 
     return write_eg(w, key, eg);
 }
 
+/* Labels held in memory, sorted by key: the whole table is read once, so that it may come from
+ * a pipe (ali-to-pdf) in any order, as Kaldi's random-access reader allows. */
+struct label_entry {
+    char *key;
+    struct int32_vec v;
+};
+static int label_entry_cmp(const void *a, const void *b) {
+    return strcmp(((const struct label_entry *)a)->key, ((const struct label_entry *)b)->key);
+}
+
+static int load_labels(const char *rspec, struct label_entry **out, int *count) {
+    struct table_reader r;
+    memset(&r, 0, sizeof r);
+    *out = NULL;
+    *count = 0;
+    if (table_reader_open(&r, rspec, &holder_int32_vector))
+        return error_wrap("cannot open '%s': ", rspec);
+    struct label_entry *e = NULL;
+    int n = 0, cap = 0, got;
+    struct int32_vec v = {0};
+    while ((got = table_reader_next(&r, &v)) == 1) {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            e = xrealloc(e, sizeof *e * (size_t)cap);
+        }
+        e[n].key = xstrdup(table_reader_key(&r));
+        e[n].v = v;
+        memset(&v, 0, sizeof v);
+        n++;
+    }
+    int rc = got < 0 ? error_wrap("reading labels '%s': ", rspec) : 0;
+    rc = finish(&r, NULL, rc);
+    qsort(e, (size_t)n, sizeof *e, label_entry_cmp);
+    for (int i = 1; i < n && !rc; i++)
+        if (!strcmp(e[i].key, e[i - 1].key))
+            rc = error_set("labels '%s': key '%s' appears twice", rspec, e[i].key);
+    *out = e;
+    *count = n;
+    return rc;
+}
+
+static void free_labels(struct label_entry *e, int n) {
+    for (int i = 0; i < n; i++) {
+        free(e[i].key);
+        int32_vec_release(&e[i].v);
+    }
+    free(e);
+}
+
 int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_wspec,
             const struct egs_get_opts *opts, struct egs_stats *st) {
     memset(st, 0, sizeof *st);
-    struct table_reader feats, labels;
+    struct label_entry *labels;
+    int num_labels;
+    if (load_labels(labels_rspec, &labels, &num_labels)) {
+        free_labels(labels, num_labels);
+        return -1;
+    }
+    struct table_reader feats;
     struct table_writer w;
     memset(&feats, 0, sizeof feats);
-    memset(&labels, 0, sizeof labels);
     memset(&w, 0, sizeof w);
-    if (table_reader_open(&feats, feats_rspec, &holder_matrix))
+    if (table_reader_open(&feats, feats_rspec, &holder_matrix)) {
+        free_labels(labels, num_labels);
         return error_wrap("cannot open '%s': ", feats_rspec);
-    if (table_reader_open(&labels, labels_rspec, &holder_int32_vector)) {
-        error_wrap("cannot open '%s': ", labels_rspec);
-        return finish(&feats, NULL, -1);
     }
     if (table_writer_open(&w, egs_wspec, &holder_example)) {
+        free_labels(labels, num_labels);
         error_wrap("cannot open '%s': ", egs_wspec);
-        finish(&labels, NULL, -1);
         return finish(&feats, NULL, -1);
     }
     struct matrix m = {0};
-    struct int32_vec lab = {0};
     int rc = 0, got;
-    long long before;
     while ((got = table_reader_next(&feats, &m)) == 1) {
         const char *utt = table_reader_key(&feats);
-        int found = table_reader_lookup(&labels, utt, &lab);
-        if (found < 0) {
-            rc = error_wrap("reading labels '%s': ", labels_rspec);
-            break;
-        }
-        if (!found) {
+        struct label_entry probe = {(char *)utt, {0}};
+        const struct label_entry *lab =
+            bsearch(&probe, labels, (size_t)num_labels, sizeof *labels, label_entry_cmp);
+        if (!lab) {
             WARN("no labels for utterance %s", utt);
             st->num_skipped++;
             continue;
         }
-        if (lab.dim != m.rows) {
-            WARN("utterance %s has %d labels for %d frames", utt, lab.dim, m.rows);
+        if (lab->v.dim != m.rows) {
+            WARN("utterance %s has %d labels for %d frames", utt, lab->v.dim, m.rows);
             st->num_skipped++;
             continue;
         }
@@ -143,15 +201,14 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
             st->num_skipped++;
             continue;
         }
-        before = w.num_written;
-        if ((rc = egs_cut_utterance(utt, &m, lab.data, opts, emit_to_writer, &w))) break;
+        long long before = w.num_written;
+        if ((rc = egs_cut_utterance(utt, &m, lab->v.data, opts, emit_to_writer, &w))) break;
         st->num_written += w.num_written - before;
         st->num_read++;
     }
     if (got < 0) rc = error_wrap("reading features '%s': ", feats_rspec);
     matrix_release(&m);
-    int32_vec_release(&lab);
-    rc = finish(&labels, NULL, rc);
+    free_labels(labels, num_labels);
     return finish(&feats, &w, rc);
 }
 

@@ -233,7 +233,9 @@ int example_write(struct kout *out, int binary, const struct example *eg) {
         return -1;
     struct vector spk = vector_wrap(eg->spk_info, eg->spk_dim, MATRIX_CPU);
     if (io_write_vector(out, binary, &spk)) return -1;
-    return io_write_token(out, binary, "</NnetExample>");
+    if (io_write_token(out, binary, "</NnetExample>")) return -1;
+    /* text: end the line, so the next archive key starts one (Kaldi would run on) */
+    return binary ? 0 : kout_write(out, "\n", 1);
 }
 
 /* ---- holder ---- */
