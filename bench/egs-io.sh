@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Example-archive benchmark: archive size and decode speed for each input storage
 # (--compress=none|8bit|16bit|zlib) on Fashion-MNIST, against the raw float feature archive, and
-# against how fast a trainer can consume examples (bench/train-proxy.c: the matrix products of one
-# SGD step of the egs/fashion-mnist network; the real nnet-train is no faster than that).
+# against how fast training consumes examples: nnet-train on 10 000 8-bit examples with the
+# egs/fashion-mnist network (when built), and bench/train-proxy.c (the matrix products of one SGD
+# step of that network alone, an upper bound on any trainer's speed).
 #
 # Usage: bench/egs-io.sh [--limit N] [<work-dir>]      (after `make`)
 # e.g.:  bench/egs-io.sh /tmp/egs-bench
@@ -64,3 +65,15 @@ done
 train_mbs=$(echo "$train_eps * 784 * 4 / 1000000" | bc -l)
 printf 'trainer proxy: %s examples/s = %.1f MB/s of float input consumed\n' "$train_eps" \
     "$train_mbs"
+if command -v nnet-train >/dev/null && command -v nnet-init >/dev/null; then
+    nnet-init "$top/egs/fashion-mnist/conf/nnet.config" "$work/0.mdl" 2>/dev/null
+    nnet-subset-egs --n=10000 --randomize-order=false ark:"$work/egs.8bit.ark" \
+        ark:"$work/sub.ark" 2>/dev/null
+    n=$(nnet-egs-info ark:"$work/sub.ark" 2>/dev/null | awk '/^num-examples/ {print $2}')
+    t0=$(now)
+    nnet-train --minibatch-size=128 "$work/0.mdl" ark:"$work/sub.ark" "$work/1.mdl" 2>"$work/train.log"
+    t1=$(now)
+    eps=$(echo "$n / ($t1 - $t0)" | bc -l)
+    printf 'nnet-train: %.0f examples/s = %.1f MB/s of float input consumed\n' "$eps" \
+        "$(echo "$eps * 784 * 4 / 1000000" | bc -l)"
+fi
