@@ -173,7 +173,8 @@ struct egs_stats {
 int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t *labels,
                       const struct egs_get_opts *opts,
                       int (*emit)(void *ctx, const char *key, const struct example *eg), void *ctx);
-/* nnet-get-egs: features (matrices) + per-frame int32 labels (random access by key) -> examples.
+/* nnet-get-egs: features (matrices) + per-frame int32 labels -> examples. The labels table is
+ * read whole into memory first (small; so it may be a pipe in any order, as Kaldi allows).
  * An utterance without labels, or whose label count differs from its frame count, is skipped
  * with a warning and counted (num_skipped); num_read counts utterances processed. */
 int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_wspec,
