@@ -7,6 +7,8 @@
 #   make DEBUG=1          -O0 -g
 CUDA ?= 0
 DEBUG ?= 0
+# Programs are built where they run (CI builds on its own machine); ARCH=x86-64-v2 for portable builds.
+ARCH ?= native
 SAN ?=
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
@@ -16,7 +18,7 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshad
 ifeq ($(DEBUG),1)
   OPT := -O0 -g
 else
-  OPT := -O2 -g -march=x86-64-v2
+  OPT := -O2 -g -march=$(ARCH)
 endif
 LDLIBS := -lopenblas -lz -lpthread -lm
 
@@ -42,7 +44,7 @@ endif
 CFLAGS += $(CFLAGS_BASE) $(OPT) $(CFLAGS_CUDA) -MMD -MP
 
 # Layers, lowest first (STYLE.md §2): a module includes only its own layer or lower ones.
-MODULES := base matrix cuda io nnet train
+MODULES := base matrix cuda io natgrad egs nnet train
 LIB_SRC := $(foreach m,$(MODULES),$(wildcard src/$(m)/*.c))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 CU_SRC := $(if $(filter 1,$(CUDA)),$(wildcard src/cuda/*.cu))
@@ -109,7 +111,7 @@ test: all
 
 # libFuzzer targets: the library is compiled again with clang and coverage instrumentation.
 FUZZ_CFLAGS := $(CFLAGS_BASE) -O1 -g -fsanitize=fuzzer,address,undefined
-FUZZ_LIB_SRC := $(foreach m,base matrix io nnet,$(wildcard src/$(m)/*.c))
+FUZZ_LIB_SRC := $(foreach m,base matrix io natgrad egs nnet,$(wildcard src/$(m)/*.c))
 fuzz: $(FUZZ_BIN)
 build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Convert Fashion-MNIST IDX files (as shipped by Debian's dataset-fashion-mnist) into Kaldi data
+directories: feats.ark/feats.scp (one 1 x 784 float matrix per image, pixels scaled to [0, 1]) and
+labels.ark/labels.scp (one int32 vector of length 1 per image).
+
+Usage: idx_to_kaldi.py [--limit N] [--valid N] [--seed S] <images.idx.gz> <labels.idx.gz> <out-dir> [<valid-dir>]
+
+With <valid-dir>, a seeded random --valid images (default 5000) go there and the rest to <out-dir>.
+The archives are written byte for byte in Kaldi's binary format (reference/kaldi-nnet2.md §3.1):
+  key SP \\0B "FM " \\x04 int32(rows) \\x04 int32(cols) float32 data
+  key SP \\0B \\x04 int32(count) then \\x04 int32 per element (Kaldi's BasicVectorHolder)
+and every scp line points just after "key ", as Kaldi's ark,scp writer does.
+Files are written under temporary names and renamed when complete.
+"""
+import array
+import gzip
+import os
+import random
+import struct
+import sys
+
+
+def read_idx(path, magic_expected):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 8:
+        sys.exit(f"idx_to_kaldi.py: '{path}': truncated header")
+    magic, count = struct.unpack(">ii", data[:8])
+    if magic != magic_expected:
+        sys.exit(f"idx_to_kaldi.py: '{path}': bad magic {magic:#x}, expected {magic_expected:#x}")
+    if magic == 0x803:
+        rows, cols = struct.unpack(">ii", data[8:16])
+        need = 16 + count * rows * cols
+        if len(data) != need:
+            sys.exit(f"idx_to_kaldi.py: '{path}': size {len(data)}, expected {need}")
+        return count, rows * cols, data[16:]
+    if len(data) != 8 + count:
+        sys.exit(f"idx_to_kaldi.py: '{path}': size {len(data)}, expected {8 + count}")
+    return count, 1, data[8:]
+
+
+def write_dir(out_dir, prefix, indices, pixels, dim, labels):
+    os.makedirs(out_dir, exist_ok=True)
+    scale = [b / 255.0 for b in range(256)]
+    feats_ark = os.path.join(out_dir, "feats.ark")
+    labels_ark = os.path.join(out_dir, "labels.ark")
+    feats_scp, labels_scp = [], []
+    with open(feats_ark + ".tmp", "wb") as fa, open(labels_ark + ".tmp", "wb") as la:
+        for i in indices:
+            key = f"{prefix}-{i:05d}".encode()
+            fa.write(key + b" ")
+            feats_scp.append(f"{key.decode()} {os.path.abspath(feats_ark)}:{fa.tell()}\n")
+            row = array.array("f", (scale[b] for b in pixels[i * dim:(i + 1) * dim]))
+            if sys.byteorder != "little":
+                row.byteswap()
+            fa.write(b"\0BFM \x04" + struct.pack("<i", 1) + b"\x04" + struct.pack("<i", dim))
+            fa.write(row.tobytes())
+            la.write(key + b" ")
+            labels_scp.append(f"{key.decode()} {os.path.abspath(labels_ark)}:{la.tell()}\n")
+            la.write(b"\0B\x04" + struct.pack("<i", 1) + b"\x04" + struct.pack("<i", labels[i]))
+    os.replace(feats_ark + ".tmp", feats_ark)
+    os.replace(labels_ark + ".tmp", labels_ark)
+    for name, lines in (("feats.scp", feats_scp), ("labels.scp", labels_scp)):
+        path = os.path.join(out_dir, name)
+        with open(path + ".tmp", "w") as f:
+            f.writelines(lines)
+        os.replace(path + ".tmp", path)
+
+
+def main(argv):
+    limit, valid, seed = 0, 5000, 777
+    args = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--limit", "--valid", "--seed") and i + 1 < len(argv):
+            val = int(argv[i + 1])
+            if a == "--limit":
+                limit = val
+            elif a == "--valid":
+                valid = val
+            else:
+                seed = val
+            i += 2
+            continue
+        if a.startswith("--"):
+            sys.exit(f"idx_to_kaldi.py: unknown option {a}\n{__doc__}")
+        args.append(a)
+        i += 1
+    if len(args) not in (3, 4):
+        sys.exit(__doc__)
+    images, labels_path, out_dir = args[:3]
+    count, dim, pixels = read_idx(images, 0x803)
+    lcount, _, labels = read_idx(labels_path, 0x801)
+    if lcount != count:
+        sys.exit(f"idx_to_kaldi.py: {count} images but {lcount} labels")
+    n = min(count, limit) if limit > 0 else count
+    prefix = os.path.basename(out_dir.rstrip("/"))
+    order = list(range(n))
+    if len(args) == 4:
+        if valid >= n:
+            sys.exit(f"idx_to_kaldi.py: --valid {valid} leaves no training images out of {n}")
+        rng = random.Random(seed)
+        held = set(rng.sample(order, valid))
+        write_dir(args[3], prefix, [k for k in order if k in held], pixels, dim, labels)
+        order = [k for k in order if k not in held]
+    write_dir(out_dir, prefix, order, pixels, dim, labels)
+    print(f"idx_to_kaldi.py: wrote {len(order)} images to {out_dir}"
+          + (f" and {valid} to {args[3]}" if len(args) == 4 else ""), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
