@@ -7,6 +7,8 @@
 #   make DEBUG=1          -O0 -g
 CUDA ?= 0
 DEBUG ?= 0
+# Programs are built where they run (CI builds on its own machine); ARCH=x86-64-v2 for portable builds.
+ARCH ?= native
 SAN ?=
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
@@ -16,7 +18,7 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshad
 ifeq ($(DEBUG),1)
   OPT := -O0 -g
 else
-  OPT := -O2 -g -march=x86-64-v2
+  OPT := -O2 -g -march=$(ARCH)
 endif
 LDLIBS := -lopenblas -lz -lpthread -lm
 

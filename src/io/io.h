@@ -62,6 +62,7 @@
  *   holder_matrix       struct matrix (reads FM/DM/CM* with optional scp ranges, writes FM);
  *   holder_compressed_matrix  struct compressed_matrix (writes CM/CM2/CM3; reads any matrix);
  *   holder_vector       struct vector (FV/DV);
+ *   holder_int32        int32_t (BasicHolder<int32>);
  *   holder_int32_vector struct int32_vec (Kaldi BasicVectorHolder<int32>: binary "\0B", int32
  *                       count WITH size byte, then each element as an int32 with size byte;
  *                       text: "1 2 3 \n" to the end of the line).
@@ -109,6 +110,8 @@ int kin_read(struct kin *in, void *dst, size_t n, const char *what);
 int kin_peek(struct kin *in);
 /* Consume one byte; -1 at end. */
 int kin_getc(struct kin *in);
+/* Look at up to n (<= 1 MiB) bytes without consuming them; *avail is how many exist. */
+const unsigned char *kin_peek_bytes(struct kin *in, size_t n, size_t *avail);
 /* 1 if at end of stream (after skipping nothing), else 0. */
 int kin_at_eof(struct kin *in);
 /* Bytes left if known, else -1. */
@@ -236,6 +239,12 @@ extern const struct holder_ops holder_matrix;
 extern const struct holder_ops holder_vector;
 extern const struct holder_ops holder_int32_vector;
 extern const struct holder_ops holder_compressed_matrix; /* struct compressed_matrix */
+/* int32_t; Kaldi BasicHolder<int32>: binary "\0B" + int32, text "13 \n" (feat-to-len). */
+extern const struct holder_ops holder_int32;
+
+/* 1 if s looks like an rspecifier / wspecifier ("ark:", "scp:", "ark,t:" ...), else 0 (an
+ * rx/wxfilename). Used by programs that accept either, as Kaldi's ClassifyRspecifier. */
+int io_is_table_specifier(const char *s);
 
 enum table_kind { TABLE_ARK = 1, TABLE_SCP = 2, TABLE_ARK_SCP = 3 };
 
@@ -257,8 +266,11 @@ int table_writer_open(struct table_writer *w, const char *wspecifier,
 int table_writer_write(struct table_writer *w, const char *key, const void *obj);
 /* Close every output; -1 if anything failed (also a write failure earlier). */
 int table_writer_close(struct table_writer *w);
+/* Error path: close and remove the temporaries, leaving no output under the final names. */
+void table_writer_abort(struct table_writer *w);
 
-struct table_reader_bg; /* read-ahead thread state (io-table.c) */
+struct table_reader_bg;  /* read-ahead thread state (table.c) */
+struct table_reader_scp; /* scp reading state: line buffer, the archive kept open (table.c) */
 
 struct table_reader {
     const struct holder_ops *ops;
@@ -267,10 +279,11 @@ struct table_reader {
     int once, sorted, called_sorted, permissive, background;
     struct kin in;                 /* the archive, or the scp file */
     char key[IO_MAX_TOKEN];        /* key of the last item */
-    int done;                      /* 1 after end or error */
+    int done, done_rc;             /* after the end (0) or an error (-1): every call repeats it */
     int64_t entry_offset;          /* archive: offset of the object of the last item */
-    /* random access */
-    char **ra_keys, **ra_values;   /* sorted keys -> rxfilename ("file:offset" for an ark) */
+    struct table_reader_scp *scp;
+    /* random access: sorted keys -> rxfilename ("file:offset" for an ark) */
+    char **ra_keys, **ra_values;
     int ra_count, ra_loaded;
     struct table_reader_bg *bg;
 };
@@ -278,6 +291,10 @@ struct table_reader {
 /* Parse an rspecifier and open it for sequential reading (random access loads lazily). */
 int table_reader_open(struct table_reader *r, const char *rspecifier,
                       const struct holder_ops *ops);
+/* The same over an already-open stream (fmemopen in tests and fuzzers), which the reader takes
+ * over (and closes). The rspecifier gives kind and options; its filename part is ignored. */
+int table_reader_open_stream(struct table_reader *r, const char *rspecifier, struct kin *in,
+                             const struct holder_ops *ops);
 /* Next item: 1 with the object in *obj (zeroed or a previous object of this holder, which is
  * released first) and the key in table_reader_key(); 0 at the end; -1 on error (file, key,
  * byte offset and reason in error_get()). After 0 or -1 every call returns the same. */

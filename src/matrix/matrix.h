@@ -106,18 +106,19 @@ double vector_sum(const struct vector *v);
 double vector_norm2(const struct vector *v);                              /* sqrt(sum v^2) */
 double matrix_sum(const struct matrix *m);
 double matrix_frobenius_norm(const struct matrix *m);
-double matrix_trace_mat_mat(const struct matrix *a, const struct matrix *b, int trans_b); /* tr(A op(B)) */
+/* tr(A op(B)) */
+double matrix_trace_mat_mat(const struct matrix *a, const struct matrix *b, int trans_b);
 double matrix_trace(const struct matrix *m);
 /* 1 if every element is finite, else 0. */
 int matrix_is_finite(const struct matrix *m);
 int vector_is_finite(const struct vector *v);
 
 /* ---- BLAS level 2 and 3 ---- */
-/* C = alpha op(A) op(B) + beta C */
+/* C = alpha op(A) op(B) + beta C; C must not overlap A or B. beta = 0: C is not read. */
 void matrix_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
                         const struct matrix *b, int trans_b, float beta);
 /* C = alpha A A^T + beta C (trans == MATRIX_NO_TRANS) or alpha A^T A + beta C; C is filled whole
- * (both triangles). */
+ * (both triangles). C is taken to be symmetric on entry: only its lower triangle is read. */
 void matrix_sym_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, int trans,
                             float beta);
 /* y = alpha op(M) x + beta y */
@@ -143,12 +144,14 @@ void vector_mul_elements(struct vector *v, const struct vector *a);
 void vector_add_const(struct vector *v, float alpha);
 /* v[r] = sum_c m[r][c]^2 */
 void vector_row_sq_norms(struct vector *v, const struct matrix *m);
-/* dst = values where the mask draw keeps them: each element is scale with probability keep,
- * else 0 (dropout masks; drawn on the host from r). */
+/* Each element of m becomes scale with probability keep, else 0 (dropout masks; drawn on the
+ * host from r, row by row). */
 void matrix_set_bernoulli(struct matrix *m, struct rng *r, float keep, float scale);
 
 /* ---- nonlinearities: forward dst = f(src); backward in_deriv = f'(.) * out_deriv ---- */
-/* dst may alias src in the forwards; in_deriv may alias out_deriv in the backwards. */
+/* dst may alias src in the forwards; in_deriv may alias out_deriv in the backwards. exp is
+ * computed to a few float ulps; e^x for x < -87 is taken as 0 (sigmoid, tanh and softmax are
+ * finite for every finite input; NaN stays NaN). */
 void matrix_sigmoid(struct matrix *dst, const struct matrix *src);
 void matrix_diff_sigmoid(struct matrix *in_deriv, const struct matrix *out_value,
                          const struct matrix *out_deriv);
@@ -172,8 +175,8 @@ void matrix_diff_log_softmax(struct matrix *in_deriv, const struct matrix *out_v
 void matrix_pnorm(struct matrix *dst, const struct matrix *src, float p);
 void matrix_diff_pnorm(struct matrix *in_deriv, const struct matrix *in_value,
                        const struct matrix *out_value, const struct matrix *out_deriv, float p);
-/* Kaldi's NormalizeComponent: y = x * min(1, 1 / rms(x)), rms over the row, with a floor of 2^-66
- * on the mean square; backward is the exact derivative. */
+/* Kaldi's NormalizeComponent: y = x / rms(x), rms over the row (target rms 1), with a floor of
+ * 2^-66 on the mean square; backward is the exact derivative (no term through a floored rms). */
 void matrix_normalize_rows(struct matrix *dst, const struct matrix *src);
 void matrix_diff_normalize_rows(struct matrix *in_deriv, const struct matrix *in_value,
                                 const struct matrix *out_deriv);

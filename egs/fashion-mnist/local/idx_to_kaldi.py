@@ -8,7 +8,7 @@ Usage: idx_to_kaldi.py [--limit N] [--valid N] [--seed S] <images.idx.gz> <label
 With <valid-dir>, a seeded random --valid images (default 5000) go there and the rest to <out-dir>.
 The archives are written byte for byte in Kaldi's binary format (reference/kaldi-nnet2.md §3.1):
   key SP \\0B "FM " \\x04 int32(rows) \\x04 int32(cols) float32 data
-  key SP \\0B \\x04 int32(count) int32 data
+  key SP \\0B \\x04 int32(count) then \\x04 int32 per element (Kaldi's BasicVectorHolder)
 and every scp line points just after "key ", as Kaldi's ark,scp writer does.
 Files are written under temporary names and renamed when complete.
 """
@@ -57,7 +57,7 @@ def write_dir(out_dir, prefix, indices, pixels, dim, labels):
             fa.write(row.tobytes())
             la.write(key + b" ")
             labels_scp.append(f"{key.decode()} {os.path.abspath(labels_ark)}:{la.tell()}\n")
-            la.write(b"\0B\x04" + struct.pack("<i", 1) + struct.pack("<i", labels[i]))
+            la.write(b"\0B\x04" + struct.pack("<i", 1) + b"\x04" + struct.pack("<i", labels[i]))
     os.replace(feats_ark + ".tmp", feats_ark)
     os.replace(labels_ark + ".tmp", labels_ark)
     for name, lines in (("feats.scp", feats_scp), ("labels.scp", labels_scp)):

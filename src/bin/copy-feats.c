@@ -1,0 +1,91 @@
+/* copy-feats: copy feature matrices, converting format (binary/text, compressed). */
+#include "io/io.h"
+
+static const char *usage =
+    "Copy features [and possibly change format]\n"
+    "Usage: copy-feats [options] <feature-rspecifier> <feature-wspecifier>\n"
+    " or:   copy-feats [options] <feats-rxfilename> <feats-wxfilename>\n"
+    "e.g.: copy-feats ark:- ark,scp:foo.ark,foo.scp\n"
+    " or: copy-feats ark:foo.ark ark,t:txt.ark";
+
+int main(int argc, char **argv) {
+    int binary = 1, compress = 0, method = CM_METHOD_AUTO;
+    const struct option_spec specs[] = {
+        {"binary", OPT_BOOL, &binary, "Binary-mode output (not relevant if writing to archive)"},
+        {"compress", OPT_BOOL, &compress, "If true, write output in compressed form"},
+        {"compression-method", OPT_INT, &method,
+         "Compression method if --compress=true: 1 auto, 2 speech-feature (CM), 3 2-byte auto, "
+         "4 2-byte signed integer, 5 1-byte auto, 6 1-byte unsigned integer, 7 1-byte 0-1"},
+    };
+    int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    options_parse(&argc, argv, usage, specs, nspecs);
+    if (argc != 3) options_usage_exit(usage, specs, nspecs);
+    if (method < CM_METHOD_AUTO || method > CM_METHOD_1BYTE_01) {
+        fprintf(stderr, "%s: invalid --compression-method=%d (use 1..7)\n", log_program(), method);
+        options_usage_exit(usage, specs, nspecs);
+    }
+    const char *in_name = argv[1], *out_name = argv[2];
+
+    if (!io_is_table_specifier(in_name)) {
+        struct matrix m = {0};
+        if (io_read_matrix_file(in_name, &m)) die("cannot read '%s': %s", in_name, error_get());
+        struct kout out;
+        if (kout_open(&out, out_name)) die("%s", error_get());
+        int rc;
+        if (compress) {
+            struct compressed_matrix cm = {0};
+            rc = compressed_matrix_compress(&cm, &m, method) ||
+                 holder_compressed_matrix.write(&out, binary, &cm);
+            compressed_matrix_release(&cm);
+        } else {
+            rc = holder_matrix.write(&out, binary, &m);
+        }
+        matrix_release(&m);
+        if (rc) {
+            kout_abort(&out);
+            die("cannot write '%s': %s", out_name, error_get());
+        }
+        if (kout_close(&out)) die("cannot write '%s': %s", out_name, error_get());
+        LOG("Copied features from %s to %s", in_name, out_name);
+        return 0;
+    }
+
+    struct table_reader reader;
+    struct table_writer writer;
+    if (table_reader_open(&reader, in_name, &holder_matrix)) die("%s", error_get());
+    if (table_writer_open(&writer, out_name, compress ? &holder_compressed_matrix : &holder_matrix))
+        die("%s", error_get());
+    struct matrix m = {0};
+    struct compressed_matrix cm = {0};
+    long long num_done = 0;
+    int rc;
+    while ((rc = table_reader_next(&reader, &m)) > 0) {
+        const char *key = table_reader_key(&reader);
+        int wrc;
+        if (compress) {
+            wrc = compressed_matrix_compress(&cm, &m, method);
+            if (wrc) error_wrap("key '%s': ", key);
+            else wrc = table_writer_write(&writer, key, &cm);
+        } else {
+            wrc = table_writer_write(&writer, key, &m);
+        }
+        if (wrc) {
+            table_writer_abort(&writer);
+            die("cannot write '%s': %s", out_name, error_get());
+        }
+        num_done++;
+    }
+    matrix_release(&m);
+    compressed_matrix_release(&cm);
+    if (rc < 0) {
+        table_writer_abort(&writer);
+        die("cannot read '%s': %s", in_name, error_get());
+    }
+    if (table_reader_close(&reader)) {
+        table_writer_abort(&writer);
+        die("cannot read '%s': %s", in_name, error_get());
+    }
+    if (table_writer_close(&writer)) die("cannot write '%s': %s", out_name, error_get());
+    LOG("Copied %lld feature matrices.", num_done);
+    return num_done ? 0 : 1;
+}

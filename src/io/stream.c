@@ -1,0 +1,430 @@
+/* Extended filenames: buffered input with a byte counter, and outputs that are written under a
+ * temporary name and renamed on a successful close. */
+#include "io/io.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define KIN_BUF 65536
+
+/* ---- input ---- */
+
+static int rx_is_pipe(const char *s, size_t *cmd_len) {
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == ' ') n--;
+    if (n == 0 || s[n - 1] != '|') return 0;
+    n--;
+    while (n > 0 && s[n - 1] == ' ') n--;
+    *cmd_len = n;
+    return 1;
+}
+
+/* "file:123" -> 1 with the name length and offset; a bare "file" -> 0. */
+static int rx_offset(const char *s, size_t *name_len, int64_t *offset) {
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || !colon[1]) return 0;
+    for (const char *p = colon + 1; *p; p++)
+        if (!isdigit((unsigned char)*p)) return 0;
+    errno = 0;
+    long long v = strtoll(colon + 1, NULL, 10);
+    if (errno) return 0;
+    *name_len = (size_t)(colon - s);
+    *offset = v;
+    return 1;
+}
+
+static void kin_setup(struct kin *in, FILE *f, const char *name, int kind) {
+    memset(in, 0, sizeof *in);
+    in->f = f;
+    in->name = xstrdup(name);
+    in->kind = kind;
+    in->size = -1;
+    in->cap = KIN_BUF;
+    in->buf = xmalloc(in->cap);
+}
+
+int kin_open(struct kin *in, const char *rx) {
+    memset(in, 0, sizeof *in);
+    if (!rx) rx = "-";
+    if (!strcmp(rx, "-") || !*rx) {
+        kin_setup(in, stdin, "standard input", KIN_STDIN);
+        return 0;
+    }
+    size_t n = strlen(rx), cmd_len;
+    if (rx[0] == '|') return error_set("invalid rxfilename '%s': a leading '|' is for output", rx);
+    if (isspace((unsigned char)rx[0]) || isspace((unsigned char)rx[n - 1]))
+        return error_set("invalid rxfilename '%s': leading or trailing space", rx);
+    if (!strncmp(rx, "ark:", 4) || !strncmp(rx, "scp:", 4) || !strncmp(rx, "ark,", 4) ||
+        !strncmp(rx, "scp,", 4))
+        return error_set("invalid rxfilename '%s': looks like an rspecifier", rx);
+    if (rx_is_pipe(rx, &cmd_len)) {
+        char *cmd = xmalloc(cmd_len + 1);
+        memcpy(cmd, rx, cmd_len);
+        cmd[cmd_len] = '\0';
+        fflush(NULL);
+        FILE *f = popen(cmd, "r");
+        free(cmd);
+        if (!f) return error_set("cannot run command '%s': %s", rx, strerror(errno));
+        kin_setup(in, f, rx, KIN_PIPE);
+        return 0;
+    }
+    size_t name_len = n;
+    int64_t offset = 0;
+    int has_offset = rx_offset(rx, &name_len, &offset);
+    char *path = xmalloc(name_len + 1);
+    memcpy(path, rx, name_len);
+    path[name_len] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f && has_offset && errno == ENOENT) {
+        /* "a:b" might be a file name with a colon and digits. */
+        f = fopen(rx, "rb");
+        if (f) {
+            has_offset = 0;
+            offset = 0;
+        }
+    }
+    if (!f) {
+        int e = errno;
+        free(path);
+        return error_set("cannot open '%s': %s", rx, strerror(e));
+    }
+    free(path);
+    kin_setup(in, f, rx, KIN_FILE);
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) in->size = st.st_size;
+    if (has_offset) {
+        if (in->size >= 0 && offset > in->size) {
+            kin_close(in);
+            return error_set("cannot open '%s': offset %lld is past the end of the file", rx,
+                             (long long)offset);
+        }
+        if (fseeko(f, (off_t)offset, SEEK_SET)) {
+            int e = errno;
+            kin_close(in);
+            return error_set("cannot seek in '%s': %s", rx, strerror(e));
+        }
+        in->offset = offset;
+    }
+    return 0;
+}
+
+void kin_wrap(struct kin *in, FILE *f, const char *name, int64_t size) {
+    kin_setup(in, f, name, KIN_WRAPPED);
+    in->size = size;
+}
+
+int kin_close(struct kin *in) {
+    int rc = 0;
+    if (in->f) {
+        if (in->kind == KIN_PIPE) {
+            int st = pclose(in->f);
+            if (st == -1) rc = error_set("'%s': pclose failed: %s", in->name, strerror(errno));
+            else if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+                rc = error_set("command '%s' exited with status %d", in->name, WEXITSTATUS(st));
+            else if (WIFSIGNALED(st))
+                rc = error_set("command '%s' was killed by signal %d", in->name, WTERMSIG(st));
+        } else if (in->kind == KIN_FILE) {
+            fclose(in->f);
+        }
+    }
+    free(in->name);
+    free(in->buf);
+    memset(in, 0, sizeof *in);
+    return rc;
+}
+
+int kin_error(const struct kin *in, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return error_set("'%s' at byte %lld: %s", in->name ? in->name : "?", (long long)in->offset,
+                     msg);
+}
+
+/* Make at least `need` bytes available in the buffer unless the stream ends first.
+ * Returns the number available. */
+static size_t kin_fill(struct kin *in, size_t need) {
+    size_t have = in->len - in->pos;
+    if (have >= need || in->eof || !in->f) return have;
+    if (need > in->cap) {
+        size_t cap = in->cap;
+        while (cap < need) cap *= 2;
+        in->buf = xrealloc(in->buf, cap);
+        in->cap = cap;
+    }
+    if (in->pos > 0) {
+        memmove(in->buf, in->buf + in->pos, have);
+        in->pos = 0;
+        in->len = have;
+    }
+    while (in->len < need && !in->eof) {
+        size_t got = fread(in->buf + in->len, 1, in->cap - in->len, in->f);
+        in->len += got;
+        if (got == 0) {
+            in->eof = 1;
+            clearerr(in->f);
+        }
+    }
+    return in->len - in->pos;
+}
+
+int kin_peek(struct kin *in) {
+    if (kin_fill(in, 1) < 1) return -1;
+    return in->buf[in->pos];
+}
+
+int kin_getc(struct kin *in) {
+    if (kin_fill(in, 1) < 1) return -1;
+    in->offset++;
+    return in->buf[in->pos++];
+}
+
+int kin_at_eof(struct kin *in) { return kin_fill(in, 1) == 0; }
+
+int64_t kin_remaining(const struct kin *in) {
+    if (in->size < 0) return -1;
+    return in->size > in->offset ? in->size - in->offset : 0;
+}
+
+const unsigned char *kin_peek_bytes(struct kin *in, size_t n, size_t *avail) {
+    *avail = kin_fill(in, n);
+    if (*avail > n) *avail = n;
+    return in->buf + in->pos;
+}
+
+int kin_read(struct kin *in, void *dst, size_t n, const char *what) {
+    unsigned char *d = dst;
+    size_t done = 0;
+    while (done < n) {
+        size_t have = in->len - in->pos;
+        if (have == 0) {
+            if (n - done >= in->cap && !in->eof && in->f) {
+                /* Large reads go straight to the destination. */
+                size_t got = fread(d + done, 1, n - done, in->f);
+                done += got;
+                in->offset += got;
+                if (got == 0) {
+                    in->eof = 1;
+                    clearerr(in->f);
+                }
+                continue;
+            }
+            have = kin_fill(in, n - done < in->cap ? n - done : in->cap);
+            if (have == 0) break;
+        }
+        size_t take = have < n - done ? have : n - done;
+        memcpy(d + done, in->buf + in->pos, take);
+        in->pos += take;
+        in->offset += take;
+        done += take;
+        if (in->eof && in->pos == in->len && done < n) break;
+    }
+    if (done < n)
+        return kin_error(in, "truncated %s (expected %zu bytes, got %zu)", what ? what : "data",
+                         n, done);
+    return 0;
+}
+
+/* ---- output ---- */
+
+static mode_t file_mode(void) {
+    static mode_t mode;
+    static int done;
+    if (!done) {
+        mode_t m = umask(022);
+        umask(m);
+        mode = 0666 & ~m;
+        done = 1;
+    }
+    return mode;
+}
+
+int kout_open(struct kout *out, const char *wx) {
+    memset(out, 0, sizeof *out);
+    if (!wx) wx = "-";
+    if (!strcmp(wx, "-") || !*wx) {
+        out->f = stdout;
+        out->name = xstrdup("standard output");
+        out->kind = KOUT_STDOUT;
+        return 0;
+    }
+    size_t n = strlen(wx);
+    if (isspace((unsigned char)wx[n - 1]))
+        return error_set("invalid wxfilename '%s': trailing space", wx);
+    if (!strncmp(wx, "ark:", 4) || !strncmp(wx, "scp:", 4) || !strncmp(wx, "ark,", 4) ||
+        !strncmp(wx, "scp,", 4))
+        return error_set("invalid wxfilename '%s': looks like a wspecifier", wx);
+    if (wx[0] == '|') {
+        const char *cmd = wx + 1;
+        while (*cmd == ' ') cmd++;
+        fflush(NULL);
+        FILE *f = popen(cmd, "w");
+        if (!f) return error_set("cannot run command '%s': %s", wx, strerror(errno));
+        out->f = f;
+        out->name = xstrdup(wx);
+        out->kind = KOUT_PIPE;
+        return 0;
+    }
+    if (isspace((unsigned char)wx[0]))
+        return error_set("invalid wxfilename '%s': leading space", wx);
+    if (wx[n - 1] == '|') return error_set("invalid wxfilename '%s': a trailing '|' is for input", wx);
+    /* Devices and FIFOs are written in place; only regular files go through a temporary. */
+    struct stat st;
+    if (stat(wx, &st) == 0 && !S_ISREG(st.st_mode)) {
+        FILE *f = fopen(wx, "wb");
+        if (!f) return error_set("cannot open '%s' for writing: %s", wx, strerror(errno));
+        out->f = f;
+        out->name = xstrdup(wx);
+        out->kind = KOUT_FILE;
+        return 0;
+    }
+    const char *slash = strrchr(wx, '/');
+    size_t dir_len = slash ? (size_t)(slash - wx + 1) : 0;
+    char *tmp = xmalloc(n + 16);
+    memcpy(tmp, wx, dir_len);
+    snprintf(tmp + dir_len, n + 16 - dir_len, ".%s.XXXXXX", wx + dir_len);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return error_set("cannot open '%s' for writing: %s", wx, strerror(e));
+    }
+    fchmod(fd, file_mode());
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        return error_set("cannot open '%s' for writing: %s", wx, strerror(e));
+    }
+    out->f = f;
+    out->name = xstrdup(wx);
+    out->tmp_name = tmp;
+    out->kind = KOUT_FILE;
+    return 0;
+}
+
+void kout_wrap(struct kout *out, FILE *f, const char *name) {
+    memset(out, 0, sizeof *out);
+    out->f = f;
+    out->name = xstrdup(name);
+    out->kind = KOUT_WRAPPED;
+}
+
+int kout_write(struct kout *out, const void *src, size_t n) {
+    if (n == 0) return 0;
+    if (!out->f) return error_set("write to a closed output");
+    if (fwrite(src, 1, n, out->f) != n) {
+        out->failed = 1;
+        return error_set("write error on '%s': %s", out->name, strerror(errno));
+    }
+    out->offset += n;
+    return 0;
+}
+
+int kout_printf(struct kout *out, const char *fmt, ...) {
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) return error_set("format error");
+    if ((size_t)n < sizeof small) return kout_write(out, small, (size_t)n);
+    char *big = xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    int rc = kout_write(out, big, (size_t)n);
+    free(big);
+    return rc;
+}
+
+int kout_flush(struct kout *out) {
+    if (out->f && fflush(out->f)) {
+        out->failed = 1;
+        return error_set("write error on '%s': %s", out->name, strerror(errno));
+    }
+    return 0;
+}
+
+static void kout_free(struct kout *out) {
+    free(out->name);
+    free(out->tmp_name);
+    memset(out, 0, sizeof *out);
+}
+
+int kout_close(struct kout *out) {
+    int rc = 0;
+    if (!out->f) {
+        kout_free(out);
+        return 0;
+    }
+    const char *name = out->name;
+    if (out->failed) rc = error_set("write error on '%s'", name);
+    if (fflush(out->f) || ferror(out->f)) {
+        if (!rc) rc = error_set("write error on '%s': %s", name, strerror(errno));
+    }
+    switch (out->kind) {
+    case KOUT_FILE:
+        if (out->tmp_name && !rc && fsync(fileno(out->f)))
+            rc = error_set("cannot sync '%s': %s", name, strerror(errno));
+        if (fclose(out->f) && !rc) rc = error_set("cannot close '%s': %s", name, strerror(errno));
+        if (out->tmp_name) {
+            if (!rc && rename(out->tmp_name, name))
+                rc = error_set("cannot rename '%s' to '%s': %s", out->tmp_name, name,
+                               strerror(errno));
+            if (rc) unlink(out->tmp_name);
+        }
+        break;
+    case KOUT_PIPE: {
+        int st = pclose(out->f);
+        if (st == -1) {
+            if (!rc) rc = error_set("'%s': pclose failed: %s", name, strerror(errno));
+        } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
+            if (!rc) rc = error_set("command '%s' exited with status %d", name, WEXITSTATUS(st));
+        } else if (WIFSIGNALED(st)) {
+            if (!rc) rc = error_set("command '%s' was killed by signal %d", name, WTERMSIG(st));
+        }
+        break;
+    }
+    default: break; /* stdout and wrapped streams stay open */
+    }
+    kout_free(out);
+    return rc;
+}
+
+void kout_abort(struct kout *out) {
+    if (out->f) {
+        if (out->kind == KOUT_FILE) {
+            fclose(out->f);
+            if (out->tmp_name) unlink(out->tmp_name);
+        } else if (out->kind == KOUT_PIPE) {
+            pclose(out->f);
+        } else {
+            fflush(out->f);
+        }
+    }
+    kout_free(out);
+}
+
+int kin_seek(struct kin *in, int64_t offset) {
+    if (in->kind != KIN_FILE) return error_set("'%s': cannot seek (not a plain file)", in->name);
+    if (in->size >= 0 && offset > in->size)
+        return error_set("'%s': offset %lld is past the end of the file", in->name,
+                         (long long)offset);
+    if (fseeko(in->f, (off_t)offset, SEEK_SET))
+        return error_set("cannot seek in '%s': %s", in->name, strerror(errno));
+    in->pos = in->len = 0;
+    in->eof = 0;
+    in->offset = offset;
+    return 0;
+}

@@ -1,0 +1,873 @@
+/* Kaldi tables: archives and scp files behind rspecifiers and wspecifiers, generic over the
+ * object type through struct holder_ops. */
+#include "io/io.h"
+#include "io/io-internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- holders ---- */
+
+static int matrix_read(struct kin *in, void *obj) {
+    int binary;
+    if (io_read_header(in, &binary)) return -1;
+    return io_read_matrix(in, binary, obj);
+}
+static int matrix_write(struct kout *out, int binary, const void *obj) {
+    if (io_write_header(out, binary)) return -1;
+    return io_write_matrix(out, binary, obj);
+}
+static void matrix_free(void *obj) {
+    matrix_release(obj);
+    memset(obj, 0, sizeof(struct matrix));
+}
+static int matrix_range(void *obj, int r0, int r1, int c0, int c1) {
+    struct matrix *m = obj;
+    if (r0 < 0) { r0 = 0; r1 = m->rows - 1; }
+    if (c0 < 0) { c0 = 0; c1 = m->cols - 1; }
+    if (r1 < r0 || r1 >= m->rows || c1 < c0 || c1 >= m->cols)
+        return error_set("range [%d:%d,%d:%d] out of bounds for a %d x %d matrix", r0, r1, c0,
+                         c1, m->rows, m->cols);
+    struct matrix sub;
+    io_matrix_host(&sub, r1 - r0 + 1, c1 - c0 + 1);
+    for (int r = 0; r < sub.rows; r++)
+        memcpy(sub.data + (size_t)r * sub.stride, m->data + (size_t)(r0 + r) * m->stride + c0,
+               sizeof(float) * (size_t)sub.cols);
+    matrix_release(m);
+    *m = sub;
+    return 0;
+}
+const struct holder_ops holder_matrix = {"matrix", sizeof(struct matrix), matrix_read,
+                                         matrix_write, matrix_free, matrix_range};
+
+static int vector_read(struct kin *in, void *obj) {
+    int binary;
+    if (io_read_header(in, &binary)) return -1;
+    return io_read_vector(in, binary, obj);
+}
+static int vector_write(struct kout *out, int binary, const void *obj) {
+    if (io_write_header(out, binary)) return -1;
+    return io_write_vector(out, binary, obj);
+}
+static void vector_free(void *obj) {
+    vector_release(obj);
+    memset(obj, 0, sizeof(struct vector));
+}
+const struct holder_ops holder_vector = {"vector", sizeof(struct vector), vector_read,
+                                         vector_write, vector_free, NULL};
+
+static int cmat_read(struct kin *in, void *obj) {
+    int binary;
+    if (io_read_header(in, &binary)) return -1;
+    return io_read_compressed_matrix(in, binary, obj);
+}
+static int cmat_write(struct kout *out, int binary, const void *obj) {
+    if (io_write_header(out, binary)) return -1;
+    return io_write_compressed_matrix(out, binary, obj);
+}
+static void cmat_free(void *obj) { compressed_matrix_release(obj); }
+const struct holder_ops holder_compressed_matrix = {
+    "compressed matrix", sizeof(struct compressed_matrix), cmat_read, cmat_write, cmat_free, NULL};
+
+/* Kaldi's BasicVectorHolder<int32>: every element carries its own size byte in binary, and the
+ * text form is one line. */
+static int ivec_read(struct kin *in, void *obj) {
+    struct int32_vec *v = obj;
+    int32_vec_release(v);
+    int binary;
+    if (io_read_header(in, &binary)) return -1;
+    if (binary) {
+        int32_t n;
+        if (io_read_int32(in, 1, &n)) return -1;
+        if (n < 0) return kin_error(in, "integer vector: negative size %d", (int)n);
+        if (io_check_bytes(in, (uint64_t)n * 5, "integer vector")) return -1;
+        int cap = 0;
+        for (int32_t i = 0; i < n; i++) {
+            int32_t x;
+            if (io_read_int32(in, 1, &x)) {
+                int32_vec_release(v);
+                return -1;
+            }
+            if (v->dim == cap) {
+                cap = cap ? 2 * cap : 64;
+                v->data = xrealloc(v->data, sizeof(int32_t) * (size_t)cap);
+            }
+            v->data[v->dim++] = x;
+        }
+        return 0;
+    }
+    int cap = 0;
+    for (;;) {
+        int c = kin_peek(in);
+        if (c < 0 || c == '\n') {
+            if (c == '\n') kin_getc(in);
+            return 0;
+        }
+        if (isspace(c)) {
+            kin_getc(in);
+            continue;
+        }
+        char w[32];
+        size_t n = 0;
+        while ((c = kin_peek(in)) >= 0 && !isspace(c)) {
+            if (n + 1 >= sizeof w) {
+                int32_vec_release(v);
+                return kin_error(in, "integer too long in an integer vector");
+            }
+            w[n++] = (char)kin_getc(in);
+        }
+        w[n] = '\0';
+        char *end;
+        errno = 0;
+        long long x = strtoll(w, &end, 10);
+        if (*end || errno || x < INT32_MIN || x > INT32_MAX || v->dim == INT_MAX) {
+            int32_vec_release(v);
+            return kin_error(in, "bad integer '%s' in an integer vector", w);
+        }
+        if (v->dim == cap) {
+            cap = cap ? 2 * cap : 64;
+            v->data = xrealloc(v->data, sizeof(int32_t) * (size_t)cap);
+        }
+        v->data[v->dim++] = (int32_t)x;
+    }
+}
+static int ivec_write(struct kout *out, int binary, const void *obj) {
+    const struct int32_vec *v = obj;
+    if (binary) {
+        if (io_write_header(out, 1) || io_write_int32(out, 1, v->dim)) return -1;
+        for (int i = 0; i < v->dim; i++)
+            if (io_write_int32(out, 1, v->data[i])) return -1;
+        return 0;
+    }
+    for (int i = 0; i < v->dim; i++)
+        if (kout_printf(out, "%d ", (int)v->data[i])) return -1;
+    return kout_write(out, "\n", 1);
+}
+static void ivec_free(void *obj) { int32_vec_release(obj); }
+const struct holder_ops holder_int32_vector = {"integer vector", sizeof(struct int32_vec),
+                                               ivec_read, ivec_write, ivec_free, NULL};
+
+static int int32_read(struct kin *in, void *obj) {
+    int binary;
+    if (io_read_header(in, &binary) || io_read_int32(in, binary, obj)) return -1;
+    if (binary) return 0;
+    int c;
+    while ((c = kin_peek(in)) == ' ' || c == '\t' || c == '\r') kin_getc(in);
+    if (c >= 0 && c != '\n') return kin_error(in, "expected end of line after an integer");
+    if (c == '\n') kin_getc(in);
+    return 0;
+}
+static int int32_write(struct kout *out, int binary, const void *obj) {
+    if (io_write_header(out, binary) || io_write_int32(out, binary, *(const int32_t *)obj))
+        return -1;
+    return binary ? 0 : kout_write(out, "\n", 1);
+}
+static void int32_free(void *obj) { *(int32_t *)obj = 0; }
+const struct holder_ops holder_int32 = {"int32", sizeof(int32_t), int32_read, int32_write,
+                                        int32_free, NULL};
+
+/* ---- specifiers ---- */
+
+int io_is_table_specifier(const char *s) {
+    const char *colon = strchr(s, ':');
+    if (!colon) return 0;
+    char opts[256];
+    size_t n = (size_t)(colon - s);
+    if (n >= sizeof opts) return 0;
+    memcpy(opts, s, n);
+    opts[n] = '\0';
+    for (char *save = NULL, *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
+        if (!strcmp(o, "ark") || !strcmp(o, "scp")) return 1;
+    return 0;
+}
+
+struct spec {
+    int ark, scp, ark_first;
+    int binary, flush, permissive, once, sorted, called_sorted, background;
+    char *first, *second; /* the filenames (second: the scp of ark,scp) */
+};
+
+static void spec_free(struct spec *s) {
+    free(s->first);
+    free(s->second);
+}
+
+static int parse_spec(const char *text, int write, struct spec *s) {
+    memset(s, 0, sizeof *s);
+    s->binary = 1;
+    s->flush = -1;
+    const char *colon = strchr(text, ':');
+    if (!colon) return error_set("invalid %s '%s' (expected ark:... or scp:...)",
+                                 write ? "wspecifier" : "rspecifier", text);
+    char opts[256];
+    size_t n = (size_t)(colon - text);
+    if (n >= sizeof opts) return error_set("invalid specifier '%s'", text);
+    memcpy(opts, text, n);
+    opts[n] = '\0';
+    int order = 0;
+    for (char *save = NULL, *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+        while (*o == ' ') o++;
+        if (!strcmp(o, "ark")) s->ark = ++order;
+        else if (!strcmp(o, "scp")) s->scp = ++order;
+        else if (!strcmp(o, "b")) s->binary = 1;
+        else if (!strcmp(o, "t")) s->binary = 0;
+        else if (!strcmp(o, "p")) s->permissive = 1;
+        else if (!strcmp(o, "np")) s->permissive = 0;
+        else if (write && !strcmp(o, "f")) s->flush = 1;
+        else if (write && !strcmp(o, "nf")) s->flush = 0;
+        else if (!write && !strcmp(o, "o")) s->once = 1;
+        else if (!write && !strcmp(o, "no")) s->once = 0;
+        else if (!write && !strcmp(o, "s")) s->sorted = 1;
+        else if (!write && !strcmp(o, "ns")) s->sorted = 0;
+        else if (!write && !strcmp(o, "cs")) s->called_sorted = 1;
+        else if (!write && !strcmp(o, "ncs")) s->called_sorted = 0;
+        else if (!write && !strcmp(o, "bg")) s->background = 1;
+        else if (!write && !strcmp(o, "nbg")) s->background = 0;
+        else return error_set("invalid option '%s' in specifier '%s'", o, text);
+    }
+    if (!s->ark && !s->scp) return error_set("invalid specifier '%s' (no ark or scp)", text);
+    if (s->ark && s->scp) {
+        if (!write) return error_set("invalid rspecifier '%s' (ark and scp)", text);
+        if (s->scp < s->ark) return error_set("invalid wspecifier '%s' (use ark,scp)", text);
+        const char *comma = strchr(colon + 1, ',');
+        if (!comma) return error_set("invalid wspecifier '%s' (ark,scp needs two names)", text);
+        s->first = strndup(colon + 1, (size_t)(comma - colon - 1));
+        s->second = xstrdup(comma + 1);
+        if (!s->first) abort();
+    } else {
+        s->first = xstrdup(colon + 1);
+    }
+    return 0;
+}
+
+static int valid_key(const char *key) {
+    if (!*key) return 0;
+    for (const char *p = key; *p; p++)
+        if (isspace((unsigned char)*p)) return 0;
+    return 1;
+}
+
+/* ---- scp files ---- */
+
+/* Read one line (without '\n'). 1 = line, 0 = end, -1 = error. */
+static int read_line(struct kin *in, char **line, size_t *cap) {
+    size_t n = 0;
+    int c = kin_getc(in);
+    if (c < 0) return 0;
+    for (; c >= 0 && c != '\n'; c = kin_getc(in)) {
+        if (n + 2 > *cap) {
+            if (*cap >= (1u << 20)) return kin_error(in, "line too long");
+            *cap = *cap ? *cap * 2 : 256;
+            *line = xrealloc(*line, *cap);
+        }
+        (*line)[n++] = (char)c;
+    }
+    if (!*line) *line = xmalloc(*cap = 256);
+    (*line)[n] = '\0';
+    if (memchr(*line, '\0', n)) return kin_error(in, "NUL byte in a text line");
+    return 1;
+}
+
+/* Split "key value" in place; trailing whitespace (and \r) is dropped. 0 or -1. */
+static int split_scp_line(struct kin *in, char *line, char **key, char **value) {
+    size_t n = strlen(line);
+    while (n > 0 && isspace((unsigned char)line[n - 1])) line[--n] = '\0';
+    char *p = line;
+    while (*p && isspace((unsigned char)*p)) p++;
+    if (!*p) return error_set("'%s' line ending at byte %lld: empty line", in->name,
+                              (long long)in->offset);
+    *key = p;
+    while (*p && !isspace((unsigned char)*p)) p++;
+    if (!*p) return error_set("'%s': line for key '%s' has no filename", in->name, *key);
+    *p++ = '\0';
+    while (*p && isspace((unsigned char)*p)) p++;
+    *value = p;
+    return 0;
+}
+
+struct kv {
+    char *key, *value;
+};
+
+static int kv_cmp(const void *a, const void *b) {
+    return strcmp(((const struct kv *)a)->key, ((const struct kv *)b)->key);
+}
+
+/* Load a whole scp (the rest of an open stream) into sorted arrays. */
+static int load_scp_stream(struct kin *inp, char ***keys, char ***values, int *count) {
+    struct kin in = *inp;
+    const char *rx = in.name;
+    struct kv *kv = NULL;
+    int n = 0, cap = 0, rc = 0;
+    char *line = NULL;
+    size_t lcap = 0;
+    for (;;) {
+        int got = read_line(&in, &line, &lcap);
+        if (got <= 0) {
+            rc = got;
+            break;
+        }
+        char *k, *v;
+        if (split_scp_line(&in, line, &k, &v)) {
+            rc = -1;
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            kv = xrealloc(kv, sizeof *kv * (size_t)cap);
+        }
+        kv[n].key = xstrdup(k);
+        kv[n].value = xstrdup(v);
+        n++;
+    }
+    free(line);
+    *inp = in;
+    if (!rc) {
+        if (n) qsort(kv, (size_t)n, sizeof *kv, kv_cmp);
+        for (int i = 1; i < n; i++)
+            if (!strcmp(kv[i - 1].key, kv[i].key)) {
+                rc = error_set("'%s': duplicate key '%s'", rx, kv[i].key);
+                break;
+            }
+    }
+    *keys = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
+    *values = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        (*keys)[i] = kv[i].key;
+        (*values)[i] = kv[i].value;
+    }
+    *count = n;
+    free(kv);
+    return rc;
+}
+
+static int load_scp(const char *rx, char ***keys, char ***values, int *count) {
+    struct kin in;
+    if (kin_open(&in, rx)) return -1;
+    int rc = load_scp_stream(&in, keys, values, count);
+    if (kin_close(&in) && !rc) rc = -1;
+    return rc;
+}
+
+static void free_strings(char **a, int n) {
+    if (!a) return;
+    for (int i = 0; i < n; i++) free(a[i]);
+    free(a);
+}
+
+static int find_key(char **keys, int n, const char *key) {
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(keys[mid], key);
+        if (!c) return mid;
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+/* ---- ranges ---- */
+
+static int parse_int_part(const char *s, size_t n, int *out) {
+    if (n == 0 || n > 10) return -1;
+    long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i])) return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v > INT_MAX) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* "a:b" -> a, b; "" or ":" -> -1, -1. */
+static int parse_pair(const char *s, size_t n, int *a, int *b) {
+    if (n == 0 || (n == 1 && s[0] == ':')) {
+        *a = *b = -1;
+        return 0;
+    }
+    const char *colon = memchr(s, ':', n);
+    if (!colon) return -1;
+    if (parse_int_part(s, (size_t)(colon - s), a)) return -1;
+    if (parse_int_part(colon + 1, n - (size_t)(colon + 1 - s), b)) return -1;
+    return *b >= *a ? 0 : -1;
+}
+
+/* Splits "file[range]" -> filename length and range ints; 0 = no range, 1 = range, -1 bad. */
+static int parse_range(const char *rx, size_t *name_len, int range[4]) {
+    size_t n = strlen(rx);
+    if (n < 2 || rx[n - 1] != ']') return 0;
+    const char *open = strrchr(rx, '[');
+    if (!open) return 0;
+    const char *body = open + 1;
+    size_t blen = (size_t)(rx + n - 1 - body);
+    const char *comma = memchr(body, ',', blen);
+    range[0] = range[1] = range[2] = range[3] = -1;
+    if (comma) {
+        if (parse_pair(body, (size_t)(comma - body), &range[0], &range[1]) ||
+            parse_pair(comma + 1, blen - (size_t)(comma + 1 - body), &range[2], &range[3]))
+            return -1;
+    } else if (parse_pair(body, blen, &range[0], &range[1])) {
+        return -1;
+    }
+    *name_len = (size_t)(open - rx);
+    return 1;
+}
+
+/* Read one object from an (scp-value) rxfilename. `cache` (may be NULL) keeps the last plain
+ * file open so that consecutive entries of one archive need no reopen. */
+static int read_object_cached(const char *rx, const struct holder_ops *ops, void *obj,
+                              struct kin *cache) {
+    int range[4];
+    size_t name_len = strlen(rx);
+    int has_range = parse_range(rx, &name_len, range);
+    if (has_range < 0) return error_set("invalid range in '%s'", rx);
+    if (has_range && !ops->apply_range)
+        return error_set("'%s': ranges are not allowed for a %s", rx, ops->name);
+    char *name = strndup(rx, name_len);
+    if (!name) abort();
+    int rc = 0;
+    struct kin local, *in = &local;
+    /* Reuse the cached file for "same-file:offset". */
+    const char *colon = strrchr(name, ':');
+    int reused = 0;
+    if (cache && cache->f && colon && cache->kind == KIN_FILE) {
+        size_t flen = (size_t)(colon - name);
+        const char *cached = cache->name;
+        const char *ccolon = strrchr(cached, ':');
+        size_t clen = ccolon ? (size_t)(ccolon - cached) : strlen(cached);
+        int digits = colon[1] != '\0';
+        for (const char *p = colon + 1; *p; p++) digits &= isdigit((unsigned char)*p) != 0;
+        if (digits && flen == clen && !strncmp(name, cached, flen)) {
+            long long off = strtoll(colon + 1, NULL, 10);
+            if (kin_seek(cache, off)) {
+                free(name);
+                return -1;
+            }
+            in = cache;
+            reused = 1;
+        }
+    }
+    if (!reused) {
+        if (kin_open(&local, name)) {
+            free(name);
+            return -1;
+        }
+    }
+    if (ops->read(in, obj)) rc = -1;
+    if (!rc && has_range && ops->apply_range(obj, range[0], range[1], range[2], range[3])) {
+        error_wrap("'%s': ", rx);
+        rc = -1;
+    }
+    if (rc) ops->release(obj);
+    if (!reused) {
+        if (cache && local.kind == KIN_FILE) {
+            kin_close(cache);
+            *cache = local;
+        } else if (kin_close(&local) && !rc) {
+            ops->release(obj);
+            rc = -1;
+        }
+    }
+    free(name);
+    return rc;
+}
+
+int io_read_object(const char *rxfilename, const struct holder_ops *ops, void *obj) {
+    return read_object_cached(rxfilename, ops, obj, NULL);
+}
+
+int io_read_matrix_file(const char *rxfilename, struct matrix *m) {
+    return io_read_object(rxfilename, &holder_matrix, m);
+}
+
+int io_write_matrix_file(const char *wxfilename, int binary, const struct matrix *m) {
+    struct kout out;
+    if (kout_open(&out, wxfilename)) return -1;
+    if (matrix_write(&out, binary, m)) {
+        kout_abort(&out);
+        return -1;
+    }
+    return kout_close(&out);
+}
+
+/* ---- writer ---- */
+
+int table_writer_open(struct table_writer *w, const char *wspecifier,
+                      const struct holder_ops *ops) {
+    memset(w, 0, sizeof *w);
+    struct spec s;
+    if (parse_spec(wspecifier, 1, &s)) return -1;
+    w->ops = ops;
+    w->wspecifier = xstrdup(wspecifier);
+    w->binary = s.binary;
+    w->flush = s.flush > 0;
+    w->permissive = s.permissive;
+    int rc = 0;
+    if (s.ark && s.scp) {
+        w->kind = TABLE_ARK_SCP;
+        if (kout_open(&w->ark, s.first)) rc = -1;
+        else if (kout_open(&w->scp, s.second)) {
+            kout_abort(&w->ark);
+            rc = -1;
+        }
+        w->ark_name = xstrdup(s.first);
+    } else if (s.ark) {
+        w->kind = TABLE_ARK;
+        if (kout_open(&w->ark, s.first)) rc = -1;
+    } else {
+        w->kind = TABLE_SCP;
+        rc = load_scp(s.first, &w->scp_keys, &w->scp_files, &w->scp_count);
+    }
+    spec_free(&s);
+    if (rc) {
+        error_wrap("cannot open '%s': ", wspecifier);
+        free_strings(w->scp_keys, w->scp_count);
+        free_strings(w->scp_files, w->scp_count);
+        free(w->wspecifier);
+        free(w->ark_name);
+        memset(w, 0, sizeof *w);
+    }
+    return rc;
+}
+
+int table_writer_write(struct table_writer *w, const char *key, const void *obj) {
+    if (!valid_key(key)) return error_set("'%s': invalid key '%s' (empty or with whitespace)",
+                                          w->wspecifier, key);
+    if (w->kind == TABLE_SCP) {
+        int i = find_key(w->scp_keys, w->scp_count, key);
+        if (i < 0) {
+            if (w->permissive) return 0;
+            return error_set("'%s': key '%s' is not in the scp", w->wspecifier, key);
+        }
+        struct kout out;
+        if (kout_open(&out, w->scp_files[i])) return error_wrap("key '%s': ", key);
+        if (w->ops->write(&out, w->binary, obj)) {
+            kout_abort(&out);
+            return error_wrap("key '%s': ", key);
+        }
+        if (kout_close(&out)) return error_wrap("key '%s': ", key);
+        w->num_written++;
+        return 0;
+    }
+    if (kout_write(&w->ark, key, strlen(key)) || kout_write(&w->ark, " ", 1))
+        return error_wrap("key '%s': ", key);
+    int64_t offset = w->ark.offset;
+    if (w->ops->write(&w->ark, w->binary, obj)) return error_wrap("key '%s': ", key);
+    if (w->kind == TABLE_ARK_SCP) {
+        if (kout_printf(&w->scp, "%s %s:%lld\n", key, w->ark_name, (long long)offset))
+            return error_wrap("key '%s': ", key);
+        if (w->flush && kout_flush(&w->scp)) return -1;
+    }
+    if (w->flush && kout_flush(&w->ark)) return -1;
+    w->num_written++;
+    return 0;
+}
+
+int table_writer_close(struct table_writer *w) {
+    int rc = 0;
+    if (w->ark.f && kout_close(&w->ark)) rc = -1;
+    if (w->scp.f && kout_close(&w->scp) && !rc) rc = -1;
+    free_strings(w->scp_keys, w->scp_count);
+    free_strings(w->scp_files, w->scp_count);
+    free(w->wspecifier);
+    free(w->ark_name);
+    memset(w, 0, sizeof *w);
+    return rc;
+}
+
+void table_writer_abort(struct table_writer *w) {
+    if (w->ark.f) kout_abort(&w->ark);
+    if (w->scp.f) kout_abort(&w->scp);
+    free_strings(w->scp_keys, w->scp_count);
+    free_strings(w->scp_files, w->scp_count);
+    free(w->wspecifier);
+    free(w->ark_name);
+    memset(w, 0, sizeof *w);
+}
+
+/* ---- sequential reader ---- */
+
+struct table_reader_bg {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int full, stop, started;
+    int rc;                   /* result of the slot's read */
+    char key[IO_MAX_TOKEN];
+    char err[2048];
+    void *slot;               /* ops->size bytes */
+};
+
+struct table_reader_scp {
+    char *line;
+    size_t cap;
+    struct kin cache;
+};
+
+static int next_plain(struct table_reader *r, void *obj, char *key) {
+    if (r->kind == TABLE_SCP) {
+        struct table_reader_scp *st = r->scp;
+        for (;;) {
+            int got = read_line(&r->in, &st->line, &st->cap);
+            if (got <= 0) return got;
+            char *k, *v;
+            if (split_scp_line(&r->in, st->line, &k, &v)) return -1;
+            if (strlen(k) >= IO_MAX_TOKEN) return error_set("'%s': key too long", r->in.name);
+            strcpy(key, k);
+            if (read_object_cached(v, r->ops, obj, &st->cache)) {
+                if (r->permissive) {
+                    VLOG(1, "skipping scp entry '%s': %s", key, error_get());
+                    continue;
+                }
+                return error_wrap("'%s': key '%s': ", r->in.name, key);
+            }
+            return 1;
+        }
+    }
+    struct kin *in = &r->in;
+    int c;
+    while ((c = kin_peek(in)) >= 0 && isspace(c)) kin_getc(in);
+    if (c < 0) return 0;
+    size_t n = 0;
+    int64_t key_at = in->offset;
+    while ((c = kin_peek(in)) >= 0 && !isspace(c)) {
+        if (n + 1 >= IO_MAX_TOKEN) {
+            key[n] = '\0';
+            return kin_error(in, "key too long");
+        }
+        if (c == 0) return kin_error(in, "invalid key (NUL byte)");
+        key[n++] = (char)kin_getc(in);
+    }
+    key[n] = '\0';
+    if (c < 0) {
+        if (r->permissive) return 0;
+        return error_set("'%s' at byte %lld: truncated archive: key '%.100s' without an object",
+                         in->name, (long long)key_at, key);
+    }
+    if (c != '\n') kin_getc(in); /* the space or tab after the key */
+    r->entry_offset = in->offset;
+    if (r->ops->read(in, obj)) {
+        r->ops->release(obj);
+        if (r->permissive) {
+            WARN("'%s': stopping early at key '%s': %s", in->name, key, error_get());
+            return 0;
+        }
+        return error_wrap("key '%s': ", key);
+    }
+    return 1;
+}
+
+static void *bg_main(void *arg) {
+    struct table_reader *r = arg;
+    struct table_reader_bg *bg = r->bg;
+    for (;;) {
+        pthread_mutex_lock(&bg->mu);
+        while (bg->full && !bg->stop) pthread_cond_wait(&bg->cv, &bg->mu);
+        int stop = bg->stop;
+        pthread_mutex_unlock(&bg->mu);
+        if (stop) break;
+        char key[IO_MAX_TOKEN];
+        int rc = next_plain(r, bg->slot, key);
+        pthread_mutex_lock(&bg->mu);
+        bg->rc = rc;
+        memcpy(bg->key, key, sizeof key);
+        if (rc < 0) snprintf(bg->err, sizeof bg->err, "%s", error_get());
+        bg->full = 1;
+        pthread_cond_broadcast(&bg->cv);
+        pthread_mutex_unlock(&bg->mu);
+        if (rc <= 0) break;
+    }
+    return NULL;
+}
+
+static int reader_setup(struct table_reader *r, const char *rspecifier, struct kin *given,
+                        const struct holder_ops *ops) {
+    memset(r, 0, sizeof *r);
+    struct spec s;
+    if (parse_spec(rspecifier, 0, &s)) {
+        if (given) kin_close(given);
+        return -1;
+    }
+    r->ops = ops;
+    r->rspecifier = xstrdup(rspecifier);
+    r->kind = s.ark ? TABLE_ARK : TABLE_SCP;
+    r->once = s.once;
+    r->sorted = s.sorted;
+    r->called_sorted = s.called_sorted;
+    r->permissive = s.permissive;
+    r->background = s.background;
+    int rc = 0;
+    if (given) r->in = *given;
+    else rc = kin_open(&r->in, s.first);
+    spec_free(&s);
+    if (rc) {
+        error_wrap("cannot open '%s': ", rspecifier);
+        free(r->rspecifier);
+        memset(r, 0, sizeof *r);
+        return -1;
+    }
+    if (r->kind == TABLE_SCP) r->scp = xcalloc(1, sizeof *r->scp);
+    return 0;
+}
+
+int table_reader_open(struct table_reader *r, const char *rspecifier,
+                      const struct holder_ops *ops) {
+    return reader_setup(r, rspecifier, NULL, ops);
+}
+
+int table_reader_open_stream(struct table_reader *r, const char *rspecifier, struct kin *in,
+                             const struct holder_ops *ops) {
+    return reader_setup(r, rspecifier, in, ops);
+}
+
+int table_reader_next(struct table_reader *r, void *obj) {
+    if (r->done) return r->done_rc;
+    int rc;
+    if (r->background) {
+        struct table_reader_bg *bg = r->bg;
+        if (!bg) {
+            bg = r->bg = xcalloc(1, sizeof *bg);
+            pthread_mutex_init(&bg->mu, NULL);
+            pthread_cond_init(&bg->cv, NULL);
+            bg->slot = xcalloc(1, r->ops->size);
+            if (pthread_create(&bg->thread, NULL, bg_main, r)) {
+                r->done = 1;
+                return r->done_rc = error_set("cannot start the read-ahead thread");
+            }
+            bg->started = 1;
+        }
+        pthread_mutex_lock(&bg->mu);
+        while (!bg->full) pthread_cond_wait(&bg->cv, &bg->mu);
+        rc = bg->rc;
+        if (rc > 0) {
+            r->ops->release(obj);
+            memcpy(obj, bg->slot, r->ops->size);
+            memset(bg->slot, 0, r->ops->size);
+            memcpy(r->key, bg->key, sizeof r->key);
+        } else if (rc < 0) {
+            error_set("%s", bg->err);
+        }
+        bg->full = 0;
+        pthread_cond_broadcast(&bg->cv);
+        pthread_mutex_unlock(&bg->mu);
+    } else {
+        char key[IO_MAX_TOKEN];
+        rc = next_plain(r, obj, key);
+        if (rc > 0) memcpy(r->key, key, sizeof key);
+    }
+    if (rc <= 0) {
+        r->done = 1;
+        r->done_rc = rc;
+        r->key[0] = '\0';
+    }
+    return rc;
+}
+
+const char *table_reader_key(const struct table_reader *r) { return r->key; }
+
+/* ---- random access ---- */
+
+static int ra_load(struct table_reader *r) {
+    if (r->ra_loaded) return 0;
+    r->ra_loaded = 1;
+    if (r->kind == TABLE_SCP) {
+        /* The whole scp, from the stream the sequential reader would have used. */
+        return load_scp_stream(&r->in, &r->ra_keys, &r->ra_values, &r->ra_count);
+    }
+    if (r->in.kind != KIN_FILE)
+        return error_set("'%s': random access to an archive needs a plain file", r->in.name);
+    /* One pass over the archive, recording where each object starts. */
+    struct kv *kv = NULL;
+    int n = 0, cap = 0, rc = 0;
+    void *obj = xcalloc(1, r->ops->size);
+    char key[IO_MAX_TOKEN];
+    for (;;) {
+        int got = next_plain(r, obj, key);
+        if (got < 0) rc = -1;
+        if (got <= 0) break;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            kv = xrealloc(kv, sizeof *kv * (size_t)cap);
+        }
+        char val[64];
+        snprintf(val, sizeof val, ":%lld", (long long)r->entry_offset);
+        kv[n].key = xstrdup(key);
+        kv[n].value = xmalloc(strlen(r->in.name) + strlen(val) + 1);
+        strcpy(kv[n].value, r->in.name);
+        strcat(kv[n].value, val);
+        n++;
+    }
+    r->ops->release(obj);
+    free(obj);
+    if (n) qsort(kv, (size_t)n, sizeof *kv, kv_cmp);
+    r->ra_keys = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
+    r->ra_values = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        r->ra_keys[i] = kv[i].key;
+        r->ra_values[i] = kv[i].value;
+    }
+    r->ra_count = n;
+    free(kv);
+    return rc;
+}
+
+int table_reader_lookup(struct table_reader *r, const char *key, void *obj) {
+    if (r->background && r->bg) return error_set("lookup on a table already read sequentially");
+    if (ra_load(r)) return error_wrap("cannot read '%s': ", r->rspecifier);
+    int i = find_key(r->ra_keys, r->ra_count, key);
+    if (i < 0) return 0;
+    if (r->kind == TABLE_SCP) {
+        struct table_reader_scp *st = r->scp;
+        if (read_object_cached(r->ra_values[i], r->ops, obj, &st->cache))
+            return error_wrap("'%s': key '%s': ", r->rspecifier, key);
+        return 1;
+    }
+    /* An archive value is "name:offset" of a plain file: seek our own stream. */
+    const char *colon = strrchr(r->ra_values[i], ':');
+    if (kin_seek(&r->in, strtoll(colon + 1, NULL, 10))) return -1;
+    if (r->ops->read(&r->in, obj)) {
+        r->ops->release(obj);
+        return error_wrap("key '%s': ", key);
+    }
+    return 1;
+}
+
+int table_reader_close(struct table_reader *r) {
+    int rc = 0;
+    if (r->bg) {
+        struct table_reader_bg *bg = r->bg;
+        if (bg->started) {
+            pthread_mutex_lock(&bg->mu);
+            bg->stop = 1;
+            pthread_cond_broadcast(&bg->cv);
+            pthread_mutex_unlock(&bg->mu);
+            pthread_join(bg->thread, NULL);
+        }
+        r->ops->release(bg->slot);
+        free(bg->slot);
+        pthread_mutex_destroy(&bg->mu);
+        pthread_cond_destroy(&bg->cv);
+        free(bg);
+    }
+    int finished = r->done && r->done_rc == 0;
+    if (r->in.f) {
+        /* A pipe we stopped reading early may die of SIGPIPE: only a fully read one counts. */
+        if (kin_close(&r->in) && finished) rc = -1;
+    }
+    if (r->scp) {
+        struct table_reader_scp *st = r->scp;
+        free(st->line);
+        kin_close(&st->cache);
+        free(st);
+    }
+    free_strings(r->ra_keys, r->ra_count);
+    free_strings(r->ra_values, r->ra_count);
+    free(r->rspecifier);
+    memset(r, 0, sizeof *r);
+    return rc;
+}

@@ -1,0 +1,512 @@
+/* matrix: storage, views, copies, fills, BLAS level 1-3 (OpenBLAS cblas_*). */
+#if defined(__GNUC__) && !defined(__clang__)
+/* GCC 12 at -O2 vectorises only loops needing no epilogue; these loops need one. */
+#pragma GCC optimize("vect-cost-model=dynamic")
+#endif
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "matrix/matrix-internal.h"
+
+/* Declared here so that no particular cblas.h flavour is needed. */
+void openblas_set_num_threads(int num_threads);
+
+int matrix_default_device = MATRIX_CPU;
+
+void matrix_set_num_threads(int n) {
+    if (n > 0) openblas_set_num_threads(n);
+}
+
+/* ---- storage and views ---- */
+
+/* Zeroed, 64-byte aligned, never NULL (so views of empty matrices need no special case). */
+static float *alloc_floats(size_t n) {
+    size_t bytes = n * sizeof(float);
+    ASSERT(n == 0 || bytes / n == sizeof(float));
+    bytes = (bytes + 63) & ~(size_t)63;
+    if (bytes == 0) bytes = 64;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes) != 0) {
+        fprintf(stderr, "parnet: out of memory allocating %zu bytes\n", bytes);
+        abort();
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+
+void matrix_init_on(struct matrix *m, int rows, int cols, int device) {
+    ASSERT(rows >= 0 && cols >= 0);
+    ASSERT(device == MATRIX_CPU); /* the CUDA backend will allocate MATRIX_GPU here */
+    m->data = alloc_floats((size_t)rows * (size_t)cols);
+    m->rows = rows;
+    m->cols = cols;
+    m->stride = cols;
+    m->device = device;
+    m->owns = 1;
+}
+
+void matrix_init(struct matrix *m, int rows, int cols) {
+    matrix_init_on(m, rows, cols, matrix_default_device);
+}
+
+void matrix_release(struct matrix *m) {
+    if (m->owns) {
+        ON_CPU(m);
+        free(m->data);
+    }
+    memset(m, 0, sizeof *m);
+}
+
+void matrix_resize(struct matrix *m, int rows, int cols) {
+    if (m->data && m->rows == rows && m->cols == cols) return;
+    ASSERT(m->owns || !m->data); /* a view cannot change shape */
+    int device = m->data ? m->device : matrix_default_device;
+    matrix_release(m);
+    matrix_init_on(m, rows, cols, device);
+}
+
+struct matrix matrix_view(const struct matrix *m, int row0, int num_rows, int col0, int num_cols) {
+    ASSERT(row0 >= 0 && num_rows >= 0 && row0 + num_rows <= m->rows);
+    ASSERT(col0 >= 0 && num_cols >= 0 && col0 + num_cols <= m->cols);
+    struct matrix v = {m->data + (long)row0 * m->stride + col0, num_rows, num_cols, m->stride,
+                       m->device, 0};
+    return v;
+}
+
+struct matrix matrix_rows(const struct matrix *m, int row0, int num_rows) {
+    return matrix_view(m, row0, num_rows, 0, m->cols);
+}
+
+struct matrix matrix_wrap(float *data, int rows, int cols, int stride, int device) {
+    ASSERT(rows >= 0 && cols >= 0 && stride >= cols);
+    ASSERT(data || (long)rows * cols == 0);
+    struct matrix v = {data, rows, cols, stride, device, 0};
+    return v;
+}
+
+void vector_init_on(struct vector *v, int dim, int device) {
+    ASSERT(dim >= 0);
+    ASSERT(device == MATRIX_CPU);
+    v->data = alloc_floats((size_t)dim);
+    v->dim = dim;
+    v->device = device;
+    v->owns = 1;
+}
+
+void vector_init(struct vector *v, int dim) {
+    vector_init_on(v, dim, matrix_default_device);
+}
+
+void vector_release(struct vector *v) {
+    if (v->owns) {
+        ON_CPU(v);
+        free(v->data);
+    }
+    memset(v, 0, sizeof *v);
+}
+
+void vector_resize(struct vector *v, int dim) {
+    if (v->data && v->dim == dim) return;
+    ASSERT(v->owns || !v->data);
+    int device = v->data ? v->device : matrix_default_device;
+    vector_release(v);
+    vector_init_on(v, dim, device);
+}
+
+struct vector vector_range(const struct vector *v, int offset, int dim) {
+    ASSERT(offset >= 0 && dim >= 0 && offset + dim <= v->dim);
+    struct vector r = {v->data + offset, dim, v->device, 0};
+    return r;
+}
+
+struct vector vector_wrap(float *data, int dim, int device) {
+    ASSERT(dim >= 0 && (data || dim == 0));
+    struct vector r = {data, dim, device, 0};
+    return r;
+}
+
+struct vector matrix_row(const struct matrix *m, int r) {
+    ASSERT(r >= 0 && r < m->rows);
+    struct vector v = {m->data + (long)r * m->stride, m->cols, m->device, 0};
+    return v;
+}
+
+struct matrix matrix_from_vector(const struct vector *v, int rows, int cols) {
+    ASSERT(rows >= 0 && cols >= 0 && (long)rows * cols == v->dim);
+    struct matrix m = {v->data, rows, cols, cols, v->device, 0};
+    return m;
+}
+
+struct vector vector_from_matrix(const struct matrix *m) {
+    ASSERT(matrix_contiguous(m));
+    long n = (long)m->rows * m->cols;
+    ASSERT(n <= INT32_MAX);
+    struct vector v = {m->data, (int)n, m->device, 0};
+    return v;
+}
+
+/* ---- host transfer ---- */
+
+void matrix_to_host(const struct matrix *m, float *dst) {
+    ON_CPU(m);
+    for (int r = 0; r < m->rows; r++)
+        memcpy(dst + (long)r * m->cols, m->data + (long)r * m->stride, m->cols * sizeof(float));
+}
+
+void matrix_from_host(struct matrix *m, const float *src) {
+    ON_CPU(m);
+    for (int r = 0; r < m->rows; r++)
+        memcpy(m->data + (long)r * m->stride, src + (long)r * m->cols, m->cols * sizeof(float));
+}
+
+void vector_to_host(const struct vector *v, float *dst) {
+    ON_CPU(v);
+    if (v->dim) memcpy(dst, v->data, v->dim * sizeof(float));
+}
+
+void vector_from_host(struct vector *v, const float *src) {
+    ON_CPU(v);
+    if (v->dim) memcpy(v->data, src, v->dim * sizeof(float));
+}
+
+float matrix_get(const struct matrix *m, int r, int c) {
+    ON_CPU(m);
+    ASSERT(r >= 0 && r < m->rows && c >= 0 && c < m->cols);
+    return m->data[(long)r * m->stride + c];
+}
+
+void matrix_set(struct matrix *m, int r, int c, float value) {
+    ON_CPU(m);
+    ASSERT(r >= 0 && r < m->rows && c >= 0 && c < m->cols);
+    m->data[(long)r * m->stride + c] = value;
+}
+
+float vector_get(const struct vector *v, int i) {
+    ON_CPU(v);
+    ASSERT(i >= 0 && i < v->dim);
+    return v->data[i];
+}
+
+void vector_set(struct vector *v, int i, float value) {
+    ON_CPU(v);
+    ASSERT(i >= 0 && i < v->dim);
+    v->data[i] = value;
+}
+
+/* ---- copies and fills ---- */
+
+void matrix_copy(struct matrix *dst, const struct matrix *src) {
+    SAME_SHAPE(dst, src);
+    /* The CUDA backend adds host<->device and device<->device copies here. */
+    ON_CPU(dst);
+    ON_CPU(src);
+    if (dst->data == src->data) return;
+    struct segs s = segs_of(dst, src, NULL);
+    for (long i = 0; i < s.n; i++)
+        memmove(seg_ptr(dst, i), seg_ptr(src, i), s.len * sizeof(float));
+}
+
+void matrix_copy_transposed(struct matrix *dst, const struct matrix *src) {
+    ASSERT(dst->rows == src->cols && dst->cols == src->rows);
+    ON_CPU(dst);
+    ON_CPU(src);
+    ASSERT(dst->data != src->data || src->rows * src->cols == 0); /* not in place */
+    /* Blocks of 32 x 32 keep both sides in cache. */
+    const int bs = 32;
+    for (int r0 = 0; r0 < src->rows; r0 += bs) {
+        int r1 = r0 + bs < src->rows ? r0 + bs : src->rows;
+        for (int c0 = 0; c0 < src->cols; c0 += bs) {
+            int c1 = c0 + bs < src->cols ? c0 + bs : src->cols;
+            for (int r = r0; r < r1; r++) {
+                const float *s = src->data + (long)r * src->stride;
+                for (int c = c0; c < c1; c++) dst->data[(long)c * dst->stride + r] = s[c];
+            }
+        }
+    }
+}
+
+void matrix_set_const(struct matrix *m, float value) {
+    ON_CPU(m);
+    struct segs s = segs_of(m, NULL, NULL);
+    for (long i = 0; i < s.n; i++) {
+        float *p = seg_ptr(m, i);
+        for (long j = 0; j < s.len; j++) p[j] = value;
+    }
+}
+
+void matrix_set_zero(struct matrix *m) {
+    ON_CPU(m);
+    struct segs s = segs_of(m, NULL, NULL);
+    for (long i = 0; i < s.n; i++) memset(seg_ptr(m, i), 0, s.len * sizeof(float));
+}
+
+void matrix_set_randn(struct matrix *m, struct rng *r, float stddev) {
+    ON_CPU(m);
+    for (int i = 0; i < m->rows; i++) {
+        float *p = m->data + (long)i * m->stride;
+        for (int j = 0; j < m->cols; j++) p[j] = stddev * rng_gauss(r);
+    }
+}
+
+void vector_copy(struct vector *dst, const struct vector *src) {
+    ASSERT(dst->dim == src->dim);
+    ON_CPU(dst);
+    ON_CPU(src);
+    if (dst->data != src->data && dst->dim)
+        memmove(dst->data, src->data, dst->dim * sizeof(float));
+}
+
+void vector_set_zero(struct vector *v) {
+    ON_CPU(v);
+    if (v->dim) memset(v->data, 0, v->dim * sizeof(float));
+}
+
+void vector_set_const(struct vector *v, float value) {
+    ON_CPU(v);
+    for (int i = 0; i < v->dim; i++) v->data[i] = value;
+}
+
+void vector_set_randn(struct vector *v, struct rng *r, float stddev) {
+    ON_CPU(v);
+    for (int i = 0; i < v->dim; i++) v->data[i] = stddev * rng_gauss(r);
+}
+
+/* ---- BLAS level 1 ---- */
+
+void matrix_scale(struct matrix *m, float alpha) {
+    ON_CPU(m);
+    struct segs s = segs_of(m, NULL, NULL);
+    for (long i = 0; i < s.n; i++) {
+        float *p = seg_ptr(m, i);
+        if (alpha == 0.0f) memset(p, 0, s.len * sizeof(float)); /* BLAS: 0 * NaN = 0 */
+        else for (long j = 0; j < s.len; j++) p[j] *= alpha;
+    }
+}
+
+void matrix_add(struct matrix *m, float alpha, const struct matrix *a) {
+    SAME_SHAPE(m, a);
+    ON_CPU(m);
+    ON_CPU(a);
+    struct segs s = segs_of(m, a, NULL);
+    for (long i = 0; i < s.n; i++) {
+        float *p = seg_ptr(m, i);
+        const float *q = seg_ptr(a, i);
+        for (long j = 0; j < s.len; j++) p[j] += alpha * q[j];
+    }
+}
+
+void vector_scale(struct vector *v, float alpha) {
+    ON_CPU(v);
+    if (alpha == 0.0f) vector_set_zero(v);
+    else for (int i = 0; i < v->dim; i++) v->data[i] *= alpha;
+}
+
+void vector_add(struct vector *v, float alpha, const struct vector *a) {
+    ASSERT(v->dim == a->dim);
+    ON_CPU(v);
+    ON_CPU(a);
+    float *p = v->data;
+    const float *q = a->data;
+    for (int i = 0; i < v->dim; i++) p[i] += alpha * q[i];
+}
+
+double vector_dot(const struct vector *a, const struct vector *b) {
+    ASSERT(a->dim == b->dim);
+    ON_CPU(a);
+    ON_CPU(b);
+    return dot_f64(a->data, b->data, a->dim);
+}
+
+double vector_sum(const struct vector *v) {
+    ON_CPU(v);
+    return sum_f64(v->data, v->dim);
+}
+
+double vector_norm2(const struct vector *v) {
+    ON_CPU(v);
+    return sqrt(dot_f64(v->data, v->data, v->dim));
+}
+
+double matrix_sum(const struct matrix *m) {
+    ON_CPU(m);
+    struct segs s = segs_of(m, NULL, NULL);
+    double t = 0;
+    for (long i = 0; i < s.n; i++) t += sum_f64(seg_ptr(m, i), s.len);
+    return t;
+}
+
+double matrix_frobenius_norm(const struct matrix *m) {
+    ON_CPU(m);
+    struct segs s = segs_of(m, NULL, NULL);
+    double t = 0;
+    for (long i = 0; i < s.n; i++) t += dot_f64(seg_ptr(m, i), seg_ptr(m, i), s.len);
+    return sqrt(t);
+}
+
+double matrix_trace_mat_mat(const struct matrix *a, const struct matrix *b, int trans_b) {
+    ON_CPU(a);
+    ON_CPU(b);
+    double t = 0;
+    if (trans_b == MATRIX_TRANS) { /* tr(A B^T) = sum_ij A_ij B_ij */
+        SAME_SHAPE(a, b);
+        struct segs s = segs_of(a, b, NULL);
+        for (long i = 0; i < s.n; i++) t += dot_f64(seg_ptr(a, i), seg_ptr(b, i), s.len);
+    } else { /* tr(A B) = sum_ij A_ij B_ji */
+        ASSERT(a->rows == b->cols && a->cols == b->rows);
+        for (int i = 0; i < a->rows; i++) {
+            const float *p = a->data + (long)i * a->stride;
+            const float *q = b->data + i;
+            for (int j = 0; j < a->cols; j++) t += (double)p[j] * q[(long)j * b->stride];
+        }
+    }
+    return t;
+}
+
+double matrix_trace(const struct matrix *m) {
+    ON_CPU(m);
+    ASSERT(m->rows == m->cols);
+    double t = 0;
+    for (int i = 0; i < m->rows; i++) t += m->data[(long)i * m->stride + i];
+    return t;
+}
+
+/* x - x is 0 for finite x and NaN for inf/NaN; the int reduction vectorises. */
+static int floats_finite(const float *p, long n) {
+    int bad = 0;
+    for (long i = 0; i < n; i++) bad |= !(p[i] - p[i] == 0.0f);
+    return !bad;
+}
+
+int matrix_is_finite(const struct matrix *m) {
+    ON_CPU(m);
+    struct segs s = segs_of(m, NULL, NULL);
+    for (long i = 0; i < s.n; i++)
+        if (!floats_finite(seg_ptr(m, i), s.len)) return 0;
+    return 1;
+}
+
+int vector_is_finite(const struct vector *v) {
+    ON_CPU(v);
+    return floats_finite(v->data, v->dim);
+}
+
+/* ---- BLAS level 2 and 3 ---- */
+
+static enum CBLAS_TRANSPOSE cblas_trans(int t) {
+    ASSERT(t == MATRIX_NO_TRANS || t == MATRIX_TRANS);
+    return t == MATRIX_TRANS ? CblasTrans : CblasNoTrans;
+}
+
+/* BLAS wants ld >= max(1, cols); a view's stride is >= cols but may be 0 for 0 columns. */
+static int ld_of(const struct matrix *m) {
+    return m->stride > 1 ? m->stride : 1;
+}
+
+void matrix_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
+                        const struct matrix *b, int trans_b, float beta) {
+    ON_CPU(c);
+    ON_CPU(a);
+    ON_CPU(b);
+    int m = trans_a == MATRIX_TRANS ? a->cols : a->rows;
+    int k = trans_a == MATRIX_TRANS ? a->rows : a->cols;
+    int kb = trans_b == MATRIX_TRANS ? b->cols : b->rows;
+    int n = trans_b == MATRIX_TRANS ? b->rows : b->cols;
+    ASSERT(k == kb && c->rows == m && c->cols == n);
+    if (m == 0 || n == 0) return;
+    ASSERT(c->data != a->data && c->data != b->data); /* BLAS forbids aliasing the output */
+    if (k == 0) {
+        if (beta != 1.0f) matrix_scale(c, beta);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, cblas_trans(trans_a), cblas_trans(trans_b), m, n, k, alpha,
+                a->data, ld_of(a), b->data, ld_of(b), beta, c->data, ld_of(c));
+}
+
+void matrix_sym_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, int trans,
+                            float beta) {
+    ON_CPU(c);
+    ON_CPU(a);
+    int n = trans == MATRIX_TRANS ? a->cols : a->rows;
+    int k = trans == MATRIX_TRANS ? a->rows : a->cols;
+    ASSERT(c->rows == n && c->cols == n);
+    if (n == 0) return;
+    ASSERT(c->data != a->data);
+    if (k == 0) {
+        if (beta != 1.0f) matrix_scale(c, beta);
+        return;
+    }
+    cblas_ssyrk(CblasRowMajor, CblasLower, cblas_trans(trans), n, k, alpha, a->data, ld_of(a),
+                beta, c->data, ld_of(c));
+    /* ssyrk wrote the lower triangle only; mirror it. */
+    for (int i = 0; i < n; i++) {
+        const float *row = c->data + (long)i * c->stride;
+        for (int j = 0; j < i; j++) c->data[(long)j * c->stride + i] = row[j];
+    }
+}
+
+void vector_add_mat_vec(struct vector *y, float alpha, const struct matrix *m, int trans,
+                        const struct vector *x, float beta) {
+    ON_CPU(y);
+    ON_CPU(m);
+    ON_CPU(x);
+    int out = trans == MATRIX_TRANS ? m->cols : m->rows;
+    int in = trans == MATRIX_TRANS ? m->rows : m->cols;
+    ASSERT(y->dim == out && x->dim == in);
+    if (out == 0) return;
+    ASSERT(y->data != x->data);
+    if (in == 0) {
+        if (beta != 1.0f) vector_scale(y, beta);
+        return;
+    }
+    cblas_sgemv(CblasRowMajor, cblas_trans(trans), m->rows, m->cols, alpha, m->data, ld_of(m),
+                x->data, 1, beta, y->data, 1);
+}
+
+void matrix_add_vec_vec(struct matrix *m, float alpha, const struct vector *a,
+                        const struct vector *b) {
+    ON_CPU(m);
+    ON_CPU(a);
+    ON_CPU(b);
+    ASSERT(a->dim == m->rows && b->dim == m->cols);
+    if (m->rows == 0 || m->cols == 0) return;
+    cblas_sger(CblasRowMajor, m->rows, m->cols, alpha, a->data, 1, b->data, 1, m->data, ld_of(m));
+}
+
+void matrix_add_vec_to_rows(struct matrix *m, float alpha, const struct vector *v) {
+    ON_CPU(m);
+    ON_CPU(v);
+    ASSERT(v->dim == m->cols);
+    const float *q = v->data;
+    for (int r = 0; r < m->rows; r++) {
+        float *p = m->data + (long)r * m->stride;
+        for (int c = 0; c < m->cols; c++) p[c] += alpha * q[c];
+    }
+}
+
+void vector_add_row_sums(struct vector *v, float alpha, const struct matrix *m, float beta) {
+    ON_CPU(v);
+    ON_CPU(m);
+    ASSERT(v->dim == m->cols);
+    int n = m->cols;
+    double *acc = xcalloc(n > 0 ? n : 1, sizeof *acc);
+    for (int r = 0; r < m->rows; r++) {
+        const float *p = m->data + (long)r * m->stride;
+        for (int c = 0; c < n; c++) acc[c] += p[c];
+    }
+    for (int c = 0; c < n; c++)
+        v->data[c] = (float)(alpha * acc[c] + (beta == 0.0f ? 0.0 : (double)beta * v->data[c]));
+    free(acc);
+}
+
+void vector_add_col_sums(struct vector *v, float alpha, const struct matrix *m, float beta) {
+    ON_CPU(v);
+    ON_CPU(m);
+    ASSERT(v->dim == m->rows);
+    for (int r = 0; r < m->rows; r++) {
+        double s = sum_f64(m->data + (long)r * m->stride, m->cols);
+        v->data[r] = (float)(alpha * s + (beta == 0.0f ? 0.0 : (double)beta * v->data[r]));
+    }
+}

@@ -1,0 +1,151 @@
+/* White-box tests of natgrad's re-orthogonalization (reference/natural-gradient.md §1.5), which
+ * ordinary data reach only after long runs: the Cholesky transform, and its Gram-Schmidt fallback
+ * for ill-conditioned and singular rows. The module is compiled into this file to reach its static
+ * functions; the library's copy is then not linked. */
+#include "natgrad/natgrad.c"
+#include "test.h"
+
+enum { D = 20, R = 6, N = 40 };
+
+/* A preconditioner with a real estimate (a few minibatches of anisotropic data). */
+static struct natgrad *trained(void) {
+    struct natgrad_options o;
+    natgrad_options_default(&o);
+    o.rank = R;
+    struct natgrad *p = natgrad_new(D, &o, 3);
+    struct rng r;
+    rng_seed(&r, 21);
+    struct matrix x;
+    matrix_init(&x, N, D);
+    float host[N * D], scale;
+    for (int t = 0; t < 4; t++) {
+        for (int i = 0; i < N * D; i++)
+            host[i] = rng_gauss(&r) * (1.0f + (float)(i % D));
+        matrix_from_host(&x, host);
+        natgrad_precondition(p, &x, &scale);
+    }
+    matrix_release(&x);
+    return p;
+}
+
+/* Put rows rr (R x D, meant as R_{t+1}) scaled by sqrt(e) into the W_{t+1} slot, re-orthogonalize,
+ * and read back R_{t+1} = E^{-1/2} W_{t+1} into out. */
+static int reorthogonalize_rows(struct natgrad *p, const double *rr, double *out) {
+    double sqrt_e[R], inv_sqrt_e[R];
+    natgrad_compute_e(p, p->d, p->rho, sqrt_e, inv_sqrt_e);
+    float w[R * D];
+    for (int i = 0; i < R; i++)
+        for (int c = 0; c < D; c++)
+            w[i * D + c] = (float)(sqrt_e[i] * rr[i * D + c]);
+    struct matrix wnew = matrix_rows(&p->wj[!p->cur], 0, R);
+    matrix_from_host(&wnew, w);
+    int rc = natgrad_reorthogonalize(p, p->d, p->rho);
+    matrix_to_host(&wnew, w);
+    for (int i = 0; i < R; i++)
+        for (int c = 0; c < D; c++)
+            out[i * D + c] = w[i * D + c] * inv_sqrt_e[i];
+    return rc;
+}
+
+static double dot(const double *a, const double *b) {
+    double s = 0;
+    for (int c = 0; c < D; c++)
+        s += a[c] * b[c];
+    return s;
+}
+
+/* max |R R^T - I| */
+static double orth_error(const double *rr) {
+    double worst = 0;
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < R; j++) {
+            double e = fabs(dot(rr + i * D, rr + j * D) - (i == j));
+            if (e > worst) worst = e;
+        }
+    return worst;
+}
+
+/* The current R_t of p, on the host in double. */
+static void current_rows(struct natgrad *p, double *rr) {
+    double sqrt_e[R], inv_sqrt_e[R];
+    natgrad_compute_e(p, p->d, p->rho, sqrt_e, inv_sqrt_e);
+    float w[R * D];
+    struct matrix wm = matrix_rows(&p->wj[p->cur], 0, R);
+    matrix_to_host(&wm, w);
+    for (int i = 0; i < R; i++)
+        for (int c = 0; c < D; c++)
+            rr[i * D + c] = w[i * D + c] * inv_sqrt_e[i];
+}
+
+static void test_state_is_orthonormal(void) {
+    struct natgrad *p = trained();
+    double rr[R * D];
+    current_rows(p, rr);
+    CHECK(orth_error(rr) < 1e-4);
+    natgrad_free(p);
+}
+
+/* Mildly non-orthogonal rows: the Cholesky transform makes them orthonormal, keeps the first
+ * row's direction (C^{-1} is lower triangular) and the span. */
+static void test_cholesky_reorthogonalization(void) {
+    struct natgrad *p = trained();
+    struct rng r;
+    rng_seed(&r, 22);
+    double rr[R * D], out[R * D];
+    current_rows(p, rr);
+    for (int k = 0; k < R * D; k++)
+        rr[k] += 0.01 * rng_gauss(&r);
+    CHECK(orth_error(rr) > 1e-3); /* enough to need the transform */
+    CHECK(reorthogonalize_rows(p, rr, out) == 0);
+    CHECK(orth_error(out) < 1e-5);
+    CHECK_NEAR(dot(out, rr) / sqrt(dot(rr, rr)), 1.0, 1e-6); /* row 0: same direction */
+    double proj = 0; /* rr's rows lie in span(out), so (both of rank R) the spans agree */
+    for (int i = 0; i < R; i++) {
+        double res[D];
+        memcpy(res, rr + i * D, sizeof res);
+        for (int k = 0; k < R; k++) {
+            double q = dot(res, out + k * D);
+            for (int c = 0; c < D; c++)
+                res[c] -= q * out[k * D + c];
+        }
+        proj += dot(res, res);
+    }
+    CHECK(sqrt(proj) < 1e-4);
+    natgrad_free(p);
+}
+
+/* Nearly parallel rows: C^{-1} is out of range, so Gram-Schmidt on the host takes over. */
+static void test_gram_schmidt_fallback(void) {
+    struct natgrad *p = trained();
+    struct rng r;
+    rng_seed(&r, 23);
+    double rr[R * D], out[R * D];
+    current_rows(p, rr);
+    for (int c = 0; c < D; c++)
+        rr[1 * D + c] = rr[0 * D + c] + 1e-4 * rng_gauss(&r);
+    CHECK(reorthogonalize_rows(p, rr, out) == 0);
+    CHECK(orth_error(out) < 1e-5);
+    CHECK_NEAR(dot(out, rr) / sqrt(dot(rr, rr)), 1.0, 1e-6);
+    natgrad_free(p);
+}
+
+/* A zero row makes O singular: Cholesky fails, Gram-Schmidt restarts the row at random. */
+static void test_zero_row_restarts(void) {
+    struct natgrad *p = trained();
+    double rr[R * D], out[R * D];
+    current_rows(p, rr);
+    memset(rr + 2 * D, 0, D * sizeof *rr);
+    CHECK(reorthogonalize_rows(p, rr, out) == 0);
+    CHECK(orth_error(out) < 1e-5);
+    for (int i = 0; i < 2; i++) /* the rows before it were orthonormal already */
+        CHECK_NEAR(dot(out + i * D, rr + i * D) / sqrt(dot(rr + i * D, rr + i * D)), 1.0, 1e-5);
+    natgrad_free(p);
+}
+
+int main(void) {
+    TEST_RUN(test_state_is_orthonormal);
+    TEST_RUN(test_cholesky_reorthogonalization);
+    TEST_RUN(test_gram_schmidt_fallback);
+    TEST_RUN(test_zero_row_restarts);
+    TEST_MAIN_END();
+}
