@@ -279,13 +279,14 @@ sub main {
     make_path($logdir) unless -d $logdir;
 
     my $cwd = getcwd();
-    open(my $sfh, ">", "$script.tmp") or die "$prog: cannot write $script: $!\n";
+    my $tmp = "$script.tmp.$$"; # runners with the same log name may run at once
+    open(my $sfh, ">", $tmp) or die "$prog: cannot write $script: $!\n";
     print $sfh job_script(prog => $prog, cwd => $cwd, cmd => $cmd, log => $logfile,
                           sync => $syncbase, jobname => $jobname, task_var => $e->{task_var},
                           times => $e->{times}, threads => $threads);
     close($sfh) or die "$prog: cannot write $script: $!\n";
-    chmod(0755, "$script.tmp");
-    rename("$script.tmp", $script) or die "$prog: cannot rename to $script: $!\n";
+    chmod(0755, $tmp);
+    rename($tmp, $script) or die "$prog: cannot rename to $script: $!\n";
 
     my $submit = $e->{submit}->({
         command => $conf->{command}, flags => $opt_flags, raw => join(" ", @raw),
