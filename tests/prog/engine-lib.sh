@@ -92,3 +92,28 @@ engine_checks() {
         $runner --config "$conf" --no-such-option 1 log/n.log true
     expect_err "$name: names the option" "option --no-such-option is not defined"
 }
+
+# engine_recipe RUNNER CONF: a short steps/train.sh (one epoch on a slice of Fashion-MNIST) with
+# every job submitted through the runner; examples are made locally with run.pl first.
+engine_recipe() {
+    local runner=$1 conf=$2 name
+    name=$(basename "$runner")
+    local recipe=$PARNET_TOP/egs/fashion-mnist
+    mkdir -p recipe && cd recipe || return
+    cp -r "$recipe/local" "$recipe/conf" "$recipe/path.sh" .
+    ln -s "$PARNET_TOP/steps" steps
+    ln -s "$PARNET_TOP/utils" utils
+    local/prepare_data.sh --limit 1200 data >prep.log 2>&1 &&
+        steps/get_egs.sh --num-jobs 2 --samples-per-iter 1000 --valid-data-dir data/valid \
+            --num-utts-subset 100 data/train exp/egs >egs.log 2>&1
+    expect_eq "$name recipe: examples made" $? 0
+    expect_status "$name: steps/train.sh through the runner" 0 steps/train.sh \
+        --cmd "$runner --config $conf" --num-epochs 1 --minibatch-size 32 \
+        --initial-learning-rate 0.004 --final-learning-rate 0.002 exp/egs conf/nnet.config exp/nnet
+    local acc
+    acc=$(grep -o 'accuracy is [0-9.]*' exp/nnet/log/compute_prob_valid.final.log 2>/dev/null | awk '{print $3}')
+    if awk -v a="${acc:-0}" 'BEGIN { exit !(a > 0.5) }'; then pass "$name recipe: valid accuracy $acc"
+    else fail "$name recipe: valid accuracy '$acc'"; fi
+    expect_eq "$name recipe: job logs written by the engine" "$(grep -l '^# Running on' exp/nnet/log/train.0.*.log | wc -l)" 2
+    cd ..
+}

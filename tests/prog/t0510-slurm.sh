@@ -6,4 +6,5 @@
 
 engine_up slurm "$PARNET_TOP/tools/slurm-local.sh"
 engine_checks "$PARNET_TOP/utils/slurm.pl" "$PARNET_TOP/conf/slurm.conf" SLURM_CPUS_PER_TASK
+engine_recipe "$PARNET_TOP/utils/slurm.pl" "$PARNET_TOP/conf/slurm.conf"
 engine_down slurmctld slurmd

@@ -7,4 +7,5 @@
 
 engine_up gridengine "$PARNET_TOP/tools/sge-local.sh"
 engine_checks "$PARNET_TOP/utils/queue.pl" "$PARNET_TOP/conf/queue.conf" NSLOTS
+engine_recipe "$PARNET_TOP/utils/queue.pl" "$PARNET_TOP/conf/queue.conf"
 engine_down sge_qmaster sge_execd
