@@ -8,6 +8,8 @@
 #   single        1 job (examples cut for 1 job, the same examples per iteration in total), NG-SGD
 #   avg-sgd       2 jobs, plain average, SGD                avg-ng   the same with NG-SGD
 #   mpi-local-sgd nnet-train-mpi (steps/train_mpi.sh) when it is built, else "not run"
+#   avg-sgd-mb128 avg-sgd with minibatches of 128: GAF's control (a GAF step of 2 x 64 examples
+#                 where both agree is exactly one such step)
 #   gaf           avg-sgd + GAF on raw gradients (--gaf-microbatches 2, tau 0.97)
 #   agreement     avg-ng + job-level agreement (tau 1.0; with 2 jobs it keeps both almost surely)
 #   avg-ng4 / agreement4: 4 jobs (examples cut for 4), plain average / agreement (tau 0.45)
@@ -105,6 +107,7 @@ if [ $stage -le 2 ]; then
             printf "%-14s %9s %11s %8s %10s\n" mpi-local-sgd "not run" "(nnet-train-mpi" "not on" "main)" | tee -a $table
         fi
     fi
+    run avg-sgd-mb128 egs2 compare-sgd.config 3*n+1 $sgd_lr --combine false --minibatch-size 128
     run gaf       egs2 compare-sgd.config 3*n+1 $sgd_lr --combine false --train-opts "--gaf-microbatches=2"
     run agreement egs2 compare-ng.config  4*n+2 --combine false --averaging agreement
     run avg-ng4   egs4 compare-ng.config  3*n+1 --combine false

@@ -92,10 +92,16 @@ static void after_update(struct extras *e, int skipped, struct train_stats *st) 
     }
 }
 
-/* Close the GAF step: apply num_accepted x the fusion if anything agreed. */
+/* Close the GAF step: apply num_accepted x the fusion if anything agreed. At the end of the data
+ * a lone last microbatch (nothing to compare it with) is dropped, not counted as a step. */
 static void gaf_finish(struct extras *e, struct train_stats *st) {
     struct gaf *g = &e->gaf;
     if (g->num_offered == 0) return;
+    if (g->num_offered == 1 && e->o->gaf_microbatches > 1) {
+        VLOG(1, "GAF: the last microbatch has nothing to agree with: dropped");
+        gaf_begin(g);
+        return;
+    }
     st->gaf_steps++;
     st->gaf_offered += g->num_offered - 1;
     if (g->num_accepted < 2) {

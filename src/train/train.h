@@ -105,7 +105,8 @@ struct train_options {
      * num_accepted x lr x fused, so that with tau >= 2 and the mean fusion a GAF step is exactly
      * one SGD step on the M minibatches together. gaf_on_steps compares and fuses each
      * microbatch's step (NNET_STEP: natural-gradient preconditioning and max-change-per-sample
-     * included) instead of its raw gradient (then NaturalGradientAffine trains as plain SGD). */
+     * included) instead of its raw gradient (then NaturalGradientAffine trains as plain SGD).
+     * The last step of a pass may be short; a lone last microbatch is dropped. */
     int gaf_microbatches;     /* M (0: off) */
     float gaf_threshold;      /* tau (0.97) */
     enum gaf_fusion gaf_fusion;

@@ -52,6 +52,13 @@ nnet-compute-prob gaf.mdl ark:train.egs >/dev/null 2>err
 acc=$(grep -o 'accuracy is [0-9.]*' err | awk '{print $3}')
 if awk -v a="$acc" 'BEGIN { exit !(a > 0.85) }'; then pass "GAF-trained accuracy $acc > 0.85"; else fail "GAF accuracy $acc"; fi
 
+# a short last step counts; a lone last microbatch is dropped (60 minibatches)
+nnet-train --minibatch-size=16 --gaf-microbatches=7 0.mdl ark:train.egs x7.mdl 2>err
+expect_err "short last step of 4" "GAF: 9 steps"
+nnet-train --minibatch-size=16 --gaf-microbatches=59 0.mdl ark:train.egs x59.mdl 2>err
+expect_err "lone last microbatch dropped" "GAF: 1 steps, 0 skipped"
+rm -f x7.mdl x59.mdl
+
 # on preconditioned steps with natural gradient
 expect_status "GAF on NG steps" 0 nnet-train --minibatch-size=16 --gaf-microbatches=2 --gaf-on=step \
     --gaf-threshold=2 --gaf-fusion=mean ng0.mdl ark:train.egs ngs.mdl
