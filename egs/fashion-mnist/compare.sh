@@ -17,7 +17,8 @@
 #   parle         Parle replicas (L=5 inner steps, scoped couplings), NG-SGD
 #   hwa           avg-ng + --offline-window (half the iterations)
 #   combine       avg-ng + per-layer nnet-combine of the last models;  twa: the same with TWA-v
-#   noise40-sgd / noise40-gaf: avg-sgd and gaf with 40% symmetric label noise (valid/test clean)
+#   noise40-sgd / noise40-mb128 / noise40-gaf: avg-sgd, avg-sgd-mb128 and gaf with 40% symmetric
+#                 label noise on the training labels (validation and test labels clean)
 cd "$(dirname "$0")"
 . ./path.sh
 
@@ -119,6 +120,7 @@ if [ $stage -le 2 ]; then
     run combine   egs2 compare-ng.config  3*n+1 --combine true
     run twa       egs2 compare-ng.config  3*n+1 --combine true --combine-method twa
     run noise40-sgd egs2n compare-sgd.config 3*n+1 $sgd_lr --combine false
+    run noise40-mb128 egs2n compare-sgd.config 3*n+1 $sgd_lr --combine false --minibatch-size 128
     run noise40-gaf egs2n compare-sgd.config 3*n+1 $sgd_lr --combine false --train-opts "--gaf-microbatches=2"
     echo "$0: table in $table"
 fi
