@@ -8,9 +8,9 @@ static const char *usage =
     "Combine models of the same structure with one weight per (model, updatable component),\n"
     "chosen by L-BFGS to maximise the log-probability of validation examples, starting from the\n"
     "plain average. The result is never worse on those examples than the best input.\n"
-    "--method=twa trains instead in the span of the models (TWA): an orthonormal basis (Gram-Schmidt\n"
-    "in double), start at their mean, projected-gradient ascent on the validation examples (TWA-v)\n"
-    "or on --twa-train-egs (TWA-t); the result is never worse than the mean on the validation set.\n"
+    "--method=twa trains instead in the span of the models (TWA): an orthonormal basis\n"
+    "(Gram-Schmidt in double), start at their mean, projected-gradient ascent on the validation\n"
+    "examples (TWA-v) or on --twa-train-egs (TWA-t); never worse than the mean on validation.\n"
     "Usage:  nnet-combine [options] <model1> ... <modelN> <valid-egs-rspecifier> <model-out>\n"
     "e.g.:   nnet-combine 8.mdl 9.mdl 10.mdl ark:combine.egs final.mdl\n";
 

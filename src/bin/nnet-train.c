@@ -7,9 +7,9 @@ static const char *usage =
     "Train a neural network with SGD (natural-gradient SGD in NaturalGradientAffine components) on\n"
     "the examples of an archive: the gradient is summed over each minibatch, so learning rates are\n"
     "per sample (as Kaldi). The last line on stderr is log-prob-per-frame=X.\n"
-    "--gaf-microbatches=M filters gradients by agreement (GAF): one update per M minibatches at the\n"
-    "same parameters. --proximal-model pulls toward a reference (EASGD/Parle); --entropy-inner-steps\n"
-    "runs Entropy-SGD's inner loop (reference/averaging-methods.md).\n"
+    "--gaf-microbatches=M filters gradients by agreement (GAF): one update per M minibatches\n"
+    "at the same parameters. --proximal-model pulls toward a reference (EASGD/Parle);\n"
+    "--entropy-inner-steps runs Entropy-SGD's inner loop (reference/averaging-methods.md).\n"
     "Usage:  nnet-train [options] <model-in> <egs-rspecifier> <model-out>\n"
     "e.g.:   nnet-shuffle-egs --srand=1 ark:egs.1.0.ark ark:- | nnet-train 1.mdl ark:- 2.1.mdl\n";
 
@@ -87,8 +87,9 @@ int main(int argc, char **argv) {
     if (o.gaf_microbatches >= 2)
         LOG("GAF: %lld steps, %lld skipped (nothing agreed), %lld updates; accept rate %.4f "
             "(%lld of %lld microbatches after the first of each step)", st.gaf_steps,
-            st.gaf_skipped, st.num_updates, st.gaf_offered ? (double)st.gaf_accepted / st.gaf_offered : 0.0,
-            st.gaf_accepted, st.gaf_offered);
+            st.gaf_skipped, st.num_updates,
+            st.gaf_offered ? (double)st.gaf_accepted / st.gaf_offered : 0.0, st.gaf_accepted,
+            st.gaf_offered);
     if (o.entropy_inner_steps > 0) LOG("Entropy-SGD: %lld outer updates", st.outer_steps);
     LOG("[this line is to be parsed by a script:] log-prob-per-frame=%.6f", st.objf / st.weight);
     nnet_free(n);

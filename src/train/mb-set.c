@@ -37,8 +37,8 @@ int mb_set_load(struct mb_set *s, const char *rspec, int minibatch_size, int max
         for (int i = 0; i < mb->num_labels; i++) {
             if (mb->label_index[i] < 0 || mb->label_index[i] >= nnet_output_dim(n)) {
                 minibatch_source_free(src);
-                return error_set("'%s': label %d out of range for a network with %d outputs",
-                                 rspec, (int)mb->label_index[i], nnet_output_dim(n));
+                return error_set("'%s': label %d out of range for a network with %d outputs", rspec,
+                                 (int)mb->label_index[i], nnet_output_dim(n));
             }
             s->total_weight += mb->label_weight[i];
         }
@@ -50,7 +50,8 @@ int mb_set_load(struct mb_set *s, const char *rspec, int minibatch_size, int max
 }
 
 void mb_set_release(struct mb_set *s) {
-    for (int b = 0; b < s->num; b++) egs_minibatch_release(&s->mbs[b]);
+    for (int b = 0; b < s->num; b++)
+        egs_minibatch_release(&s->mbs[b]);
     free(s->mbs);
     memset(s, 0, sizeof *s);
 }

@@ -63,7 +63,8 @@ int agreement_select(const struct vector *changes, int num, const float *weights
     struct vector c;
     vector_init_on(&c, changes[0].dim, changes[0].device);
     double wsum = 0;
-    for (int j = 0; j < num; j++) wsum += weights ? weights[j] : 1;
+    for (int j = 0; j < num; j++)
+        wsum += weights ? weights[j] : 1;
     ASSERT(wsum > 0);
     for (int j = 0; j < num; j++)
         vector_add(&c, (float)((weights ? weights[j] : 1) / wsum), &changes[j]);
@@ -82,7 +83,8 @@ int agreement_select(const struct vector *changes, int num, const float *weights
 
 static double ddot(const double *a, const double *b, int n) {
     double s = 0;
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    for (int i = 0; i < n; i++)
+        s += a[i] * b[i];
     return s;
 }
 
@@ -98,24 +100,28 @@ int gram_schmidt(double *v, int num, int dim) {
             for (int j = 0; j < k; j++) {
                 const double *q = v + (size_t)j * dim;
                 double a = ddot(q, r, dim);
-                for (int t = 0; t < dim; t++) r[t] -= a * q[t];
+                for (int t = 0; t < dim; t++)
+                    r[t] -= a * q[t];
             }
         double norm = sqrt(ddot(r, r, dim));
         if (!(norm > 1e-9 * norm0)) continue;
-        for (int t = 0; t < dim; t++) r[t] /= norm;
+        for (int t = 0; t < dim; t++)
+            r[t] /= norm;
         k++;
     }
     return k;
 }
 
 void basis_project(const double *p, int k, int dim, const double *x, double *alpha) {
-    for (int j = 0; j < k; j++) alpha[j] = ddot(p + (size_t)j * dim, x, dim);
+    for (int j = 0; j < k; j++)
+        alpha[j] = ddot(p + (size_t)j * dim, x, dim);
 }
 
 void basis_expand(const double *p, int k, int dim, const double *alpha, double *x) {
     memset(x, 0, sizeof(double) * dim);
     for (int j = 0; j < k; j++) {
         const double *q = p + (size_t)j * dim;
-        for (int t = 0; t < dim; t++) x[t] += alpha[j] * q[t];
+        for (int t = 0; t < dim; t++)
+            x[t] += alpha[j] * q[t];
     }
 }

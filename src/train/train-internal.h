@@ -8,7 +8,7 @@
 struct mb_set {
     struct egs_minibatch *mbs; /* (num) host copies */
     int num, num_egs;
-    double total_weight;       /* sum of label weights */
+    double total_weight; /* sum of label weights */
 };
 /* Read up to max_examples examples of rspec in minibatches of minibatch_size, trimmed to n's
  * context, checking labels against n's outputs. 0, or -1 with error_set (the set is then still

@@ -18,17 +18,18 @@ void twa_options_default(struct twa_options *o) {
 }
 
 struct twa {
-    double *p;        /* (k, dim) orthonormal rows */
+    double *p; /* (k, dim) orthonormal rows */
     int k, dim;
-    double *w;        /* (dim) scratch */
-    float *wf;        /* (dim) scratch */
+    double *w; /* (dim) scratch */
+    float *wf; /* (dim) scratch */
     struct nnet *work;
     struct matrix deriv, dev_input;
 };
 
 static void set_alpha(struct twa *t, const double *alpha) {
     basis_expand(t->p, t->k, t->dim, alpha, t->w);
-    for (int i = 0; i < t->dim; i++) t->wf[i] = (float)t->w[i];
+    for (int i = 0; i < t->dim; i++)
+        t->wf[i] = (float)t->w[i];
     struct vector p = nnet_params(t->work);
     vector_from_host(&p, t->wf);
 }
@@ -36,7 +37,8 @@ static void set_alpha(struct twa *t, const double *alpha) {
 /* Average log-probability per frame of the set at the current parameters. */
 static double objective(struct twa *t, struct mb_set *s) {
     double objf = 0;
-    for (int b = 0; b < s->num; b++) objf += mb_set_forward(s, b, t->work, &t->dev_input, &t->deriv);
+    for (int b = 0; b < s->num; b++)
+        objf += mb_set_forward(s, b, t->work, &t->dev_input, &t->deriv);
     return objf / s->total_weight;
 }
 
@@ -60,13 +62,15 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
     for (int m = 0; m < num; m++) {
         struct vector mp = nnet_params(models[m]);
         vector_to_host(&mp, t.wf);
-        for (int i = 0; i < t.dim; i++) t.p[(size_t)m * t.dim + i] = t.wf[i];
+        for (int i = 0; i < t.dim; i++)
+            t.p[(size_t)m * t.dim + i] = t.wf[i];
     }
     /* the mean, before the rows become the basis */
     double *mean = t.w;
     memset(mean, 0, sizeof(double) * t.dim);
     for (int m = 0; m < num; m++)
-        for (int i = 0; i < t.dim; i++) mean[i] += t.p[(size_t)m * t.dim + i] / num;
+        for (int i = 0; i < t.dim; i++)
+            mean[i] += t.p[(size_t)m * t.dim + i] / num;
     double *mean_copy = xmalloc(sizeof(double) * (t.dim ? t.dim : 1));
     memcpy(mean_copy, mean, sizeof(double) * t.dim);
     t.k = gram_schmidt(t.p, num, t.dim);
@@ -108,12 +112,14 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
         for (int b = 0; b < fit->num; b++) {
             double wsum = 0;
             const struct egs_minibatch *mb = &fit->mbs[b];
-            for (int i = 0; i < mb->num_labels; i++) wsum += mb->label_weight[i];
+            for (int i = 0; i < mb->num_labels; i++)
+                wsum += mb->label_weight[i];
             objf += mb_set_forward(fit, b, t.work, &t.dev_input, &t.deriv);
             if (!(wsum > 0)) continue;
             nnet_backward(t.work, &t.deriv, NNET_GRADIENT);
             vector_to_host(&delta, gf);
-            for (int i = 0; i < t.dim; i++) g[i] = gf[i] / wsum;
+            for (int i = 0; i < t.dim; i++)
+                g[i] = gf[i] / wsum;
             basis_project(t.p, t.k, t.dim, g, ga); /* the projected gradient, in coefficients */
             for (int j = 0; j < t.k; j++) {
                 vel[j] = o->momentum * vel[j] + lr * ga[j];
@@ -126,7 +132,8 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
     }
     double final = objective(&t, &valid);
     int finite = 1;
-    for (int j = 0; j < t.k; j++) finite &= isfinite(alpha[j]);
+    for (int j = 0; j < t.k; j++)
+        finite &= isfinite(alpha[j]);
     LOG("TWA: objective per frame on the validation examples changed from %.6f to %.6f", start,
         final);
     if (!finite || !(final >= start)) {

@@ -20,8 +20,10 @@ static struct vector vec(int dim, const float *v) {
 /* A network with 2 parameters: Affine 1 -> 1 (w, b), set to (w, b). */
 static struct nnet *tiny_net(float w, float b, float max_change) {
     char cfg[128];
-    snprintf(cfg, sizeof cfg, "AffineComponent input-dim=1 output-dim=1 learning-rate=0.5 "
-                              "max-change=%g\n", max_change);
+    snprintf(cfg, sizeof cfg,
+             "AffineComponent input-dim=1 output-dim=1 learning-rate=0.5 "
+             "max-change=%g\n",
+             max_change);
     struct nnet *n = nnet_init_from_config_text(cfg, 1);
     struct vector p = nnet_params(n);
     vector_set(&p, 0, w);
@@ -71,7 +73,7 @@ static void test_gaf_halving(void) {
     CHECK(gaf_offer(&g, &g3, &d) == 0); /* opposite: D = 1.894 */
     CHECK_NEAR(d, 1 + 1 / sqrt(1.25), 1e-6);
     CHECK_NEAR(vector_get(&g.fused, 0), 1, 1e-7); /* unchanged */
-    CHECK(gaf_offer(&g, &g4, &d) == 1); /* cos([1,.5],[0,1]) = 0.4472 */
+    CHECK(gaf_offer(&g, &g4, &d) == 1);           /* cos([1,.5],[0,1]) = 0.4472 */
     CHECK_NEAR(d, 1 - 0.5 / sqrt(1.25), 1e-6);
     CHECK_NEAR(vector_get(&g.fused, 0), 0.5, 1e-7); /* ([1,.5] + [0,1]) / 2 */
     CHECK_NEAR(vector_get(&g.fused, 1), 0.75, 1e-7);
@@ -104,7 +106,7 @@ static void test_gaf_anchor_skip_and_tau2(void) {
     struct vector e1 = VEC(1, 0), e2 = VEC(0, 1), d11 = VEC(1, 1), opp = VEC(-1, 0.1f);
     gaf_begin(&g);
     gaf_offer(&g, &e1, NULL);
-    CHECK(gaf_offer(&g, &e2, NULL) == 0); /* D = 1 > 0.97 */
+    CHECK(gaf_offer(&g, &e2, NULL) == 0);  /* D = 1 > 0.97 */
     CHECK(gaf_offer(&g, &d11, NULL) == 1); /* compared with e1 */
     CHECK(g.num_accepted == 2);
     gaf_begin(&g);
@@ -160,7 +162,8 @@ static void test_step_mode(void) {
     struct rng r;
     rng_seed(&r, 3);
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 3; j++) matrix_set(&x, i, j, rng_gauss(&r));
+        for (int j = 0; j < 3; j++)
+            matrix_set(&x, i, j, rng_gauss(&r));
     int rows[4] = {0, 1, 2, 3}, cols[4] = {0, 1, 1, 0};
     struct vector pa = nnet_params(a), pb = nnet_params(b), before;
     vector_init(&before, pa.dim);
@@ -168,14 +171,16 @@ static void test_step_mode(void) {
     nnet_forward(a, &x, 4, 1);
     nnet_objective_xent(a, 4, rows, cols, NULL, &d);
     CHECK(nnet_backward(a, &d, NNET_STEP) == 0);
-    for (int i = 0; i < pa.dim; i++) CHECK(vector_get(&pa, i) == vector_get(&before, i));
+    for (int i = 0; i < pa.dim; i++)
+        CHECK(vector_get(&pa, i) == vector_get(&before, i));
     struct vector step = nnet_delta(a);
     CHECK(vector_norm2(&step) > 0);
     CHECK(nnet_apply_step(a, &step) == 0);
     nnet_forward(b, &x, 4, 1);
     nnet_objective_xent(b, 4, rows, cols, NULL, &d);
     CHECK(nnet_backward(b, &d, NNET_UPDATE) == 0);
-    for (int i = 0; i < pa.dim; i++) CHECK_NEAR(vector_get(&pa, i), vector_get(&pb, i), 1e-6);
+    for (int i = 0; i < pa.dim; i++)
+        CHECK_NEAR(vector_get(&pa, i), vector_get(&pb, i), 1e-6);
     matrix_release(&x), matrix_release(&d), vector_release(&before);
     nnet_free(a), nnet_free(b);
 }
@@ -189,16 +194,17 @@ static void test_agreement_select(void) {
     /* consensus c = (1/3, 0.5/3); job 3 points away from it */
     CHECK(agreement_select(ch, 3, NULL, 1.0f, keep, dist) == 2);
     CHECK(keep[0] && keep[1] && !keep[2]);
-    CHECK_NEAR(dist[0], 1 - 1 / sqrt(1.25), 1e-6);             /* 0.1056 */
-    CHECK_NEAR(dist[1], 1 - 1.1 / sqrt(1.04 * 1.25), 1e-6);    /* 0.0352 */
-    CHECK_NEAR(dist[2], 1 + 0.85 / sqrt(1.09 * 1.25), 1e-6);   /* 1.7282 */
+    CHECK_NEAR(dist[0], 1 - 1 / sqrt(1.25), 1e-6);                /* 0.1056 */
+    CHECK_NEAR(dist[1], 1 - 1.1 / sqrt(1.04 * 1.25), 1e-6);       /* 0.0352 */
+    CHECK_NEAR(dist[2], 1 + 0.85 / sqrt(1.09 * 1.25), 1e-6);      /* 1.7282 */
     CHECK(agreement_select(ch, 3, NULL, 0.05f, keep, dist) == 1); /* only job 2 */
     CHECK(keep[1]);
     CHECK(agreement_select(ch, 3, NULL, 0.001f, keep, dist) == 0);
     float w[3] = {1, 1, 0}; /* weight 0: never kept, not in the consensus */
     CHECK(agreement_select(ch, 3, w, 2.0f, keep, dist) == 2);
     CHECK(!keep[2]);
-    for (int j = 0; j < 3; j++) vector_release(&ch[j]);
+    for (int j = 0; j < 3; j++)
+        vector_release(&ch[j]);
 }
 
 static void test_agreement_files(void) {
@@ -287,7 +293,8 @@ static void test_gram_schmidt(void) {
     double v[12] = {1, 0, 0, 1, 1, 0, 2, 1, 0, 1, 1, 1};
     CHECK(gram_schmidt(v, 4, 3) == 3);
     double want[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-    for (int i = 0; i < 9; i++) CHECK_NEAR(v[i], want[i], 1e-12);
+    for (int i = 0; i < 9; i++)
+        CHECK_NEAR(v[i], want[i], 1e-12);
     /* [3,4] and [4,3]: q1 = [.6,.8], q2 = [.8,-.6] */
     double w[4] = {3, 4, 4, 3};
     CHECK(gram_schmidt(w, 2, 2) == 2);
@@ -314,7 +321,8 @@ static void test_basis_projection(void) {
     CHECK(gram_schmidt(models, 2, 3) == 2);
     basis_project(models, 2, 3, mean, coef);
     basis_expand(models, 2, 3, coef, back);
-    for (int i = 0; i < 3; i++) CHECK_NEAR(back[i], mean[i], 1e-12);
+    for (int i = 0; i < 3; i++)
+        CHECK_NEAR(back[i], mean[i], 1e-12);
 }
 
 int main(void) {
