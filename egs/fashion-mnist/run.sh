@@ -17,6 +17,7 @@ initial_learning_rate=0.004
 final_learning_rate=0.0004
 config=conf/nnet.config
 limit=0          # use only this many training images (0: all); for quick tests
+shifts=0         # shifted copies of each training image (data augmentation)
 dir=exp/nnet
 egs_dir=exp/egs
 # End configuration section.
@@ -27,7 +28,7 @@ start=$(date +%s)
 
 if [ $stage -le 0 ]; then
     echo "$0: stage 0: preparing data in data/"
-    local/prepare_data.sh --limit $limit data
+    local/prepare_data.sh --limit $limit --shifts $shifts data
 fi
 
 if [ $stage -le 1 ]; then

@@ -3,9 +3,12 @@
 directories: feats.ark/feats.scp (one 1 x 784 float matrix per image, pixels scaled to [0, 1]) and
 labels.ark/labels.scp (one int32 vector of length 1 per image).
 
-Usage: idx_to_kaldi.py [--limit N] [--valid N] [--seed S] <images.idx.gz> <labels.idx.gz> <out-dir> [<valid-dir>]
+Usage: idx_to_kaldi.py [--limit N] [--valid N] [--seed S] [--shifts K] <images.idx.gz> <labels.idx.gz> <out-dir> [<valid-dir>]
 
 With <valid-dir>, a seeded random --valid images (default 5000) go there and the rest to <out-dir>.
+--shifts K adds, to <out-dir> only, K copies of each image translated by a seeded random offset of
+up to 2 pixels in each direction (keys <key>-s1 .. <key>-sK), a standard augmentation for
+Fashion-MNIST; the held-out directory never gets shifted copies.
 The archives are written byte for byte in Kaldi's binary format (reference/kaldi-nnet2.md §3.1):
   key SP \\0B "FM " \\x04 int32(rows) \\x04 int32(cols) float32 data
   key SP \\0B \\x04 int32(count) then \\x04 int32 per element (Kaldi's BasicVectorHolder)
@@ -39,18 +42,40 @@ def read_idx(path, magic_expected):
     return count, 1, data[8:]
 
 
-def write_dir(out_dir, prefix, indices, pixels, dim, labels):
+def shifted(pixels, i, dim, dx, dy):
+    """Image i (28 x 28 bytes) translated by (dx, dy), zero-filled."""
+    side = int(round(dim ** 0.5))
+    src = pixels[i * dim:(i + 1) * dim]
+    out = bytearray(dim)
+    for y in range(side):
+        sy = y - dy
+        if 0 <= sy < side:
+            x0, x1 = max(0, dx), min(side, side + dx)
+            out[y * side + x0:y * side + x1] = src[sy * side + x0 - dx:sy * side + x1 - dx]
+    return bytes(out)
+
+
+def write_dir(out_dir, prefix, indices, pixels, dim, labels, shifts=0, seed=0):
     os.makedirs(out_dir, exist_ok=True)
     scale = [b / 255.0 for b in range(256)]
     feats_ark = os.path.join(out_dir, "feats.ark")
     labels_ark = os.path.join(out_dir, "labels.ark")
     feats_scp, labels_scp = [], []
+    rng = random.Random(seed + 1)
+    items = []
+    for i in indices:
+        items.append((f"{prefix}-{i:05d}", i, pixels[i * dim:(i + 1) * dim]))
+        for k in range(1, shifts + 1):
+            dx, dy = 0, 0
+            while dx == 0 and dy == 0:
+                dx, dy = rng.randint(-2, 2), rng.randint(-2, 2)
+            items.append((f"{prefix}-{i:05d}-s{k}", i, shifted(pixels, i, dim, dx, dy)))
     with open(feats_ark + ".tmp", "wb") as fa, open(labels_ark + ".tmp", "wb") as la:
-        for i in indices:
-            key = f"{prefix}-{i:05d}".encode()
+        for name, i, image in items:
+            key = name.encode()
             fa.write(key + b" ")
             feats_scp.append(f"{key.decode()} {os.path.abspath(feats_ark)}:{fa.tell()}\n")
-            row = array.array("f", (scale[b] for b in pixels[i * dim:(i + 1) * dim]))
+            row = array.array("f", (scale[b] for b in image))
             if sys.byteorder != "little":
                 row.byteswap()
             fa.write(b"\0BFM \x04" + struct.pack("<i", 1) + b"\x04" + struct.pack("<i", dim))
@@ -68,17 +93,19 @@ def write_dir(out_dir, prefix, indices, pixels, dim, labels):
 
 
 def main(argv):
-    limit, valid, seed = 0, 5000, 777
+    limit, valid, seed, shifts = 0, 5000, 777, 0
     args = []
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--limit", "--valid", "--seed") and i + 1 < len(argv):
+        if a in ("--limit", "--valid", "--seed", "--shifts") and i + 1 < len(argv):
             val = int(argv[i + 1])
             if a == "--limit":
                 limit = val
             elif a == "--valid":
                 valid = val
+            elif a == "--shifts":
+                shifts = val
             else:
                 seed = val
             i += 2
@@ -104,8 +131,8 @@ def main(argv):
         held = set(rng.sample(order, valid))
         write_dir(args[3], prefix, [k for k in order if k in held], pixels, dim, labels)
         order = [k for k in order if k not in held]
-    write_dir(out_dir, prefix, order, pixels, dim, labels)
-    print(f"idx_to_kaldi.py: wrote {len(order)} images to {out_dir}"
+    write_dir(out_dir, prefix, order, pixels, dim, labels, shifts, seed)
+    print(f"idx_to_kaldi.py: wrote {len(order) * (1 + shifts)} images to {out_dir}"
           + (f" and {valid} to {args[3]}" if len(args) == 4 else ""), file=sys.stderr)
 
 

@@ -3,12 +3,14 @@
 #   data/train (55 000 images), data/valid (5 000, a fixed-seed random subset of the 60 000 training
 #   images), data/test (10 000). Each holds feats.scp (1 x 784 matrices, pixels in [0, 1]) and
 #   labels.scp (int32 vectors of length 1, the class 0..9).
-# Options: --limit N uses only the first N training and N/6 test images (for quick tests).
+# Options: --limit N uses only the first N training and N/6 test images (for quick tests);
+#          --shifts K adds K randomly shifted copies (up to 2 pixels) of each training image.
 limit=0
+shifts=0
 src=/usr/share/datasets/fashion-mnist
 seed=777
 . utils/parse_options.sh || exit 1
-[ $# -ne 1 ] && echo "Usage: $0 [--limit N] [--src DIR] <data-dir>" && echo "e.g.: $0 data" && exit 1
+[ $# -ne 1 ] && echo "Usage: $0 [--limit N] [--shifts K] [--src DIR] <data-dir>" && echo "e.g.: $0 data" && exit 1
 data=$1
 for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz \
          t10k-labels-idx1-ubyte.gz; do
@@ -20,7 +22,7 @@ if [ $limit -gt 0 ]; then
     valid=$((limit / 12))
     test_limit=$((limit / 6))
 fi
-python3 local/idx_to_kaldi.py --limit $limit --valid $valid --seed $seed \
+python3 local/idx_to_kaldi.py --limit $limit --valid $valid --seed $seed --shifts $shifts \
     $src/train-images-idx3-ubyte.gz $src/train-labels-idx1-ubyte.gz $data/train $data/valid || exit 1
 python3 local/idx_to_kaldi.py --limit $test_limit \
     $src/t10k-images-idx3-ubyte.gz $src/t10k-labels-idx1-ubyte.gz $data/test || exit 1
