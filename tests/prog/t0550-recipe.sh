@@ -31,13 +31,15 @@ if awk -v a="$acc" 'BEGIN { exit !(a > 0.7) }'; then pass "valid accuracy $acc >
 expect_status "report.sh" 0 steps/report.sh exp/nnet
 expect_eq "report has a row per iteration and final" "$(grep -c -E '^([0-9]+|final) ' exp/nnet/report.txt)" 5
 
-# Crash safety: kill -9 one training job of iteration 2 while it runs.
+# Crash safety: kill -9 one training job of iteration 2 while it runs. The directory is absolute so
+# that the process pattern matches this test's job only, not another checkout's test running beside.
+crash=$PWD/exp/crash
 steps/train.sh --num-epochs 3 --minibatch-size 16 --initial-learning-rate 0.004 \
-    --final-learning-rate 0.001 exp/egs conf/nnet.config exp/crash >crash.log 2>&1 &
+    --final-learning-rate 0.001 exp/egs conf/nnet.config $crash >crash.log 2>&1 &
 runner=$!
 killed=0
 for i in $(seq 1 3000); do
-    pid=$(pgrep -f '^nnet-train .*exp/crash/2\.mdl' | head -n 1)
+    pid=$(pgrep -f "^nnet-train .*$crash/2\\.mdl" | head -n 1)
     if [ -n "$pid" ]; then kill -9 $pid 2>/dev/null && killed=1; break; fi
     kill -0 $runner 2>/dev/null || break
     sleep 0.02
@@ -51,6 +53,6 @@ for m in exp/crash/*.mdl; do nnet-info $m >/dev/null 2>&1 || { bad=1; echo "    
 [ $bad = 0 ] && pass "every .mdl left is complete" || fail "a half-written model is left"
 [ ! -e exp/crash/3.mdl ] && pass "iteration 2 produced no model" || fail "3.mdl exists after the kill"
 expect_status "resume with --stage 2" 0 steps/train.sh --stage 2 --num-epochs 3 --minibatch-size 16 \
-    --initial-learning-rate 0.004 --final-learning-rate 0.001 exp/egs conf/nnet.config exp/crash
+    --initial-learning-rate 0.004 --final-learning-rate 0.001 exp/egs conf/nnet.config $crash
 [ -f exp/crash/final.mdl ] && nnet-info exp/crash/final.mdl >/dev/null 2>&1 \
     && pass "resumed run finished" || fail "no final model after resuming"
