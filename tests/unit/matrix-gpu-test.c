@@ -718,7 +718,9 @@ static void test_sparse(void) {
 
 /* ---- natural gradient on the device: the same minibatches give the same preconditioned rows ---
  * Its R x R eigenproblem and Cholesky run on the host in double either way; the device does the
- * N x D x R products, so the two differ by float rounding amplified by the eigensolver. */
+ * N x D x R products, so the two differ by float rounding passed through the eigensolver. On the
+ * CPU, inputs perturbed by 1e-6 relative moved the outputs by 4e-6 and W by 3e-7 at most over
+ * these 30 minibatches, so TOL leaves a wide margin. */
 static void test_natgrad(void) {
     struct natgrad_options o;
     natgrad_options_default(&o);
@@ -732,8 +734,8 @@ static void test_natgrad(void) {
         float sc = 0, sg = 0;
         natgrad_precondition(pc, &x.c, &sc);
         natgrad_precondition(pg, &x.g, &sg);
-        CHECK_SCALAR(sg, sc, 1e-3);
-        CHECK_PAIR(&x, 1e-3);
+        CHECK_SCALAR(sg, sc, TOL);
+        CHECK_PAIR(&x, TOL);
         mpair_release(&x);
     }
     int R = natgrad_rank(pc);
@@ -741,9 +743,9 @@ static void test_natgrad(void) {
     float *wc = xmalloc((size_t)R * D * sizeof *wc), *wg = xmalloc((size_t)R * D * sizeof *wg);
     double dc[64], dg[64], rc = 0, rg = 0;
     CHECK(natgrad_get_state(pc, wc, dc, &rc) == R && natgrad_get_state(pg, wg, dg, &rg) == R);
-    CHECK_SCALAR(rg, rc, 1e-3);
-    for (int i = 0; i < R; i++) CHECK_SCALAR(dg[i], dc[i], 1e-3);
-    for (int i = 0; i < R * D; i++) CHECK(same_value(wg[i], wc[i], 1e-3));
+    CHECK_SCALAR(rg, rc, TOL);
+    for (int i = 0; i < R; i++) CHECK_SCALAR(dg[i], dc[i], TOL);
+    for (int i = 0; i < R * D; i++) CHECK(same_value(wg[i], wc[i], TOL));
     free(wc);
     free(wg);
     natgrad_free(pc);
