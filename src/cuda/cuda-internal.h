@@ -46,7 +46,7 @@ static inline bool mat_empty(const cuda_mat &m) {
     return m.rows <= 0 || m.cols <= 0;
 }
 
-/* ---- elementwise launch ---- */
+/* ---- elementwise launch (1 x n: 256-thread rows of blocks instead) ---- */
 
 template <class F>
 __global__ void k_map2d(int rows, int cols, F f) {
@@ -60,6 +60,12 @@ __global__ void k_map2d(int rows, int cols, F f) {
 template <class F>
 static void map2d(int rows, int cols, F f) {
     if (rows <= 0 || cols <= 0) return;
+    if (rows == 1) { /* vectors (the parameter block too): every thread along the row */
+        unsigned gx = (unsigned)((cols + 255) / 256);
+        k_map2d<<<gx < 8192 ? gx : 8192, dim3(256, 1)>>>(rows, cols, f);
+        LAUNCH_CHECK();
+        return;
+    }
     dim3 block(32, 8);
     unsigned gx = (unsigned)((cols + 31) / 32), gy = (unsigned)((rows + 7) / 8);
     dim3 grid(gx < 4096 ? gx : 4096, gy < 65535 ? gy : 65535);

@@ -22,11 +22,20 @@ __global__ void k_reduce(int rows, int cols, F f, double *partial) {
 template <class F>
 static double reduce2d(int rows, int cols, F f) {
     if (rows <= 0 || cols <= 0) return 0.0;
-    unsigned gx = (unsigned)((cols + 31) / 32), gy = (unsigned)((rows + 7) / 8);
-    dim3 grid(gx < 32 ? gx : 32, gy < 32 ? gy : 32);
+    /* at most 1024 blocks of 256 threads: enough to fill a large GPU, few partials */
+    dim3 grid, block;
+    if (rows == 1) {
+        unsigned gx = (unsigned)((cols + 255) / 256);
+        grid = dim3(gx < 1024 ? gx : 1024, 1);
+        block = dim3(256, 1);
+    } else {
+        unsigned gx = (unsigned)((cols + 31) / 32), gy = (unsigned)((rows + 7) / 8);
+        grid = dim3(gx < 32 ? gx : 32, gy < 32 ? gy : 32);
+        block = dim3(32, 8);
+    }
     int n = grid.x * grid.y;
     double *partial = (double *)cuda_malloc(n * sizeof(double));
-    k_reduce<<<grid, dim3(32, 8)>>>(rows, cols, f, partial);
+    k_reduce<<<grid, block>>>(rows, cols, f, partial);
     LAUNCH_CHECK();
     std::vector<double> host(n);
     CU_CHECK(cudaMemcpy(host.data(), partial, n * sizeof(double), cudaMemcpyDeviceToHost));
