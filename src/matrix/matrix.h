@@ -59,7 +59,8 @@ extern int matrix_default_device;
  * Sets matrix_default_device (new storage goes there). Which GPU: those CUDA_VISIBLE_DEVICES
  * leaves visible; in exclusive-process mode the first one free, else the one with the largest
  * fraction of free memory; a LOG line names it. Built without CUDA (make CUDA=1), "yes" and
- * "wait" fail with that reason and "optional" gives the CPU. Model files are the same on both. */
+ * "wait" fail with that reason and "optional" gives the CPU. Model files are the same on both.
+ * In a program: if (cuda_select_device(use_gpu) < 0) die("%s", error_get());   (exit 1) */
 int cuda_select_device(const char *use_gpu);
 /* Wait for queued GPU work (for timing; transfers to the host wait by themselves). No-op on the
  * CPU or without CUDA. */
