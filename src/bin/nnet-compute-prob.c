@@ -1,0 +1,31 @@
+/* nnet-compute-prob: average log-probability and accuracy of a model on examples. */
+#include "train/train.h"
+
+static const char *usage =
+    "Compute the average log-probability and accuracy of a model on the examples of an archive.\n"
+    "Prints the average log-probability per frame on stdout.\n"
+    "Usage:  nnet-compute-prob [options] <model-in> <egs-rspecifier>\n"
+    "e.g.:   nnet-compute-prob final.mdl ark:valid_diagnostic.egs\n";
+
+int main(int argc, char **argv) {
+    int minibatch_size = 1000, num_threads = 1;
+    struct option_spec specs[] = {
+        {"minibatch-size", OPT_INT, &minibatch_size, "Examples evaluated at a time"},
+        {"num-threads", OPT_INT, &num_threads, "BLAS threads"},
+    };
+    options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
+    if (argc != 3) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
+    if (minibatch_size < 1) die("--minibatch-size must be at least 1");
+    matrix_set_num_threads(num_threads);
+
+    struct nnet *n = nnet_read_file(argv[1]);
+    if (!n) die("cannot read model '%s': %s", argv[1], error_get());
+    struct train_stats st;
+    if (eval_prob(n, argv[2], minibatch_size, &st)) die("%s", error_get());
+    if (st.num_egs == 0 || !(st.weight > 0)) die("no labelled examples in '%s'", argv[2]);
+    LOG("Saw %lld examples, average probability is %.6f and accuracy is %.6f with total weight %g",
+        st.num_egs, st.objf / st.weight, st.correct / st.weight, st.weight);
+    printf("%.6f\n", st.objf / st.weight);
+    nnet_free(n);
+    return fflush(stdout) || ferror(stdout) ? 1 : 0;
+}

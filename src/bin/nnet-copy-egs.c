@@ -1,0 +1,44 @@
+/* nnet-copy-egs: copy examples, split over several outputs, subsample or duplicate. */
+#include "egs/egs.h"
+
+static const char *usage =
+    "Copy examples to one or more archives: with several outputs each example goes to the next\n"
+    "in turn (round-robin) or, with --random, to a random one. --keep-proportion=p writes each\n"
+    "example floor(p) or ceil(p) times, p times on average. --compress re-stores inputs\n"
+    "(default: as read, so nothing is decoded or re-quantized).\n"
+    "\n"
+    "Usage:  nnet-copy-egs [options] <egs-rspecifier> <egs-wspecifier1> [<egs-wspecifier2> ...]\n"
+    "e.g.:\n"
+    "nnet-copy-egs ark:train.egs ark,t:text.egs\n"
+    "nnet-copy-egs --random --srand=1 ark:all.egs ark:1.egs ark:2.egs\n";
+
+int main(int argc, char **argv) {
+    log_set_program(argv[0]);
+    int random = 0, srand = 0;
+    double keep = 1.0;
+    const char *compress = "";
+    const struct option_spec specs[] = {
+        {"random", OPT_BOOL, &random, "Send each example to a random output (else round-robin)"},
+        {"srand", OPT_INT, &srand, "Seed for the random number generator"},
+        {"keep-proportion", OPT_DOUBLE, &keep,
+         "Write each example this many times on average (< 1 subsamples, > 1 duplicates)"},
+        {"compress", OPT_STRING, &compress,
+         "Re-store inputs: none, 8bit, 16bit or zlib (empty or keep: as read)"},
+    };
+    int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    options_parse(&argc, argv, usage, specs, nspecs);
+    if (argc < 3) options_usage_exit(usage, specs, nspecs);
+    if (keep < 0) die("--keep-proportion must be >= 0");
+    int how;
+    if (egs_compress_parse(compress, &how)) {
+        fprintf(stderr, "%s: --compress: %s\n", log_program(), error_get());
+        options_usage_exit(usage, specs, nspecs);
+    }
+
+    struct egs_stats st;
+    int rc = egs_copy(argv[1], (const char *const *)argv + 2, argc - 2, random,
+                      (uint64_t)(int64_t)srand, keep, how, &st);
+    if (rc) die("%s", error_get());
+    LOG("Read %lld neural-network training examples, wrote %lld", st.num_read, st.num_written);
+    return st.num_written == 0 ? 1 : 0;
+}

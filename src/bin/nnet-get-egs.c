@@ -1,0 +1,44 @@
+/* nnet-get-egs: features + per-frame labels -> training examples with spliced context. */
+#include "egs/egs.h"
+
+static const char *usage =
+    "Cut features and per-frame integer labels (e.g. from ali-to-pdf) into neural-network\n"
+    "training examples of --num-frames labelled frames with --left-context / --right-context\n"
+    "frames around them (the first/last frame repeated at utterance edges). Utterances without\n"
+    "labels, or whose label count differs from their frame count, are skipped with a warning.\n"
+    "\n"
+    "Usage:  nnet-get-egs [options] <feats-rspecifier> <labels-rspecifier> <egs-wspecifier>\n"
+    "e.g.:\n"
+    "nnet-get-egs --left-context=4 --right-context=4 scp:feats.scp \\\n"
+    "  \"ark:gunzip -c ali.1.gz | ali-to-pdf final.mdl ark:- ark:- |\" ark:egs.1.ark\n";
+
+int main(int argc, char **argv) {
+    log_set_program(argv[0]);
+    struct egs_get_opts opts = {0, 0, 1, EGS_COMPRESS_8BIT};
+    const char *compress = "8bit";
+    const struct option_spec specs[] = {
+        {"left-context", OPT_INT, &opts.left_context, "Frames of left context"},
+        {"right-context", OPT_INT, &opts.right_context, "Frames of right context"},
+        {"num-frames", OPT_INT, &opts.num_frames, "Labelled frames per example"},
+        {"compress", OPT_STRING, &compress,
+         "Input storage: none, 8bit (Kaldi CompressedMatrix), 16bit or zlib"},
+    };
+    int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    options_parse(&argc, argv, usage, specs, nspecs);
+    if (argc != 4) options_usage_exit(usage, specs, nspecs);
+    if (opts.left_context < 0 || opts.right_context < 0 || opts.num_frames < 1)
+        die("invalid --left-context, --right-context or --num-frames");
+    if (egs_compress_parse(compress, &opts.compress) || opts.compress == EGS_COMPRESS_KEEP) {
+        fprintf(stderr, "%s: --compress: %s\n", log_program(),
+                opts.compress == EGS_COMPRESS_KEEP ? "use none, 8bit, 16bit or zlib" : error_get());
+        options_usage_exit(usage, specs, nspecs);
+    }
+
+    struct egs_stats st;
+    int rc = egs_get(argv[1], argv[2], argv[3], &opts, &st);
+    LOG("Finished generating examples, successfully processed %lld feature files, wrote %lld "
+        "examples, %lld files had errors.",
+        st.num_read, st.num_written, st.num_skipped);
+    if (rc) die("%s", error_get());
+    return st.num_written == 0 ? 1 : 0;
+}

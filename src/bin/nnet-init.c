@@ -1,0 +1,29 @@
+/* nnet-init: build a network from a config file (Kaldi nnet2 syntax, one component per line). */
+#include "nnet/nnet.h"
+
+static const char usage[] =
+    "Initialize a neural network from a config file, one component per line.\n"
+    "Usage:  nnet-init [options] <config-in> <model-out>\n"
+    "e.g.:\n"
+    " nnet-init --srand=1 nnet.config 0.raw\n";
+
+int main(int argc, char **argv) {
+    int srand_seed = 0, binary = 1;
+    struct option_spec specs[] = {
+        {"srand", OPT_INT, &srand_seed, "Seed for the random initialization of the parameters"},
+        {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
+    };
+    int num_specs = (int)(sizeof specs / sizeof specs[0]);
+    log_set_program(argv[0]);
+    options_parse(&argc, argv, usage, specs, num_specs);
+    if (argc != 3) options_usage_exit(usage, specs, num_specs);
+    const char *config = argv[1], *model_out = argv[2];
+
+    struct nnet *n = nnet_init_from_config(config, (uint64_t)(uint32_t)srand_seed);
+    if (!n) die("%s", error_get());
+    if (nnet_write_file(n, model_out, binary)) die("cannot write '%s': %s", model_out, error_get());
+    LOG("Initialized network with %d components and %d parameters; wrote it to %s",
+        nnet_num_components(n), nnet_num_params(n), model_out);
+    nnet_free(n);
+    return 0;
+}

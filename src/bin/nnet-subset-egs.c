@@ -1,0 +1,31 @@
+/* nnet-subset-egs: a random subset of --n examples (reservoir sampling). */
+#include "egs/egs.h"
+
+static const char *usage =
+    "Write a random subset of --n examples (all of them if there are fewer), chosen by reservoir\n"
+    "sampling in O(n) memory and, with --randomize-order (default), written in a random order.\n"
+    "\n"
+    "Usage:  nnet-subset-egs [options] <egs-rspecifier> <egs-wspecifier>\n"
+    "e.g.:\n"
+    "nnet-subset-egs --n=4000 --srand=2 ark:valid_all.egs ark:valid_diagnostic.egs\n";
+
+int main(int argc, char **argv) {
+    log_set_program(argv[0]);
+    int n = 1000, srand = 0, randomize = 1;
+    const struct option_spec specs[] = {
+        {"n", OPT_INT, &n, "Number of examples to keep"},
+        {"srand", OPT_INT, &srand, "Seed for the random number generator"},
+        {"randomize-order", OPT_BOOL, &randomize, "Write the subset in a random order"},
+    };
+    int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    options_parse(&argc, argv, usage, specs, nspecs);
+    if (argc != 3) options_usage_exit(usage, specs, nspecs);
+    if (n < 0) die("--n must be >= 0");
+
+    struct egs_stats st;
+    int rc = egs_subset(argv[1], argv[2], n, (uint64_t)(int64_t)srand, randomize, &st);
+    if (rc) die("%s", error_get());
+    LOG("Selected a subset of %lld out of %lld neural-network training examples", st.num_written,
+        st.num_read);
+    return st.num_read == 0 ? 1 : 0;
+}

@@ -1,0 +1,528 @@
+/* The library side of nnet-get-egs, nnet-shuffle-egs, nnet-copy-egs, nnet-subset-egs and
+ * nnet-egs-info (egs.h). */
+#include "egs/egs.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A keyed example held in memory (shuffle, subset). */
+struct item {
+    char *key;
+    struct example eg;
+};
+
+static void item_release(struct item *it) {
+    free(it->key);
+    example_release(&it->eg);
+    it->key = NULL;
+}
+
+/* Takes the reader's current example into it (the reader's copy is left zeroed). */
+static void item_take(struct item *it, const struct table_reader *r, struct example *eg) {
+    it->key = xstrdup(table_reader_key(r));
+    it->eg = *eg;
+    memset(eg, 0, sizeof *eg);
+}
+
+static int write_eg(struct table_writer *w, const char *key, const struct example *eg) {
+    if (table_writer_write(w, key, eg)) return error_wrap("writing '%s': ", w->wspecifier);
+    return 0;
+}
+
+/* Close a reader and a writer; rc is the status so far. Returns 0 only if all went well. After
+ * an error the first message is kept (a pipe we stopped reading then dies of SIGPIPE, say) and
+ * the writer's temporaries are removed. */
+static int finish(struct table_reader *r, struct table_writer *w, int rc) {
+    char *saved = rc ? xstrdup(error_get()) : NULL;
+    if (r && table_reader_close(r) && !rc) rc = -1;
+    if (w) {
+        if (rc)
+            table_writer_abort(w);
+        else if (table_writer_close(w))
+            rc = -1;
+    }
+    if (saved) {
+        error_set("%s", saved);
+        free(saved);
+    }
+    return rc;
+}
+
+/* ---- nnet-get-egs ---- */
+
+int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t *labels,
+                      const struct egs_get_opts *opts,
+                      int (*emit)(void *ctx, const char *key, const struct example *eg),
+                      void *ctx) {
+    ASSERT(feats->device == MATRIX_CPU && feats->rows >= 1);
+    ASSERT(opts->num_frames >= 1 && opts->left_context >= 0 && opts->right_context >= 0);
+    int T = feats->rows, D = feats->cols, F = opts->num_frames;
+    int L = opts->left_context, R = opts->right_context, rows = L + F + R;
+    struct matrix in;
+    matrix_init_on(&in, rows, D, MATRIX_CPU);
+    int *start = xmalloc(sizeof(int) * (F + 1));
+    int32_t *index = xmalloc(sizeof(int32_t) * F);
+    float *weight = xmalloc(sizeof(float) * F);
+    struct example eg;
+    example_init(&eg);
+    size_t keylen = strlen(utt) + 16;
+    char *key = xmalloc(keylen);
+    int rc = 0;
+    for (int t0 = 0; t0 < T && !rc; t0 += F) {
+        /* context outside the utterance repeats its first or last frame (Kaldi) */
+        for (int j = 0; j < rows; j++) {
+            int t = t0 - L + j;
+            t = t < 0 ? 0 : t >= T ? T - 1 : t;
+            memcpy(in.data + (size_t)j * in.stride, feats->data + (size_t)t * feats->stride,
+                   sizeof(float) * D);
+        }
+        /* frames past the end keep no labels */
+        int actual = T - t0 < F ? T - t0 : F;
+        start[0] = 0;
+        for (int i = 0; i < F; i++) {
+            if (i < actual) {
+                index[i] = labels[t0 + i];
+                weight[i] = 1.0f;
+            }
+            start[i + 1] = i < actual ? i + 1 : actual;
+        }
+        example_set_labels(&eg, F, start, index, weight);
+        rc = example_set_input(&eg, &in, L, opts->compress);
+        if (rc) {
+            error_wrap("utterance '%s' frame %d: ", utt, t0);
+            break;
+        }
+        snprintf(key, keylen, "%s-%d", utt, t0);
+        rc = emit(ctx, key, &eg);
+    }
+    example_release(&eg);
+    matrix_release(&in);
+    free(start);
+    free(index);
+    free(weight);
+    free(key);
+    return rc;
+}
+
+static int emit_to_writer(void *ctx, const char *key, const struct example *eg) {
+    struct table_writer *w = ctx;
+    return write_eg(w, key, eg);
+}
+
+/* Labels held in memory, sorted by key: the whole table is read once, so that it may come from
+ * a pipe (ali-to-pdf) in any order, as Kaldi's random-access reader allows. */
+struct label_entry {
+    char *key;
+    struct int32_vec v;
+};
+static int label_entry_cmp(const void *a, const void *b) {
+    return strcmp(((const struct label_entry *)a)->key, ((const struct label_entry *)b)->key);
+}
+
+static int load_labels(const char *rspec, struct label_entry **out, int *count) {
+    struct table_reader r;
+    memset(&r, 0, sizeof r);
+    *out = NULL;
+    *count = 0;
+    if (table_reader_open(&r, rspec, &holder_int32_vector))
+        return error_wrap("cannot open '%s': ", rspec);
+    struct label_entry *e = NULL;
+    int n = 0, cap = 0, got;
+    struct int32_vec v = {0};
+    while ((got = table_reader_next(&r, &v)) == 1) {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            e = xrealloc(e, sizeof *e * (size_t)cap);
+        }
+        e[n].key = xstrdup(table_reader_key(&r));
+        e[n].v = v;
+        memset(&v, 0, sizeof v);
+        n++;
+    }
+    int rc = got < 0 ? error_wrap("reading labels '%s': ", rspec) : 0;
+    rc = finish(&r, NULL, rc);
+    qsort(e, (size_t)n, sizeof *e, label_entry_cmp);
+    for (int i = 1; i < n && !rc; i++)
+        if (!strcmp(e[i].key, e[i - 1].key))
+            rc = error_set("labels '%s': key '%s' appears twice", rspec, e[i].key);
+    *out = e;
+    *count = n;
+    return rc;
+}
+
+static void free_labels(struct label_entry *e, int n) {
+    for (int i = 0; i < n; i++) {
+        free(e[i].key);
+        int32_vec_release(&e[i].v);
+    }
+    free(e);
+}
+
+int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_wspec,
+            const struct egs_get_opts *opts, struct egs_stats *st) {
+    memset(st, 0, sizeof *st);
+    struct label_entry *labels;
+    int num_labels;
+    if (load_labels(labels_rspec, &labels, &num_labels)) {
+        free_labels(labels, num_labels);
+        return -1;
+    }
+    struct table_reader feats;
+    struct table_writer w;
+    memset(&feats, 0, sizeof feats);
+    memset(&w, 0, sizeof w);
+    if (table_reader_open(&feats, feats_rspec, &holder_matrix)) {
+        free_labels(labels, num_labels);
+        return error_wrap("cannot open '%s': ", feats_rspec);
+    }
+    if (table_writer_open(&w, egs_wspec, &holder_example)) {
+        free_labels(labels, num_labels);
+        error_wrap("cannot open '%s': ", egs_wspec);
+        return finish(&feats, NULL, -1);
+    }
+    struct matrix m = {0};
+    int rc = 0, got;
+    while ((got = table_reader_next(&feats, &m)) == 1) {
+        const char *utt = table_reader_key(&feats);
+        struct label_entry probe = {(char *)utt, {0}};
+        const struct label_entry *lab =
+            bsearch(&probe, labels, (size_t)num_labels, sizeof *labels, label_entry_cmp);
+        if (!lab) {
+            WARN("no labels for utterance %s", utt);
+            st->num_skipped++;
+            continue;
+        }
+        if (lab->v.dim != m.rows) {
+            WARN("utterance %s has %d labels for %d frames", utt, lab->v.dim, m.rows);
+            st->num_skipped++;
+            continue;
+        }
+        if (m.rows == 0) {
+            WARN("utterance %s has no frames", utt);
+            st->num_skipped++;
+            continue;
+        }
+        long long before = w.num_written;
+        if ((rc = egs_cut_utterance(utt, &m, lab->v.data, opts, emit_to_writer, &w))) break;
+        st->num_written += w.num_written - before;
+        st->num_read++;
+    }
+    if (got < 0) rc = error_wrap("reading features '%s': ", feats_rspec);
+    matrix_release(&m);
+    free_labels(labels, num_labels);
+    return finish(&feats, &w, rc);
+}
+
+/* ---- nnet-shuffle-egs ---- */
+
+static int open_pair(struct table_reader *r, const char *in_rspec, struct table_writer *w,
+                     const char *out_wspec) {
+    memset(r, 0, sizeof *r);
+    memset(w, 0, sizeof *w);
+    if (table_reader_open(r, in_rspec, &holder_example))
+        return error_wrap("cannot open '%s': ", in_rspec);
+    if (out_wspec && table_writer_open(w, out_wspec, &holder_example)) {
+        error_wrap("cannot open '%s': ", out_wspec);
+        return finish(r, NULL, -1);
+    }
+    return 0;
+}
+
+int egs_shuffle(const char *in_rspec, const char *out_wspec, int buffer_size, uint64_t srand,
+                struct egs_stats *st) {
+    ASSERT(buffer_size >= 0);
+    memset(st, 0, sizeof *st);
+    struct table_reader r;
+    struct table_writer w;
+    if (open_pair(&r, in_rspec, &w, out_wspec)) return -1;
+    struct rng g;
+    rng_seed(&g, srand);
+    struct example eg;
+    example_init(&eg);
+    struct item *items = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0, got;
+    if (buffer_size == 0) {
+        while ((got = table_reader_next(&r, &eg)) == 1) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 1024;
+                items = xrealloc(items, sizeof *items * cap);
+            }
+            item_take(&items[n++], &r, &eg);
+        }
+        st->num_read = (long long)n;
+        if (got < 0) rc = error_wrap("reading '%s': ", in_rspec);
+        if (!rc) {
+            struct item **order = xmalloc(sizeof *order * (n ? n : 1));
+            for (size_t i = 0; i < n; i++)
+                order[i] = &items[i];
+            rng_shuffle(&g, order, n, sizeof *order);
+            for (size_t i = 0; i < n && !rc; i++) {
+                rc = write_eg(&w, order[i]->key, &order[i]->eg);
+                if (!rc) st->num_written++;
+            }
+            free(order);
+        }
+        for (size_t i = 0; i < n; i++)
+            item_release(&items[i]);
+    } else {
+        items = xcalloc((size_t)buffer_size, sizeof *items);
+        struct item fresh;
+        while ((got = table_reader_next(&r, &eg)) == 1) {
+            st->num_read++;
+            uint32_t j = rng_below(&g, (uint32_t)buffer_size);
+            item_take(&fresh, &r, &eg);
+            if (items[j].key) {
+                rc = write_eg(&w, items[j].key, &items[j].eg);
+                item_release(&items[j]);
+                if (rc) {
+                    item_release(&fresh);
+                    break;
+                }
+                st->num_written++;
+            }
+            items[j] = fresh;
+        }
+        if (got < 0) rc = error_wrap("reading '%s': ", in_rspec);
+        for (int j = 0; j < buffer_size; j++) {
+            if (!items[j].key) continue;
+            if (!rc) {
+                rc = write_eg(&w, items[j].key, &items[j].eg);
+                if (!rc) st->num_written++;
+            }
+            item_release(&items[j]);
+        }
+    }
+    free(items);
+    example_release(&eg);
+    return finish(&r, &w, rc);
+}
+
+/* ---- nnet-copy-egs ---- */
+
+int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, int random,
+             uint64_t srand, double keep_proportion, int compress, struct egs_stats *st) {
+    ASSERT(num_out >= 1 && keep_proportion >= 0);
+    memset(st, 0, sizeof *st);
+    struct table_reader r;
+    struct table_writer dummy;
+    if (open_pair(&r, in_rspec, &dummy, NULL)) return -1;
+    struct table_writer *w = xcalloc((size_t)num_out, sizeof *w);
+    int rc = 0, got = 0, opened = 0;
+    for (; opened < num_out; opened++)
+        if (table_writer_open(&w[opened], out_wspecs[opened], &holder_example)) {
+            rc = error_wrap("cannot open '%s': ", out_wspecs[opened]);
+            break;
+        }
+    struct rng g;
+    rng_seed(&g, srand);
+    struct example eg;
+    example_init(&eg);
+    double whole = floor(keep_proportion), frac = keep_proportion - whole;
+    while (!rc && (got = table_reader_next(&r, &eg)) == 1) {
+        st->num_read++;
+        int count = (int)whole + (frac > 0 && rng_uniform(&g) < frac);
+        if (count && compress != EGS_COMPRESS_KEEP && example_recompress(&eg, compress)) {
+            rc = error_wrap("key '%s': ", table_reader_key(&r));
+            break;
+        }
+        for (int c = 0; c < count && !rc; c++) {
+            int o =
+                random ? (int)rng_below(&g, (uint32_t)num_out) : (int)(st->num_written % num_out);
+            rc = write_eg(&w[o], table_reader_key(&r), &eg);
+            if (!rc) st->num_written++;
+        }
+    }
+    if (!rc && got < 0) rc = error_wrap("reading '%s': ", in_rspec);
+    example_release(&eg);
+    rc = finish(&r, NULL, rc);
+    for (int o = 0; o < opened; o++)
+        rc = finish(NULL, &w[o], rc);
+    free(w);
+    return rc;
+}
+
+/* ---- nnet-subset-egs ---- */
+
+int egs_subset(const char *in_rspec, const char *out_wspec, int n, uint64_t srand,
+               int randomize_order, struct egs_stats *st) {
+    ASSERT(n >= 0);
+    memset(st, 0, sizeof *st);
+    struct table_reader r;
+    struct table_writer w;
+    if (open_pair(&r, in_rspec, &w, out_wspec)) return -1;
+    struct rng g;
+    rng_seed(&g, srand);
+    struct item *items = xcalloc(n ? (size_t)n : 1, sizeof *items);
+    struct example eg;
+    example_init(&eg);
+    int rc = 0, got, kept = 0;
+    /* reservoir sampling: after k examples each has been kept with probability n / k */
+    while ((got = table_reader_next(&r, &eg)) == 1) {
+        st->num_read++;
+        if (kept < n) {
+            item_take(&items[kept++], &r, &eg);
+        } else if (st->num_read <= UINT32_MAX) {
+            uint32_t j = rng_below(&g, (uint32_t)st->num_read);
+            if (j < (uint32_t)n) {
+                item_release(&items[j]);
+                item_take(&items[j], &r, &eg);
+            }
+        }
+    }
+    if (got < 0) rc = error_wrap("reading '%s': ", in_rspec);
+    if (!rc && randomize_order) {
+        int *order = xmalloc(sizeof(int) * (kept ? kept : 1));
+        for (int i = 0; i < kept; i++)
+            order[i] = i;
+        rng_shuffle(&g, order, (size_t)kept, sizeof *order);
+        for (int i = 0; i < kept && !rc; i++) {
+            rc = write_eg(&w, items[order[i]].key, &items[order[i]].eg);
+            if (!rc) st->num_written++;
+        }
+        free(order);
+    } else {
+        for (int i = 0; i < kept && !rc; i++) {
+            rc = write_eg(&w, items[i].key, &items[i].eg);
+            if (!rc) st->num_written++;
+        }
+    }
+    for (int i = 0; i < kept; i++)
+        item_release(&items[i]);
+    free(items);
+    example_release(&eg);
+    return finish(&r, &w, rc);
+}
+
+/* ---- nnet-egs-info ---- */
+
+/* A label index above this is taken for corrupt data rather than grown into. */
+#define EGS_INFO_MAX_LABEL (1 << 24)
+
+static double stored_bytes(const struct example *eg) {
+    switch (eg->storage) {
+    case EXAMPLE_STORE_CM: return 16.0 + (double)eg->cm.data_size;
+    case EXAMPLE_STORE_ZLIB: return 20.0 + (double)eg->zsize;
+    default: return 4.0 * eg->rows * eg->cols;
+    }
+}
+
+static int storage_slot(const struct example *eg) {
+    if (eg->storage == EXAMPLE_STORE_FLOAT) return 0;
+    if (eg->storage == EXAMPLE_STORE_ZLIB) return 4;
+    return eg->cm.format; /* 1 cm, 2 cm2, 3 cm3 */
+}
+
+int egs_info_compute(const char *in_rspec, struct egs_info *info) {
+    memset(info, 0, sizeof *info);
+    struct table_reader r;
+    struct table_writer unused;
+    if (open_pair(&r, in_rspec, &unused, NULL)) return -1;
+    struct example eg;
+    example_init(&eg);
+    struct matrix m = {0};
+    int rc = 0, got;
+    while ((got = table_reader_next(&r, &eg)) == 1) {
+        int left = eg.left_context, right = example_right_context(&eg), frames = eg.num_frames;
+        if (info->num_egs == 0) {
+            info->input_dim = example_input_dim(&eg);
+            info->cols = eg.cols;
+            info->spk_dim = eg.spk_dim;
+            info->min_left = info->max_left = left;
+            info->min_right = info->max_right = right;
+            info->min_frames = info->max_frames = frames;
+        }
+        info->num_egs++;
+        info->num_frames += frames;
+        info->num_labels += example_num_labels(&eg);
+        if (left < info->min_left) info->min_left = left;
+        if (left > info->max_left) info->max_left = left;
+        if (right < info->min_right) info->min_right = right;
+        if (right > info->max_right) info->max_right = right;
+        if (frames < info->min_frames) info->min_frames = frames;
+        if (frames > info->max_frames) info->max_frames = frames;
+        info->storage_count[storage_slot(&eg)]++;
+        info->stored_bytes += stored_bytes(&eg);
+        for (int i = 0; i < example_num_labels(&eg); i++) {
+            int32_t idx = eg.label_index[i];
+            if (idx < 0 || idx >= EGS_INFO_MAX_LABEL) {
+                rc = error_set("key '%s': label index %d out of range", table_reader_key(&r),
+                               (int)idx);
+                break;
+            }
+            if (idx >= info->label_dim) {
+                int dim = idx + 1 > 2 * info->label_dim ? idx + 1 : 2 * info->label_dim;
+                info->label_weight = xrealloc(info->label_weight, sizeof(double) * dim);
+                info->label_count = xrealloc(info->label_count, sizeof(long long) * dim);
+                for (int k = info->label_dim; k < dim; k++) {
+                    info->label_weight[k] = 0;
+                    info->label_count[k] = 0;
+                }
+                info->label_dim = dim;
+            }
+            info->label_weight[idx] += eg.label_weight[i];
+            info->label_count[idx]++;
+        }
+        if (rc) break;
+        if (m.rows != eg.rows || m.cols != example_input_dim(&eg)) {
+            matrix_release(&m);
+            matrix_init_on(&m, eg.rows, example_input_dim(&eg), MATRIX_CPU);
+        }
+        double t0 = time_now();
+        if (example_input_decode(&eg, &m)) {
+            rc = error_wrap("key '%s': ", table_reader_key(&r));
+            break;
+        }
+        info->decode_seconds += time_now() - t0;
+        info->decoded_bytes += 4.0 * eg.rows * eg.cols;
+    }
+    if (!rc && got < 0) rc = error_wrap("reading '%s': ", in_rspec);
+    /* trim the histogram to the largest index seen */
+    while (info->label_dim > 0 && info->label_count[info->label_dim - 1] == 0)
+        info->label_dim--;
+    matrix_release(&m);
+    example_release(&eg);
+    return finish(&r, NULL, rc);
+}
+
+static void print_range(FILE *f, const char *name, int lo, int hi) {
+    if (lo == hi)
+        fprintf(f, "%s %d\n", name, lo);
+    else
+        fprintf(f, "%s %d..%d\n", name, lo, hi);
+}
+
+void egs_info_print(FILE *f, const struct egs_info *info) {
+    static const char *names[5] = {"float", "cm", "cm2", "cm3", "zlib"};
+    fprintf(f, "num-examples %lld\n", info->num_egs);
+    fprintf(f, "num-labelled-frames %lld\n", info->num_frames);
+    fprintf(f, "num-labels %lld\n", info->num_labels);
+    fprintf(f, "input-dim %d\n", info->input_dim);
+    fprintf(f, "feature-dim %d\n", info->cols);
+    fprintf(f, "spk-info-dim %d\n", info->spk_dim);
+    print_range(f, "left-context", info->min_left, info->max_left);
+    print_range(f, "right-context", info->min_right, info->max_right);
+    print_range(f, "frames-per-example", info->min_frames, info->max_frames);
+    fprintf(f, "storage");
+    for (int s = 0; s < 5; s++)
+        if (info->storage_count[s]) fprintf(f, " %s=%lld", names[s], info->storage_count[s]);
+    fprintf(f, "\n");
+    fprintf(f, "input-bytes-stored %.0f\n", info->stored_bytes);
+    fprintf(f, "input-bytes-decoded %.0f\n", info->decoded_bytes);
+    fprintf(f, "decode-seconds %.6f\n", info->decode_seconds);
+    fprintf(f, "label-dim %d\n", info->label_dim);
+    fprintf(f, "label-counts [");
+    for (int i = 0; i < info->label_dim; i++)
+        fprintf(f, " %lld", info->label_count[i]);
+    fprintf(f, " ]\nlabel-weights [");
+    for (int i = 0; i < info->label_dim; i++)
+        fprintf(f, " %g", info->label_weight[i]);
+    fprintf(f, " ]\n");
+}
+
+void egs_info_release(struct egs_info *info) {
+    free(info->label_weight);
+    free(info->label_count);
+    memset(info, 0, sizeof *info);
+}

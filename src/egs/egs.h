@@ -1,0 +1,214 @@
+/* egs: training examples ("egs"), their archive format, and the example-archive plumbing.
+ *
+ * An example is what Kaldi nnet2 calls an NnetExample (reference/kaldi-nnet2.md §2): a block of
+ * input frames, rows = L + T + R, where L = left_context input rows precede the T labelled
+ * frames and R = rows - L - T follow them; and for each of the T frames a sparse list of
+ * (index, weight) labels (possibly empty: a padding frame at the end of an utterance). A network
+ * with context (l, r), l <= L and r <= R, sees rows L-l .. L+T+r-1 and gives T output rows.
+ * Optional per-speaker features spk_info are appended as extra columns to every input row.
+ *
+ * Storage. An example keeps its input in the form it was stored in, so that copy, shuffle and
+ * subset never decode and re-encode (no quantization drift):
+ *   EXAMPLE_STORE_FLOAT  a host float matrix                                 (4 bytes / value)
+ *   EXAMPLE_STORE_CM     a Kaldi CompressedMatrix: CM (8-bit, per-column percentiles), CM2
+ *                        (16-bit) or CM3 (8-bit, global range)             (~1 or 2 bytes / value)
+ *   EXAMPLE_STORE_ZLIB   deflated float32 little-endian row-major bytes (lossless)
+ * example_set_input() stores a matrix under a compression choice (enum egs_compress):
+ *   none  -> FLOAT;   16bit -> CM2 (range from the data; error <= range / 131070);
+ *   8bit  -> CM when rows > 8 (Kaldi's choice for egs; per-column percentiles), else CM3
+ *            (range from the data; error <= range / 510) — Kaldi would take CM2 for <= 8 rows, but
+ *            8-bit was asked for, and CM on one row costs 9 bytes a value;
+ *   zlib  -> ZLIB (bit-exact).
+ * example_input_decode*() write the decoded floats straight into caller rows (a host matrix view,
+ * any stride), e.g. the trainer's minibatch matrix.
+ *
+ * Archive format (Kaldi's NnetExample; the same token sequence in binary and text):
+ *   <NnetExample>
+ *     <Lab1> IntegerVector          iff every frame has exactly one label of weight 1.0, else
+ *     <Lab2> int32 T, per frame: int32 n, n x (int32 index, float weight)
+ *     (<Labels> int32 n, n x (int32, float): legacy one-frame form, read only)
+ *   <InputFrames> matrix
+ *   <LeftContext> int32
+ *   <SpkInfo> Vector (FV, possibly empty)
+ *   </NnetExample>
+ * The matrix after <InputFrames> is, in binary mode, one of FM / DM (read as FLOAT; written FM),
+ * CM / CM2 / CM3 (kept as stored; Kaldi writes these), or our own zlib form (Kaldi cannot read it):
+ *   "ZM " int32 version (= 1), int32 rows, int32 cols, int32 nbytes, then nbytes raw bytes of
+ *   zlib-deflated float32 little-endian row-major data (rows * cols * 4 bytes when inflated).
+ * Every int32 above has Kaldi's 0x04 size byte. In text mode the input is always written as a
+ * plain text matrix (decoded, as Kaldi writes a CompressedMatrix in text) and read as FLOAT.
+ *
+ * Ownership and errors. struct example is caller-owned: it starts zeroed (or example_init) and
+ * example_release frees what it holds. Readers return 0 or -1 with error_set (stream name, byte
+ * offset, reason; table readers add the key) and never exit; sizes from files are checked
+ * against the bytes left before anything is allocated. The egs_* tool functions below log their
+ * warnings (skipped utterances) with WARN and return -1 with error_set on a failure.
+ */
+#ifndef PARNET_EGS_EGS_H
+#define PARNET_EGS_EGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "io/io.h"
+#include "matrix/matrix.h"
+
+enum example_storage { EXAMPLE_STORE_FLOAT = 0, EXAMPLE_STORE_CM = 1, EXAMPLE_STORE_ZLIB = 2 };
+
+/* How example inputs are stored (--compress=none|8bit|16bit|zlib); KEEP leaves stored inputs as
+ * they are (nnet-copy-egs default). */
+enum egs_compress {
+    EGS_COMPRESS_KEEP = -1,
+    EGS_COMPRESS_NONE = 0,
+    EGS_COMPRESS_8BIT = 1,
+    EGS_COMPRESS_16BIT = 2,
+    EGS_COMPRESS_ZLIB = 3,
+};
+
+#define EXAMPLE_ZLIB_VERSION 1
+
+struct example {
+    int num_frames;              /* T >= 1: labelled frames */
+    int left_context;            /* L >= 0 */
+    int rows, cols;              /* input frames: L + T + R rows, cols features each */
+    int storage;                 /* enum example_storage */
+    struct matrix input;         /* FLOAT: host (rows, cols), owned */
+    struct compressed_matrix cm; /* CM: (rows, cols) */
+    unsigned char *zdata;        /* ZLIB: (zsize) deflated bytes */
+    size_t zsize;
+    int *label_start;     /* (num_frames + 1): frame t owns labels [start[t], start[t+1]) */
+    int32_t *label_index; /* (label_start[num_frames]) */
+    float *label_weight;  /* (label_start[num_frames]) */
+    float *spk_info;      /* (spk_dim), appended to every input row; NULL when spk_dim == 0 */
+    int spk_dim;
+};
+
+void example_init(struct example *eg); /* zeroes */
+void example_release(struct example *eg);
+/* Deep copy in stored form (no decode). dst: zeroed or an example (released first). */
+void example_copy(struct example *dst, const struct example *src);
+
+static inline int example_right_context(const struct example *eg) {
+    return eg->rows - eg->left_context - eg->num_frames;
+}
+static inline int example_input_dim(const struct example *eg) { return eg->cols + eg->spk_dim; }
+static inline int example_num_labels(const struct example *eg) {
+    return eg->label_start ? eg->label_start[eg->num_frames] : 0;
+}
+
+/* Labels. start has num_frames + 1 entries (start[0] == 0, non-decreasing); index/weight have
+ * start[num_frames] entries. Copies. num_frames >= 1. */
+void example_set_labels(struct example *eg, int num_frames, const int *start, const int32_t *index,
+                        const float *weight);
+/* One label of weight 1 per frame (as from ali-to-pdf). */
+void example_set_labels_simple(struct example *eg, int num_frames, const int32_t *index);
+
+/* Store m (host, rows x cols, any stride) as the input, with left_context L, under compress
+ * (not KEEP). The labels must be set first or later; rows >= L + num_frames is checked by the
+ * writer. Returns 0, or -1 (error_set) if quantization fails (NaN/Inf in m). */
+int example_set_input(struct example *eg, const struct matrix *m, int left_context, int compress);
+/* Re-store the input under another compression; KEEP, or a choice the input already satisfies
+ * (FLOAT for none, CM3/CM for 8bit, CM2 for 16bit, ZLIB for zlib), leaves it untouched. */
+int example_recompress(struct example *eg, int compress);
+/* Short name of the stored form: "float", "cm", "cm2", "cm3", "zlib". */
+const char *example_storage_name(const struct example *eg);
+
+/* Decode input rows [row0, row0 + n) into dst (host, n x example_input_dim, any stride); spk_info
+ * fills the last spk_dim columns. Returns 0, or -1 (error_set) on corrupt deflated data. */
+int example_input_decode_rows(const struct example *eg, int row0, int n, struct matrix *dst);
+/* All rows: dst is rows x example_input_dim. */
+int example_input_decode(const struct example *eg, struct matrix *dst);
+
+/* Kaldi object I/O (header excluded): binary as given by io_read_header. *eg is zeroed or an
+ * example (released first). */
+int example_read(struct kin *in, int binary, struct example *eg);
+int example_write(struct kout *out, int binary, const struct example *eg);
+
+/* The table holder: struct example objects in ark/scp tables, ark,bg: included. */
+extern const struct holder_ops holder_example;
+
+/* "none" "8bit" "16bit" "zlib", and "keep" or "" -> KEEP. 0, or -1 (error_set). */
+int egs_compress_parse(const char *s, int *compress);
+
+/* ---- minibatches (for the trainer) ---- */
+/* K examples of one shape -> one input matrix of K * rows_per_eg rows, example k at rows
+ * [k * rows_per_eg, (k+1) * rows_per_eg), and the labels as (row, index, weight) triples where
+ * row = k * frames_per_eg + t is the network output row of frame t of example k. */
+struct egs_minibatch {
+    struct matrix input; /* (num_egs * rows_per_eg, input_dim), host, owned */
+    int num_egs, rows_per_eg, frames_per_eg, input_dim;
+    int left_context, right_context; /* of the rows in input (after trimming) */
+    int num_labels;
+    int *label_row;       /* (num_labels) */
+    int32_t *label_index; /* (num_labels) */
+    float *label_weight;  /* (num_labels) */
+    int label_cap;
+};
+void egs_minibatch_init(struct egs_minibatch *mb);
+void egs_minibatch_release(struct egs_minibatch *mb);
+/* Build from egs[0..n). left/right >= 0 trims each example's surplus context to (left, right)
+ * (the network's context); left = right = -1 keeps the examples' own context, which must then
+ * agree. Returns 0, or -1 (error_set naming the example) when shapes differ, context is too
+ * short or an input is corrupt. Storage is reused between calls. */
+int egs_minibatch_build(struct egs_minibatch *mb, const struct example *const *egs, int n, int left,
+                        int right);
+
+/* ---- the programs' library calls ---- */
+struct egs_get_opts {
+    int left_context, right_context; /* >= 0: context rows spliced around each block */
+    int num_frames;                  /* >= 1: labelled frames per example */
+    int compress;                    /* enum egs_compress (not KEEP) */
+};
+struct egs_stats {
+    long long num_read;    /* examples (or utterances for egs_get) read */
+    long long num_written; /* examples written (egs_copy: over all outputs) */
+    long long num_skipped; /* egs_get: utterances skipped with a warning */
+};
+
+/* Cut one utterance (feats: host T x D; labels: T int32) into examples: blocks of num_frames
+ * frames starting at 0, num_frames, ...; context rows outside the utterance repeat its first or
+ * last frame; frames past the end of the last block get no labels. Each example is passed to
+ * emit with the key "<utt>-<start>"; emit returns 0 or -1 (stops). */
+int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t *labels,
+                      const struct egs_get_opts *opts,
+                      int (*emit)(void *ctx, const char *key, const struct example *eg), void *ctx);
+/* nnet-get-egs: features (matrices) + per-frame int32 labels -> examples. The labels table is
+ * read whole into memory first (small; so it may be a pipe in any order, as Kaldi allows).
+ * An utterance without labels, or whose label count differs from its frame count, is skipped
+ * with a warning and counted (num_skipped); num_read counts utterances processed. */
+int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_wspec,
+            const struct egs_get_opts *opts, struct egs_stats *st);
+/* nnet-shuffle-egs: buffer_size 0 reads everything and shuffles (Fisher-Yates); B > 0 streams
+ * through B slots (each example lands in a random slot, evicting its occupant; at the end the
+ * slots are flushed in order). Both seeded by srand. */
+int egs_shuffle(const char *in_rspec, const char *out_wspec, int buffer_size, uint64_t srand,
+                struct egs_stats *st);
+/* nnet-copy-egs: each example is written floor(p) or ceil(p) times (p = keep_proportion, p in
+ * expectation), each time to the next output in turn, or a random one (random != 0). compress
+ * re-stores inputs (KEEP: as read). */
+int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, int random,
+             uint64_t srand, double keep_proportion, int compress, struct egs_stats *st);
+/* nnet-subset-egs: reservoir sampling of n examples, then (randomize_order) shuffled. */
+int egs_subset(const char *in_rspec, const char *out_wspec, int n, uint64_t srand,
+               int randomize_order, struct egs_stats *st);
+
+/* nnet-egs-info: summary of an archive. Every input is decoded (so corrupt data is found) and the
+ * decode time measured. label_weight[i] is the total weight of label index i (dim label_dim). */
+struct egs_info {
+    long long num_egs, num_frames, num_labels;
+    int input_dim, cols, spk_dim; /* of the first example */
+    int min_left, max_left, min_right, max_right, min_frames, max_frames;
+    long long storage_count[5]; /* float, cm, cm2, cm3, zlib */
+    double *label_weight;       /* (label_dim) */
+    long long *label_count;     /* (label_dim) */
+    int label_dim;
+    double stored_bytes;   /* input payload bytes as stored */
+    double decoded_bytes;  /* float bytes after decoding */
+    double decode_seconds; /* time inside example_input_decode */
+};
+int egs_info_compute(const char *in_rspec, struct egs_info *info);
+void egs_info_print(FILE *f, const struct egs_info *info);
+void egs_info_release(struct egs_info *info);
+
+#endif

@@ -1,0 +1,60 @@
+/* Private to src/nnet: the component ops tables and the token I/O helpers they share. */
+#ifndef PARNET_NNET_NNET_INTERNAL_H
+#define PARNET_NNET_NNET_INTERNAL_H
+
+#include "nnet/nnet.h"
+
+extern const struct component_ops splice_component_ops;
+extern const struct component_ops affine_component_ops;
+extern const struct component_ops natural_gradient_affine_component_ops;
+extern const struct component_ops fixed_affine_component_ops;
+extern const struct component_ops fixed_scale_component_ops;
+extern const struct component_ops fixed_bias_component_ops;
+extern const struct component_ops sigmoid_component_ops;
+extern const struct component_ops tanh_component_ops;
+extern const struct component_ops relu_component_ops;
+extern const struct component_ops softmax_component_ops;
+extern const struct component_ops log_softmax_component_ops;
+extern const struct component_ops normalize_component_ops;
+extern const struct component_ops pnorm_component_ops;
+extern const struct component_ops dropout_component_ops;
+
+/* Token-level model I/O (nnet-io.c), thin wrappers over the io layer. Each returns 0 or -1 with
+ * error_set naming what was expected. Readers check sizes against what is left in the stream. */
+int nio_write_token(struct nnet_stream *s, const char *token);
+int nio_expect_token(struct nnet_stream *s, const char *token);
+/* Read the next token into buf (size bytes, NUL-terminated). */
+int nio_read_token(struct nnet_stream *s, char *buf, size_t size);
+/* 1 if the next token is `token` (then consumed), 0 if not (nothing consumed), -1 on error. */
+int nio_try_token(struct nnet_stream *s, const char *token);
+int nio_write_int(struct nnet_stream *s, int v);
+int nio_read_int(struct nnet_stream *s, int *v);
+int nio_write_float(struct nnet_stream *s, float v);
+int nio_read_float(struct nnet_stream *s, float *v);
+int nio_write_bool(struct nnet_stream *s, int v);
+int nio_read_bool(struct nnet_stream *s, int *v);
+int nio_write_int_vector(struct nnet_stream *s, const int *v, int n);
+int nio_read_int_vector(struct nnet_stream *s, int **v, int *n); /* *v xmalloc'ed */
+int nio_write_matrix(struct nnet_stream *s, const struct matrix *m);
+/* Reads into m (matrix_init'ed here, any shape the file says). */
+int nio_read_matrix(struct nnet_stream *s, struct matrix *m);
+int nio_write_vector(struct nnet_stream *s, const struct vector *v);
+int nio_read_vector(struct nnet_stream *s, struct vector *v);
+
+/* "<Token>" value helpers used by every component. */
+int nio_expect_int(struct nnet_stream *s, const char *token, int *v);
+int nio_expect_float(struct nnet_stream *s, const char *token, float *v);
+
+/* Matrix and vector files (FixedAffine matrix=, FixedScale scales=). */
+int nio_read_matrix_file(const char *rxfilename, struct matrix *m);
+int nio_read_vector_file(const char *rxfilename, struct vector *v);
+
+/* Shared component helpers (component.c). */
+int component_dim_from_config(struct config_line *cl, const char *key, int prev_dim, int *out);
+/* Allocate an owned parameter vector of n floats (zeroed). */
+void component_alloc_params(struct component *c, int n);
+/* Affine-like parameter views into c->params: W (out x in), then b (out). */
+struct matrix component_linear_view(const struct component *c);
+struct vector component_bias_view(const struct component *c);
+
+#endif

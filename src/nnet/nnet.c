@@ -1,0 +1,386 @@
+/* The network: components, the parameter block, forward and backward, the objective. */
+#include "nnet/nnet-internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nnet {
+    int num, cap;
+    struct component **comps;
+    struct vector params; /* the parameter block, owned */
+    struct vector delta;  /* gradient or step, same layout, owned */
+    float max_change;     /* global, 0 = off */
+    /* activations of the last forward: acts[i + 1] is component i's output (acts[0] unused) */
+    struct matrix *acts;
+    struct matrix *derivs; /* derivs[i]: d objective / d input of component i (i >= 1) */
+    const struct matrix *input;
+    int num_chunks;
+    int forwarded;
+};
+
+struct nnet *nnet_new(void) {
+    return xcalloc(1, sizeof(struct nnet));
+}
+
+static void release_activations(struct nnet *n) {
+    if (n->acts)
+        for (int i = 0; i <= n->num; i++) {
+            matrix_release(&n->acts[i]);
+            matrix_release(&n->derivs[i]);
+        }
+    free(n->acts);
+    free(n->derivs);
+    n->acts = n->derivs = NULL;
+    n->forwarded = 0;
+}
+
+void nnet_free(struct nnet *n) {
+    if (!n) return;
+    release_activations(n);
+    for (int i = 0; i < n->num; i++)
+        component_free(n->comps[i]);
+    free(n->comps);
+    vector_release(&n->params);
+    vector_release(&n->delta);
+    free(n);
+}
+
+int nnet_append(struct nnet *n, struct component *c) {
+    if (n->num > 0) {
+        const struct component *prev = n->comps[n->num - 1];
+        if (prev->output_dim != c->input_dim)
+            return error_set("input dim %d of %s does not match output dim %d of %s", c->input_dim,
+                             c->ops->type, prev->output_dim, prev->ops->type);
+    }
+    if (n->num == n->cap) {
+        n->cap = n->cap ? 2 * n->cap : 8;
+        n->comps = xrealloc(n->comps, n->cap * sizeof *n->comps);
+    }
+    release_activations(n);
+    n->comps[n->num++] = c;
+    return 0;
+}
+
+void nnet_finalize(struct nnet *n) {
+    int total = 0;
+    for (int i = 0; i < n->num; i++) {
+        struct component *c = n->comps[i];
+        if (!c->ops->updatable) continue;
+        ASSERT(c->num_params == c->params.dim);
+        c->param_offset = total;
+        total += c->num_params;
+    }
+    struct vector block;
+    vector_init(&block, total);
+    for (int i = 0; i < n->num; i++) {
+        struct component *c = n->comps[i];
+        if (c->ops->updatable && c->num_params) {
+            struct vector slice = vector_range(&block, c->param_offset, c->num_params);
+            vector_copy(&slice, &c->params);
+            vector_release(&c->params); /* a no-op if it was a view of the old block */
+            c->params = slice;
+        }
+        if (c->ops->bind) c->ops->bind(c);
+    }
+    vector_release(&n->params);
+    vector_release(&n->delta);
+    n->params = block;
+    vector_init(&n->delta, total);
+    release_activations(n);
+}
+
+/* ---- config ---- */
+
+struct nnet *nnet_init_from_config_text(const char *text, uint64_t seed) {
+    struct rng r;
+    rng_seed(&r, seed);
+    struct nnet *n = nnet_new();
+    const char *p = text;
+    int line_no = 0;
+    while (*p) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        line_no++;
+        char *line = xmalloc(len + 1);
+        memcpy(line, p, len);
+        line[len] = 0;
+        p += len + (e ? 1 : 0);
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        int blank = 1;
+        for (char *q = line; *q; q++)
+            blank &= *q == ' ' || *q == '\t' || *q == '\r';
+        if (blank) {
+            free(line);
+            continue;
+        }
+        int prev_dim = n->num ? n->comps[n->num - 1]->output_dim : -1;
+        struct component *c = component_new_from_config(line, prev_dim, &r);
+        free(line);
+        if (!c || nnet_append(n, c)) {
+            component_free(c);
+            error_wrap("line %d: ", line_no);
+            nnet_free(n);
+            return NULL;
+        }
+    }
+    if (!n->num) {
+        nnet_free(n);
+        error_set("no components");
+        return NULL;
+    }
+    nnet_finalize(n);
+    nnet_set_seed(n, seed);
+    return n;
+}
+
+struct nnet *nnet_init_from_config(const char *filename, uint64_t seed) {
+    struct kin in = {0};
+    if (kin_open(&in, filename)) return NULL;
+    size_t cap = 4096, len = 0;
+    char *text = xmalloc(cap);
+    int ch;
+    while ((ch = kin_getc(&in)) >= 0) {
+        if (len + 1 >= cap) text = xrealloc(text, cap *= 2);
+        if (ch == 0) {
+            free(text);
+            kin_error(&in, "NUL byte in config file");
+            kin_close(&in);
+            return NULL;
+        }
+        text[len++] = (char)ch;
+    }
+    text[len] = 0;
+    if (kin_close(&in)) {
+        free(text);
+        return NULL;
+    }
+    struct nnet *n = nnet_init_from_config_text(text, seed);
+    free(text);
+    if (!n) error_wrap("config '%s': ", filename);
+    return n;
+}
+
+/* ---- structure ---- */
+
+struct nnet *nnet_copy(const struct nnet *src) {
+    struct nnet *n = nnet_new();
+    for (int i = 0; i < src->num; i++) {
+        int r = nnet_append(n, component_copy(src->comps[i]));
+        ASSERT(r == 0);
+    }
+    n->max_change = src->max_change;
+    nnet_finalize(n);
+    return n;
+}
+
+int nnet_same_structure(const struct nnet *a, const struct nnet *b) {
+    if (a->num != b->num || a->params.dim != b->params.dim) return 0;
+    for (int i = 0; i < a->num; i++) {
+        const struct component *x = a->comps[i], *y = b->comps[i];
+        if (x->ops != y->ops || x->input_dim != y->input_dim || x->output_dim != y->output_dim ||
+            x->num_params != y->num_params || x->left_context != y->left_context ||
+            x->right_context != y->right_context)
+            return 0;
+    }
+    return 1;
+}
+
+int nnet_num_components(const struct nnet *n) { return n->num; }
+
+struct component *nnet_component(const struct nnet *n, int i) {
+    ASSERT(i >= 0 && i < n->num);
+    return n->comps[i];
+}
+
+int nnet_num_updatable(const struct nnet *n) {
+    int k = 0;
+    for (int i = 0; i < n->num; i++)
+        k += n->comps[i]->ops->updatable;
+    return k;
+}
+
+int nnet_input_dim(const struct nnet *n) { return n->num ? n->comps[0]->input_dim : 0; }
+
+int nnet_output_dim(const struct nnet *n) { return n->num ? n->comps[n->num - 1]->output_dim : 0; }
+
+int nnet_left_context(const struct nnet *n) {
+    int k = 0;
+    for (int i = 0; i < n->num; i++)
+        k += n->comps[i]->left_context;
+    return k;
+}
+
+int nnet_right_context(const struct nnet *n) {
+    int k = 0;
+    for (int i = 0; i < n->num; i++)
+        k += n->comps[i]->right_context;
+    return k;
+}
+
+int nnet_num_params(const struct nnet *n) { return n->params.dim; }
+
+struct vector nnet_params(struct nnet *n) {
+    return vector_range(&n->params, 0, n->params.dim);
+}
+
+struct vector nnet_delta(struct nnet *n) {
+    return vector_range(&n->delta, 0, n->delta.dim);
+}
+
+void nnet_set_learning_rate(struct nnet *n, float lr) {
+    for (int i = 0; i < n->num; i++)
+        if (n->comps[i]->ops->updatable) n->comps[i]->learning_rate = lr;
+}
+
+int nnet_set_learning_rates(struct nnet *n, const float *lrs, int num) {
+    if (num != nnet_num_updatable(n))
+        return error_set("%d learning rates given for %d updatable components", num,
+                         nnet_num_updatable(n));
+    for (int i = 0, k = 0; i < n->num; i++)
+        if (n->comps[i]->ops->updatable) n->comps[i]->learning_rate = lrs[k++];
+    return 0;
+}
+
+void nnet_scale_learning_rates(struct nnet *n, float factor) {
+    for (int i = 0; i < n->num; i++)
+        if (n->comps[i]->ops->updatable) n->comps[i]->learning_rate *= factor;
+}
+
+void nnet_set_max_change(struct nnet *n, float max_change) {
+    ASSERT(max_change >= 0);
+    n->max_change = max_change;
+}
+
+void nnet_set_seed(struct nnet *n, uint64_t seed) {
+    for (int i = 0; i < n->num; i++) {
+        struct component *c = n->comps[i];
+        /* splitmix-style spreading so neighbouring seeds give unrelated streams */
+        uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        c->seed = z ^ (z >> 31);
+        if (c->ops->bind) c->ops->bind(c);
+    }
+}
+
+/* ---- forward and backward ---- */
+
+static void ensure_activations(struct nnet *n) {
+    if (n->acts) return;
+    n->acts = xcalloc(n->num + 1, sizeof *n->acts);
+    n->derivs = xcalloc(n->num + 1, sizeof *n->derivs);
+}
+
+const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, int num_chunks,
+                                  int train) {
+    ASSERT(n->num > 0 && num_chunks > 0);
+    ASSERT(input->cols == nnet_input_dim(n));
+    ensure_activations(n);
+    n->input = input;
+    n->num_chunks = num_chunks;
+    const struct matrix *cur = input;
+    for (int i = 0; i < n->num; i++) {
+        struct component *c = n->comps[i];
+        int rows = component_output_rows(c, cur->rows, num_chunks);
+        matrix_resize(&n->acts[i + 1], rows, c->output_dim);
+        c->ops->propagate(c, cur, &n->acts[i + 1], num_chunks, train);
+        cur = &n->acts[i + 1];
+    }
+    n->forwarded = 1;
+    return cur;
+}
+
+/* Scale each component's step to its max-change, then the whole step to the global one.
+ * Returns the final step norm (inf or NaN if the step is not finite). */
+static double clip_step(struct nnet *n) {
+    double total_sq = 0;
+    for (int i = 0; i < n->num; i++) {
+        struct component *c = n->comps[i];
+        if (!c->ops->updatable || !c->num_params) continue;
+        struct vector d = vector_range(&n->delta, c->param_offset, c->num_params);
+        double norm = vector_norm2(&d);
+        if (!isfinite(norm)) return norm;
+        if (c->max_change > 0 && norm > c->max_change) {
+            VLOG(2, "component %d: step norm %g > max-change %g, scaling it down", i, norm,
+                 c->max_change);
+            vector_scale(&d, (float)(c->max_change / norm));
+            norm = c->max_change;
+        }
+        total_sq += norm * norm;
+    }
+    double total = sqrt(total_sq);
+    if (n->max_change > 0 && total > n->max_change) {
+        VLOG(2, "step norm %g > global max-change %g, scaling it down", total, n->max_change);
+        vector_scale(&n->delta, (float)(n->max_change / total));
+        total = n->max_change;
+    }
+    return total;
+}
+
+int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_backward_mode mode) {
+    ASSERT(n->forwarded);
+    const struct matrix *out = &n->acts[n->num];
+    ASSERT(out_deriv->rows == out->rows && out_deriv->cols == out->cols);
+    int first_updatable = n->num;
+    for (int i = n->num - 1; i >= 0; i--)
+        if (n->comps[i]->ops->updatable) first_updatable = i;
+    enum backprop_mode bmode = mode == NNET_UPDATE ? BACKPROP_STEP : BACKPROP_GRADIENT;
+    const struct matrix *d_out = out_deriv;
+    for (int i = n->num - 1; i >= 0; i--) {
+        struct component *c = n->comps[i];
+        const struct matrix *in = i ? &n->acts[i] : n->input;
+        struct matrix *d_in = NULL;
+        /* Input derivatives are needed only while an updatable component lies below. */
+        if (i > first_updatable) {
+            d_in = &n->derivs[i];
+            matrix_resize(d_in, in->rows, in->cols);
+        }
+        struct vector delta, *dp = NULL;
+        if (c->ops->updatable && c->num_params) {
+            delta = vector_range(&n->delta, c->param_offset, c->num_params);
+            dp = &delta;
+        }
+        if (d_in || dp)
+            c->ops->backprop(c, in, &n->acts[i + 1], d_out, d_in, n->num_chunks, dp, bmode);
+        if (!d_in) break;
+        d_out = d_in;
+    }
+    if (mode != NNET_UPDATE) return 0;
+    double norm = clip_step(n);
+    if (!isfinite(norm)) {
+        WARN("non-finite parameter step (norm %g): skipping this update", norm);
+        return 1;
+    }
+    vector_add(&n->params, 1, &n->delta);
+    return 0;
+}
+
+double nnet_objective_xent(struct nnet *n, int num, const int *rows, const int *cols,
+                           const float *weights, struct matrix *out_deriv) {
+    ASSERT(n->forwarded);
+    const struct matrix *out = &n->acts[n->num];
+    int is_log = n->comps[n->num - 1]->ops->output_is_log;
+    matrix_resize(out_deriv, out->rows, out->cols);
+    matrix_set_zero(out_deriv);
+    if (num == 0) return 0;
+    for (int i = 0; i < num; i++)
+        ASSERT(rows[i] >= 0 && rows[i] < out->rows && cols[i] >= 0 && cols[i] < out->cols);
+    float *vals = xmalloc((size_t)num * sizeof *vals);
+    matrix_get_at(out, num, rows, cols, vals);
+    double objf = 0;
+    for (int i = 0; i < num; i++) {
+        float w = weights ? weights[i] : 1.0f;
+        if (is_log) {
+            objf += (double)w * vals[i];
+            vals[i] = w;
+        } else {
+            float p = vals[i] < 1e-20f ? 1e-20f : vals[i];
+            objf += (double)w * log(p);
+            vals[i] = w / p;
+        }
+    }
+    matrix_add_at(out_deriv, 1, num, rows, cols, vals);
+    free(vals);
+    return objf;
+}

@@ -1,0 +1,241 @@
+/* nnet: components, the network, model files.
+ *
+ * A network is an ordered list of components; component i maps a (rows_i x input_dim_i) matrix to
+ * a (rows_{i+1} x output_dim_i) matrix. Every component works row by row except Splice, which
+ * takes a window of rows (context) and so shortens each chunk of rows (see "Chunks" below).
+ *
+ * Components as tables of operations (STYLE.md §5). Each type has one `const struct
+ * component_ops`: its type token, config aliases, init from a config line, read/write, propagate,
+ * backprop, info. component_ops_find() maps a type name ("AffineComponent", "<AffineComponent>"
+ * or a Kaldi nnet2 alias such as "AffineComponentPreconditionedOnline") to its ops; the config
+ * parser and the model reader both use it.
+ *
+ * One parameter block (STYLE.md §3). The trainable parameters of every updatable component live in
+ * ONE contiguous vector, nnet_params(n); component i's parameters are the slice
+ * [param_offset, param_offset + num_params), which it sees through views (matrix_from_vector /
+ * vector_range). Averaging, all-reduce, elastic coupling are single vector ops over that block.
+ * The block holds only the updatable parameters (Kaldi's "parameter-dim"); fixed components
+ * (FixedAffine, FixedScale, FixedBias) own their own storage. A second block of the same layout,
+ * nnet_delta(n), receives the gradient or the step computed by nnet_backward().
+ *   Layout per type:  Affine, NaturalGradientAffine: W (output_dim x input_dim, row-major), then b
+ *   (output_dim).
+ *
+ * Chunks. nnet_forward() takes the input as num_chunks equal chunks of rows (one per example, or
+ * one per utterance); Splice acts inside each chunk, so a chunk of C rows becomes C - left - right
+ * rows, where left/right = nnet_left_context/nnet_right_context. With no Splice the row count is
+ * unchanged.
+ *
+ * Learning and updates (Kaldi nnet2 conventions). The objective is maximised; gradients are SUMMED
+ * over the minibatch, so learning rates are per sample. nnet_backward(n, d, NNET_UPDATE) computes
+ * each updatable component's step (lr * gradient for Affine, the natural-gradient step for
+ * NaturalGradientAffine, with its max-change-per-sample), clips it to the component's max-change
+ * (Frobenius norm of the step, 0 = off), then clips the whole step to the network's global
+ * max-change (nnet_set_max_change, 0 = off), and adds it to the parameters. A step that is not
+ * finite is skipped with a warning and never written into the parameters.
+ *
+ * Model file (binary or text, Kaldi token style, reference/kaldi-nnet2.md §3.4):
+ *     <Nnet> <Version> 1 <NumComponents> N <Components>
+ *       <AffineComponent> <LearningRate> f <MaxChange> f <LinearParams> FM.. <BiasParams> FV..
+ *         <IsGradient> F </AffineComponent>
+ *       ...
+ *     </Components> </Nnet>
+ * A file without <Version> (Kaldi nnet2's raw nnet) is read as version 0. Binary streams start with
+ * "\0B" (written by the io layer's output opener, not here). Component bodies per type:
+ *     Splice:  <InputDim> i <Context> [ int32 vector ] <ConstComponentDim> 0
+ *     Affine:  <LearningRate> f <MaxChange> f <LinearParams> FM <BiasParams> FV <IsGradient> F
+ *     NaturalGradientAffine: the Affine fields, then <RankIn> <RankOut> <UpdatePeriod>
+ *              <NumSamplesHistory> <Alpha> <MaxChangePerSample> (before <IsGradient>)
+ *     Sigmoid, Tanh, RectifiedLinear, Softmax, LogSoftmax, Normalize:
+ *              <Dim> d <ValueSum> FV <DerivSum> FV <Count> f   (statistics are not kept: empty)
+ *     Pnorm:   <InputDim> i <OutputDim> o <P> f
+ *     Dropout: <Dim> d <DropoutProportion> f
+ *     FixedAffine: <LinearParams> FM <BiasParams> FV
+ *     FixedScale: <Scales> FV;   FixedBias: <Bias> FV
+ * <MaxChange> is optional on read (Kaldi files lack it), and so are <IsGradient> F and, in
+ * NaturalGradientAffine, <UpdatePeriod> (then 1); Kaldi's name AffineComponentPreconditionedOnline
+ * reads as NaturalGradientAffine (written under parnet's name).
+ *
+ * Config file (nnet_init_from_config, Kaldi nnet2 syntax): one component per line,
+ * "<Type> key=value ...", '#' starts a comment. An unknown key, a missing required key or a bad
+ * value is an error naming the line and the key. input-dim (or dim) may be omitted after the first
+ * line: it is then the previous component's output dim.
+ *
+ * Errors: the readers and the config parser return -1 / NULL with error_set(); they never exit.
+ * Shape mismatches in forward/backward calls are programmer bugs (ASSERT).
+ */
+#ifndef PARNET_NNET_NNET_H
+#define PARNET_NNET_NNET_H
+
+#include <stdio.h>
+
+#include "base/base.h"
+#include "io/io.h"
+#include "matrix/matrix.h"
+
+#define NNET_FORMAT_VERSION 1
+
+/* ---- config lines ---- */
+/* One parsed config line: the type word and its key=value pairs. Keys are marked as used when
+ * read; config_check_unused() then reports the first unused key (an unparsed key is fatal). */
+struct config_line {
+    char *type;
+    int num;
+    char **keys, **values;
+    int *used;
+};
+/* Split "Type key=value ..." (whitespace separated). Returns 0, or -1 (error_set). */
+int config_line_parse(struct config_line *cl, const char *text);
+void config_line_release(struct config_line *cl);
+/* Getters: return 1 if the key is present and valid (stored in *out), 0 if absent (*out
+ * untouched), -1 on a bad value (error_set names the key). */
+int config_get_int(struct config_line *cl, const char *key, int *out);
+int config_get_float(struct config_line *cl, const char *key, float *out);
+int config_get_string(struct config_line *cl, const char *key, const char **out);
+/* Colon-separated integers ("-4:-3:0:2"); *out is xmalloc'ed. */
+int config_get_int_list(struct config_line *cl, const char *key, int **out, int *num);
+int config_check_unused(const struct config_line *cl);
+
+/* ---- components ---- */
+struct component;
+
+/* What a component reads from (in) or writes to (out), and the mode (Kaldi binary or text). */
+struct nnet_stream {
+    struct kin *in;
+    struct kout *out;
+    int binary;
+};
+
+enum backprop_mode {
+    BACKPROP_GRADIENT = 0, /* delta = the plain gradient of the objective w.r.t. the parameters */
+    BACKPROP_STEP = 1,     /* delta = the update step (learning rate, preconditioning included) */
+};
+
+struct component_ops {
+    const char *type;           /* "AffineComponent": the token is "<AffineComponent>" */
+    const char *const *aliases; /* (optional) other names, NULL-terminated: Kaldi nnet2 names */
+    int updatable;              /* has parameters in the block, a learning rate and max-change */
+    int output_is_log;          /* (LogSoftmax) output holds log-probabilities */
+    /* From a config line; prev_dim is the previous component's output dim or -1. Fills input_dim,
+     * output_dim, num_params (updatable), left/right context and creates the parameters in an
+     * owned c->params (initialised randomly from r). */
+    int (*init)(struct component *c, struct config_line *cl, int prev_dim, struct rng *r);
+    /* The body between "<Type>" and "</Type>" (the network reads and writes those two tokens);
+     * same effects as init. */
+    int (*read)(struct component *c, struct nnet_stream *s);
+    int (*write)(const struct component *c, struct nnet_stream *s);
+    /* (optional) Re-derive the views held in the private data after c->params moved. */
+    void (*bind)(struct component *c);
+    /* out is sized by the caller (rows from component_output_rows). */
+    void (*propagate)(struct component *c, const struct matrix *in, struct matrix *out,
+                      int num_chunks, int train);
+    /* in_deriv may be NULL (not needed: first component). delta (updatable only, may be NULL) is
+     * the component's slice of the delta block, overwritten according to mode. */
+    void (*backprop)(struct component *c, const struct matrix *in, const struct matrix *out,
+                     const struct matrix *out_deriv, struct matrix *in_deriv, int num_chunks,
+                     struct vector *delta, enum backprop_mode mode);
+    /* (optional) Type-specific text for nnet-info, appended after the common part. */
+    void (*info)(const struct component *c, char *buf, size_t size);
+    /* (optional) Deep copy of the private data (dst is a shallow copy of src). */
+    void (*copy_priv)(struct component *dst, const struct component *src);
+    /* (optional) Free the private data. */
+    void (*free_priv)(struct component *c);
+};
+
+struct component {
+    const struct component_ops *ops;
+    int input_dim, output_dim;
+    int left_context, right_context; /* rows consumed per chunk (Splice), else 0 */
+    float learning_rate;             /* updatable only */
+    float max_change;                /* updatable only; 0 = off */
+    int num_params;                  /* in the parameter block; 0 if not updatable */
+    int param_offset;                /* into the block, valid once in a network */
+    struct vector params;            /* owned before joining a network, then a view of the block */
+    uint64_t seed;                   /* for components that draw (Dropout), set by the network */
+    void *priv;                      /* type-specific */
+};
+
+const struct component_ops *component_ops_find(const char *name);
+/* A NULL-terminated list of every registered type. */
+const struct component_ops *const *component_ops_all(void);
+/* New component from one config line (the type word is looked up). NULL on error. */
+struct component *component_new_from_config(const char *line, int prev_dim, struct rng *r);
+void component_free(struct component *c);
+struct component *component_copy(const struct component *c);
+int component_output_rows(const struct component *c, int in_rows, int num_chunks);
+/* Kaldi's Info() shape: "AffineComponent, input-dim=40, output-dim=100, learning-rate=0.01, ..." */
+void component_info(const struct component *c, char *buf, size_t size);
+
+/* ---- the network ---- */
+struct nnet;
+
+struct nnet *nnet_new(void);
+void nnet_free(struct nnet *n);
+/* Append a component (the network takes ownership); checks that dims chain. -1 on mismatch. */
+int nnet_append(struct nnet *n, struct component *c);
+/* Gather the parameters of all components into one block and make them views of it. Called by
+ * the readers and init; call it yourself after nnet_append. */
+void nnet_finalize(struct nnet *n);
+
+/* Config file text (whole file) -> network; seed drives the random initialisation. NULL on
+ * error. The _file variant reads a plain file name. */
+struct nnet *nnet_init_from_config_text(const char *text, uint64_t seed);
+struct nnet *nnet_init_from_config(const char *filename, uint64_t seed);
+
+/* Model I/O on io streams, after the "\0B" header (io_read_header / io_write_header). */
+struct nnet *nnet_read(struct kin *in, int binary);
+int nnet_write(const struct nnet *n, struct kout *out, int binary);
+/* Whole files through io extended filenames, header included; binary chooses the output mode.
+ * The io layer writes a plain file under a temporary name and renames it when complete. */
+struct nnet *nnet_read_file(const char *rxfilename);
+int nnet_write_file(const struct nnet *n, const char *wxfilename, int binary);
+
+/* Same structure and parameters; fresh activations. */
+struct nnet *nnet_copy(const struct nnet *n);
+/* 1 if a and b have the same components with the same dims (parameters may differ). */
+int nnet_same_structure(const struct nnet *a, const struct nnet *b);
+
+int nnet_num_components(const struct nnet *n);
+struct component *nnet_component(const struct nnet *n, int i);
+int nnet_num_updatable(const struct nnet *n);
+int nnet_input_dim(const struct nnet *n);
+int nnet_output_dim(const struct nnet *n);
+int nnet_left_context(const struct nnet *n);
+int nnet_right_context(const struct nnet *n);
+int nnet_num_params(const struct nnet *n);
+/* The parameter block and the delta block (a view; valid while n lives). */
+struct vector nnet_params(struct nnet *n);
+struct vector nnet_delta(struct nnet *n);
+
+void nnet_set_learning_rate(struct nnet *n, float lr); /* every updatable component */
+/* One rate per updatable component, in order; num must equal nnet_num_updatable. */
+int nnet_set_learning_rates(struct nnet *n, const float *lrs, int num);
+void nnet_scale_learning_rates(struct nnet *n, float factor);
+void nnet_set_max_change(struct nnet *n, float max_change); /* global; 0 = off */
+/* Seed the random streams of the components that draw (Dropout masks, and the natural-gradient
+ * preconditioners' fallback). nnet_init_from_config seeds with its seed, nnet_read with 0; a
+ * trainer calls this with its --srand. */
+void nnet_set_seed(struct nnet *n, uint64_t seed);
+
+/* Forward. input: num_chunks chunks of rows, each of the same number of rows. The input must stay
+ * valid and unchanged until nnet_backward. Returns the output (owned by n, valid until the next
+ * forward). train selects training behaviour (Dropout). */
+const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, int num_chunks,
+                                  int train);
+
+enum nnet_backward_mode {
+    NNET_GRADIENT = 0, /* nnet_delta(n) = gradient of the objective (no update) */
+    NNET_UPDATE = 1,   /* compute the step into nnet_delta(n), clip, and add it to the params */
+};
+/* Backward after nnet_forward. out_deriv: d objective / d output (rows and dim of the output).
+ * Returns 0, or 1 if NNET_UPDATE skipped a non-finite step (warned; parameters untouched). */
+int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_backward_mode mode);
+
+/* Weighted cross-entropy against sparse labels on the last forward's output: label i is
+ * (rows[i], cols[i], weights[i]); weights NULL means all 1. Returns sum_i w_i log p(rows[i],
+ * cols[i]) (p floored at 1e-20 when the last component is Softmax; read directly for LogSoftmax)
+ * and sets out_deriv (resized to the output's shape) to d objective / d output: w/p for Softmax,
+ * w for LogSoftmax. */
+double nnet_objective_xent(struct nnet *n, int num, const int *rows, const int *cols,
+                           const float *weights, struct matrix *out_deriv);
+
+#endif

@@ -1,0 +1,791 @@
+/* Unit tests for nnet: finite-difference gradient checks of every component and of a whole
+ * network, config errors, model round trips and truncated models, max-change and non-finite
+ * steps, the objective, and small training runs (SGD, and NG-SGD on an ill-conditioned problem). */
+#include "nnet/nnet.h"
+#include "test.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+/* ---- helpers ---- */
+
+static void fill_randn(struct matrix *m, struct rng *r) {
+    for (int i = 0; i < m->rows; i++)
+        for (int j = 0; j < m->cols; j++)
+            matrix_set(m, i, j, rng_gauss(r));
+}
+
+/* sum_ij a_ij b_ij in double on the host */
+static double dot_mat(const struct matrix *a, const struct matrix *b) {
+    double s = 0;
+    for (int i = 0; i < a->rows; i++)
+        for (int j = 0; j < a->cols; j++)
+            s += (double)matrix_get(a, i, j) * matrix_get(b, i, j);
+    return s;
+}
+
+/* Relative error of two host arrays: |a - b| / max(|a|, |b|, 1e-3). */
+static double rel_err(const double *a, const double *b, int n) {
+    double d = 0, na = 0, nb = 0;
+    for (int i = 0; i < n; i++) {
+        d += (a[i] - b[i]) * (a[i] - b[i]);
+        na += a[i] * a[i];
+        nb += b[i] * b[i];
+    }
+    double scale = sqrt(na > nb ? na : nb);
+    return sqrt(d) / (scale > 1e-3 ? scale : 1e-3);
+}
+
+/* Also element by element: the largest |a - b| / max(1, |b|), so that a small wrong part (a
+ * bias) cannot hide in a good whole. */
+static double max_err(const double *a, const double *b, int n) {
+    double m = 0;
+    for (int i = 0; i < n; i++) {
+        double e = fabs(a[i] - b[i]) / (fabs(b[i]) > 1 ? fabs(b[i]) : 1);
+        m = e > m ? e : m;
+    }
+    return m;
+}
+
+/* Inputs whose elements stay away from the kinks (ReLU at 0, Normalize at rms 1): magnitudes
+ * in [0.1, ...), rows scaled alternately by 0.4 and 2. */
+static void fill_test_input(struct matrix *m, struct rng *r) {
+    for (int i = 0; i < m->rows; i++) {
+        float row_scale = i % 2 ? 2.0f : 0.4f;
+        for (int j = 0; j < m->cols; j++) {
+            float g = rng_gauss(r);
+            float v = (g < 0 ? -1 : 1) * (0.1f + fabsf(g));
+            matrix_set(m, i, j, row_scale * v);
+        }
+    }
+}
+
+/* f(x) = <R, component(x)>, with the component's random streams restarted every time. */
+static double comp_objective(struct component *c, const struct matrix *x, struct matrix *out,
+                             const struct matrix *r, int chunks) {
+    if (c->ops->bind) c->ops->bind(c);
+    c->ops->propagate(c, x, out, chunks, 1);
+    return dot_mat(r, out);
+}
+
+/* ---- gradient checks of every component ---- */
+
+struct grad_case {
+    const char *config;
+    int chunks; /* rows = 4 * chunks (+ context per chunk) */
+};
+
+static const struct grad_case grad_cases[] = {
+    {"SpliceComponent input-dim=3 context=-2:0:1", 2},
+    {"SpliceComponent input-dim=3 left-context=1 right-context=2", 3},
+    {"AffineComponent input-dim=4 output-dim=3", 1},
+    {"NaturalGradientAffineComponent input-dim=4 output-dim=3", 1},
+    {"FixedAffineComponent input-dim=4 output-dim=3 bias-stddev=1", 1},
+    {"FixedScaleComponent dim=4 value=-1.5", 1},
+    {"FixedBiasComponent dim=4 value=0.3", 1},
+    {"SigmoidComponent dim=5", 1},
+    {"TanhComponent dim=5", 1},
+    {"RectifiedLinearComponent dim=5", 1},
+    {"SoftmaxComponent dim=5", 1},
+    {"LogSoftmaxComponent dim=5", 1},
+    {"NormalizeComponent dim=5", 1},
+    {"PnormComponent input-dim=6 output-dim=2 p=2", 1},
+    {"PnormComponent input-dim=6 output-dim=3 p=3", 1},
+    {"DropoutComponent dim=5 dropout-proportion=0.3", 1},
+};
+
+static void test_component_gradients(void) {
+    struct rng r;
+    rng_seed(&r, 11);
+    const int ncases = (int)(sizeof grad_cases / sizeof grad_cases[0]);
+    const double h = 1e-3;
+    for (int k = 0; k < ncases; k++) {
+        test_name_now = grad_cases[k].config;
+        struct component *c = component_new_from_config(grad_cases[k].config, -1, &r);
+        CHECK(c != NULL);
+        int chunks = grad_cases[k].chunks;
+        int ctx = c->left_context + c->right_context;
+        int in_rows = chunks * (4 + ctx);
+        int out_rows = component_output_rows(c, in_rows, chunks);
+        CHECK(out_rows == 4 * chunks);
+        struct matrix x, out, rr, in_deriv;
+        matrix_init(&x, in_rows, c->input_dim);
+        matrix_init(&out, out_rows, c->output_dim);
+        matrix_init(&rr, out_rows, c->output_dim);
+        matrix_init(&in_deriv, in_rows, c->input_dim);
+        fill_test_input(&x, &r);
+        fill_randn(&rr, &r);
+        comp_objective(c, &x, &out, &rr, chunks);
+        struct vector delta = {0};
+        if (c->ops->updatable) vector_init(&delta, c->num_params);
+        c->ops->backprop(c, &x, &out, &rr, &in_deriv, chunks, c->ops->updatable ? &delta : NULL,
+                         BACKPROP_GRADIENT);
+
+        /* input derivative */
+        int nin = in_rows * c->input_dim;
+        double *an = xmalloc(nin * sizeof *an), *nu = xmalloc(nin * sizeof *nu);
+        for (int i = 0; i < in_rows; i++) {
+            for (int j = 0; j < c->input_dim; j++) {
+                float v = matrix_get(&x, i, j);
+                matrix_set(&x, i, j, v + (float)h);
+                double fp = comp_objective(c, &x, &out, &rr, chunks);
+                matrix_set(&x, i, j, v - (float)h);
+                double fm = comp_objective(c, &x, &out, &rr, chunks);
+                matrix_set(&x, i, j, v);
+                nu[i * c->input_dim + j] = (fp - fm) / (2 * h);
+                an[i * c->input_dim + j] = matrix_get(&in_deriv, i, j);
+            }
+        }
+        double e = rel_err(an, nu, nin), em = max_err(an, nu, nin), norm = 0;
+        for (int i = 0; i < nin; i++)
+            norm += an[i] * an[i];
+        free(an);
+        free(nu);
+        if (getenv("NNET_TEST_VERBOSE") || !(e < 2e-3 && em < 2e-3))
+            printf("    %s: input derivative relative error %g, max element error %g\n",
+                   grad_cases[k].config, e, em);
+        CHECK(e < 2e-3 && em < 2e-3);
+        CHECK(norm > 1e-4); /* not vacuous */
+
+        /* parameter gradient */
+        if (c->ops->updatable) {
+            int np = c->num_params;
+            an = xmalloc(np * sizeof *an);
+            nu = xmalloc(np * sizeof *nu);
+            for (int i = 0; i < np; i++) {
+                float v = vector_get(&c->params, i);
+                vector_set(&c->params, i, v + (float)h);
+                double fp = comp_objective(c, &x, &out, &rr, chunks);
+                vector_set(&c->params, i, v - (float)h);
+                double fm = comp_objective(c, &x, &out, &rr, chunks);
+                vector_set(&c->params, i, v);
+                nu[i] = (fp - fm) / (2 * h);
+                an[i] = vector_get(&delta, i);
+            }
+            e = rel_err(an, nu, np);
+            em = max_err(an, nu, np);
+            free(an);
+            free(nu);
+            if (getenv("NNET_TEST_VERBOSE") || !(e < 2e-3 && em < 2e-3))
+                printf("    %s: parameter gradient relative error %g, max element error %g\n",
+                       grad_cases[k].config, e, em);
+            CHECK(e < 2e-3 && em < 2e-3);
+        }
+        vector_release(&delta);
+        matrix_release(&x);
+        matrix_release(&out);
+        matrix_release(&rr);
+        matrix_release(&in_deriv);
+        component_free(c);
+    }
+    test_name_now = "test_component_gradients";
+}
+
+/* Every registered type has a gradient case. */
+static void test_every_component_checked(void) {
+    const struct component_ops *const *all = component_ops_all();
+    const int ncases = (int)(sizeof grad_cases / sizeof grad_cases[0]);
+    for (int i = 0; all[i]; i++) {
+        int found = 0;
+        for (int k = 0; k < ncases; k++) {
+            char type[128];
+            sscanf(grad_cases[k].config, "%127s", type);
+            found |= component_ops_find(type) == all[i];
+        }
+        if (!found) printf("    no gradient check for %s\n", all[i]->type);
+        CHECK(found);
+    }
+}
+
+/* ---- a whole network ---- */
+
+static const char *test_config =
+    "# a network with every kind of component\n"
+    "SpliceComponent input-dim=4 context=-1:0:1\n"
+    "FixedAffineComponent output-dim=12 bias-stddev=0.1\n"
+    "AffineComponentPreconditionedOnline output-dim=12 learning-rate=0.01 rank-in=4 rank-out=4\n"
+    "PnormComponent output-dim=6 p=2\n"
+    "NormalizeComponent\n"
+    "AffineComponent output-dim=8 learning-rate=0.02  # trailing comment\n"
+    "DropoutComponent dropout-proportion=0.25\n"
+    "TanhComponent\n"
+    "FixedScaleComponent value=1.5\n"
+    "SigmoidComponent\n"
+    "FixedBiasComponent value=-0.5\n"
+    "RectifiedLinearComponent\n"
+    "AffineComponent output-dim=5 param-stddev=0.5 bias-stddev=0.1\n"
+    "SoftmaxComponent\n";
+
+static double net_objective(struct nnet *n, const struct matrix *x, int chunks,
+                            const struct matrix *r) {
+    nnet_set_seed(n, 5); /* the same dropout masks every time */
+    const struct matrix *y = nnet_forward(n, x, chunks, 1);
+    return dot_mat(r, y);
+}
+
+static void test_network_gradient(void) {
+    struct nnet *n = nnet_init_from_config_text(test_config, 3);
+    if (!n) printf("    %s\n", error_get());
+    CHECK(n != NULL);
+    CHECK(nnet_num_components(n) == 14);
+    CHECK(nnet_num_updatable(n) == 3);
+    CHECK(nnet_left_context(n) == 1 && nnet_right_context(n) == 1);
+    CHECK(nnet_input_dim(n) == 4 && nnet_output_dim(n) == 5);
+    CHECK(nnet_num_params(n) == 12 * 13 + 8 * 7 + 5 * 9);
+    struct rng r;
+    rng_seed(&r, 4);
+    int chunks = 3, rows = chunks * 4;
+    struct matrix x, rr;
+    matrix_init(&x, rows, 4);
+    matrix_init(&rr, chunks * 2, 5);
+    fill_randn(&x, &r);
+    fill_randn(&rr, &r);
+    net_objective(n, &x, chunks, &rr);
+    CHECK(nnet_backward(n, &rr, NNET_GRADIENT) == 0);
+    struct vector p = nnet_params(n), d = nnet_delta(n);
+    int np = p.dim, ns = 60;
+    double an[60], nu[60], h = 1e-3;
+    for (int s = 0; s < ns; s++) {
+        int i = (int)rng_below(&r, np);
+        float v = vector_get(&p, i);
+        vector_set(&p, i, v + (float)h);
+        double fp = net_objective(n, &x, chunks, &rr);
+        vector_set(&p, i, v - (float)h);
+        double fm = net_objective(n, &x, chunks, &rr);
+        vector_set(&p, i, v);
+        nu[s] = (fp - fm) / (2 * h);
+        an[s] = vector_get(&d, i);
+    }
+    double e = rel_err(an, nu, ns), em = max_err(an, nu, ns);
+    if (getenv("NNET_TEST_VERBOSE") || !(e < 5e-3 && em < 5e-3))
+        printf("    network gradient relative error %g, max element error %g\n", e, em);
+    CHECK(e < 5e-3 && em < 5e-3);
+    /* Chunks are independent: chunk 1 alone gives rows 2..3 of the output. */
+    const struct matrix *y = nnet_forward(n, &x, chunks, 0);
+    struct matrix all;
+    matrix_init(&all, y->rows, y->cols);
+    matrix_copy(&all, y);
+    struct matrix x1 = matrix_rows(&x, 4, 4);
+    y = nnet_forward(n, &x1, 1, 0);
+    CHECK(y->rows == 2);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 5; j++)
+            CHECK_NEAR(matrix_get(y, i, j), matrix_get(&all, 2 + i, j), 1e-5);
+    matrix_release(&all);
+    matrix_release(&x);
+    matrix_release(&rr);
+    nnet_free(n);
+}
+
+/* ---- config errors ---- */
+
+static void expect_config_error(const char *config, const char *fragment) {
+    struct nnet *n = nnet_init_from_config_text(config, 1);
+    if (n || !strstr(error_get(), fragment))
+        printf("    config '%s': got '%s', expected '%s'\n", config, n ? "success" : error_get(),
+               fragment);
+    nnet_free(n);
+}
+
+static void test_config_errors(void) {
+    static const struct {
+        const char *config, *fragment;
+    } cases[] = {
+        {"AffineComponent input-dim=3 output-dim=4 foo=1\n", "unknown key 'foo'"},
+        {"AffineComponent input-dim=3 output-dim=x\n", "key 'output-dim'"},
+        {"AffineComponent input-dim=3\n", "missing key 'output-dim'"},
+        {"AffineComponent input-dim=3 output-dim=4 learning-rate=-1\n", "key 'learning-rate'"},
+        {"AffineComponent input-dim=3 output-dim=4 learning-rate=1e99\n", "key 'learning-rate'"},
+        {"SigmoidComponent\n", "missing key 'dim'"},
+        {"SigmoidComponent dim=0\n", "key 'dim'"},
+        {"FooComponent dim=3\n", "unknown component type 'FooComponent'"},
+        {"SigmoidComponent dim=3 dim=4\n", "key 'dim' given twice"},
+        {"SigmoidComponent dim\n", "expected key=value"},
+        {"SpliceComponent input-dim=3 context=-1:x\n", "key 'context'"},
+        {"SpliceComponent input-dim=3 context=1:0\n", "key 'context'"},
+        {"SpliceComponent input-dim=3 context=1:2\n", "key 'context'"},
+        {"SpliceComponent input-dim=3 left-context=-1\n", "key 'left-context'"},
+        {"PnormComponent input-dim=7 output-dim=2\n", "multiple of output-dim"},
+        {"PnormComponent input-dim=6 output-dim=2 p=0.5\n", "key 'p'"},
+        {"DropoutComponent dim=3 dropout-proportion=1\n", "key 'dropout-proportion'"},
+        {"NaturalGradientAffineComponent input-dim=3 output-dim=4 rank-in=0\n", "key 'rank-in'"},
+        {"NaturalGradientAffineComponent input-dim=3 output-dim=4 alpha=x\n", "key 'alpha'"},
+        {"FixedAffineComponent matrix=/nonexistent/lda.mat\n", "key 'matrix'"},
+        {"FixedScaleComponent scales=/nonexistent/s.vec\n", "key 'scales'"},
+        {"SigmoidComponent dim=3\nTanhComponent dim=4\n", "line 2: input dim 4"},
+        {"# nothing\n\n", "no components"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct nnet *n = nnet_init_from_config_text(cases[i].config, 1);
+        if (n || !strstr(error_get(), cases[i].fragment))
+            printf("    config '%s': got '%s', expected '%s'\n", cases[i].config,
+                   n ? "success" : error_get(), cases[i].fragment);
+        CHECK(n == NULL);
+        CHECK(strstr(error_get(), cases[i].fragment) != NULL);
+    }
+    /* The line number is named. */
+    expect_config_error("SigmoidComponent dim=3\n\nTanhComponent bar=2\n", "line 3");
+    struct nnet *n = nnet_init_from_config_text("SigmoidComponent dim=3\n\nTanh bar=2\n", 1);
+    CHECK(n == NULL && strstr(error_get(), "line 3") && strstr(error_get(), "unknown key 'bar'"));
+    /* Kaldi names and short names resolve to the same types. */
+    CHECK(component_ops_find("AffineComponentPreconditionedOnline") ==
+          component_ops_find("<NaturalGradientAffineComponent>"));
+    CHECK(component_ops_find("Sigmoid") == component_ops_find("SigmoidComponent"));
+    CHECK(component_ops_find("Component") == NULL);
+    CHECK(component_ops_find("<>") == NULL);
+}
+
+/* ---- model I/O ---- */
+
+static char *write_mem(const struct nnet *n, int binary, size_t *size) {
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, size);
+    struct kout out;
+    kout_wrap(&out, f, "mem");
+    int bad = io_write_header(&out, binary) || nnet_write(n, &out, binary) || kout_close(&out);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static struct nnet *read_mem(const char *buf, size_t size) {
+    if (size == 0) {
+        error_set("empty");
+        return NULL;
+    }
+    FILE *f = fmemopen((void *)buf, size, "r");
+    if (!f) return NULL;
+    struct kin in;
+    kin_wrap(&in, f, "mem", (int64_t)size);
+    int binary;
+    struct nnet *n = NULL;
+    if (!io_read_header(&in, &binary)) n = nnet_read(&in, binary);
+    kin_close(&in);
+    fclose(f);
+    return n;
+}
+
+static void test_model_round_trip(void) {
+    struct nnet *n = nnet_init_from_config_text(test_config, 7);
+    CHECK(n != NULL);
+    for (int binary = 0; binary <= 1; binary++) {
+        size_t s1, s2;
+        char *b1 = write_mem(n, binary, &s1);
+        CHECK(b1 != NULL);
+        struct nnet *m = read_mem(b1, s1);
+        if (!m) printf("    %s\n", error_get());
+        CHECK(m != NULL);
+        CHECK(nnet_same_structure(n, m));
+        char *b2 = write_mem(m, binary, &s2);
+        CHECK(b2 != NULL && s1 == s2 && !memcmp(b1, b2, s1));
+        if (binary) { /* binary is exact */
+            struct vector p = nnet_params(n), q = nnet_params(m);
+            for (int i = 0; i < p.dim; i++)
+                CHECK(vector_get(&p, i) == vector_get(&q, i));
+        }
+        free(b1);
+        free(b2);
+        nnet_free(m);
+    }
+    /* binary -> text -> binary -> text: the texts are identical, the parameters close */
+    size_t sb, st1, sb2, st2;
+    char *b = write_mem(n, 1, &sb), *t1 = write_mem(n, 0, &st1);
+    struct nnet *m = read_mem(t1, st1);
+    CHECK(m != NULL);
+    char *b2 = write_mem(m, 1, &sb2), *t2 = write_mem(m, 0, &st2);
+    CHECK(st1 == st2 && !memcmp(t1, t2, st1));
+    CHECK(sb == sb2);
+    struct vector p = nnet_params(n), q = nnet_params(m);
+    for (int i = 0; i < p.dim; i++)
+        CHECK_NEAR(vector_get(&q, i), vector_get(&p, i), 1e-6);
+    free(b);
+    free(t1);
+    free(b2);
+    free(t2);
+    nnet_free(m);
+    /* a copy has the same parameters in its own block */
+    struct nnet *c = nnet_copy(n);
+    CHECK(nnet_same_structure(n, c));
+    struct vector pc = nnet_params(c);
+    CHECK(pc.data != p.data);
+    for (int i = 0; i < p.dim; i++)
+        CHECK(vector_get(&pc, i) == vector_get(&p, i));
+    nnet_free(c);
+    nnet_free(n);
+}
+
+static void test_truncated_model(void) {
+    struct nnet *n = nnet_init_from_config_text(test_config, 7);
+    CHECK(n != NULL);
+    for (int binary = 0; binary <= 1; binary++) {
+        size_t size;
+        char *buf = write_mem(n, binary, &size);
+        CHECK(buf != NULL);
+        /* every prefix fails cleanly (the last bytes of a text file are whitespace) */
+        size_t step = size / 400 + 1;
+        for (size_t len = 0; len + (binary ? 1 : 2) < size; len += step) {
+            struct nnet *m = read_mem(buf, len);
+            if (m)
+                printf("    %s model truncated to %zu of %zu bytes was accepted\n",
+                       binary ? "binary" : "text", len, size);
+            CHECK(m == NULL);
+            CHECK(*error_get() != 0);
+        }
+        /* corrupted bytes never crash (they may or may not be detected) */
+        struct rng r;
+        rng_seed(&r, 99);
+        for (int t = 0; t < 300; t++) {
+            char *copy = xmalloc(size);
+            memcpy(copy, buf, size);
+            for (int k = 0; k < 3; k++)
+                copy[rng_below(&r, (uint32_t)size)] = (char)rng_u32(&r);
+            nnet_free(read_mem(copy, size));
+            free(copy);
+        }
+        free(buf);
+    }
+    /* a later version is refused with a message */
+    const char text[] = "<Nnet> <Version> 99 <NumComponents> 1 <Components> </Components> </Nnet>";
+    CHECK(read_mem(text, sizeof text - 1) == NULL);
+    CHECK(strstr(error_get(), "version 99") != NULL);
+    /* a Kaldi file without <Version> (version 0) reads */
+    const char kaldi[] =
+        "<Nnet> <NumComponents> 2 <Components> <AffineComponent> <LearningRate> 0.01 "
+        "<LinearParams> [\n 1 2\n 3 4 ]\n <BiasParams> [ 5 6 ]\n <IsGradient> F "
+        "</AffineComponent> <SoftmaxComponent> <Dim> 2 <ValueSum> [ ]\n <DerivSum> [ ]\n "
+        "<Count> 0 </SoftmaxComponent> </Components> </Nnet> ";
+    struct nnet *k = read_mem(kaldi, sizeof kaldi - 1);
+    if (!k) printf("    %s\n", error_get());
+    CHECK(k != NULL);
+    CHECK(nnet_num_params(k) == 6 && nnet_component(k, 0)->learning_rate == 0.01f);
+    struct vector kp = nnet_params(k);
+    CHECK(vector_get(&kp, 1) == 2 && vector_get(&kp, 5) == 6);
+    nnet_free(k);
+    nnet_free(n);
+}
+
+/* ---- objective, max-change, non-finite steps ---- */
+
+static void test_objective_xent(void) {
+    struct nnet *n = nnet_init_from_config_text(
+        "AffineComponent input-dim=3 output-dim=4\nSoftmaxComponent\n", 1);
+    struct nnet *nl = nnet_init_from_config_text(
+        "AffineComponent input-dim=3 output-dim=4\nLogSoftmaxComponent\n", 1);
+    CHECK(n && nl);
+    struct vector p = nnet_params(n), pl = nnet_params(nl);
+    vector_copy(&pl, &p);
+    struct rng r;
+    rng_seed(&r, 2);
+    struct matrix x, d, dl;
+    matrix_init(&x, 3, 3);
+    matrix_init(&d, 1, 1);
+    matrix_init(&dl, 1, 1);
+    fill_randn(&x, &r);
+    const struct matrix *y = nnet_forward(n, &x, 1, 0);
+    nnet_forward(nl, &x, 1, 0);
+    int rows[] = {0, 1, 2, 2}, cols[] = {1, 3, 0, 0};
+    float w[] = {1, 0.5f, 2, 1};
+    double expect = 0;
+    for (int i = 0; i < 4; i++)
+        expect += w[i] * log(matrix_get(y, rows[i], cols[i]));
+    double o = nnet_objective_xent(n, 4, rows, cols, w, &d);
+    double ol = nnet_objective_xent(nl, 4, rows, cols, w, &dl);
+    CHECK_NEAR(o, expect, 1e-5);
+    CHECK_NEAR(ol, expect, 1e-5);
+    CHECK(d.rows == 3 && d.cols == 4);
+    CHECK_NEAR(matrix_get(&d, 2, 0), 3 / matrix_get(y, 2, 0), 1e-5); /* duplicates add up */
+    CHECK_NEAR(matrix_get(&dl, 2, 0), 3, 1e-6);
+    CHECK(matrix_get(&d, 0, 0) == 0);
+    /* Both give the same gradient through their (different) last components. */
+    CHECK(nnet_backward(n, &d, NNET_GRADIENT) == 0);
+    CHECK(nnet_backward(nl, &dl, NNET_GRADIENT) == 0);
+    struct vector g = nnet_delta(n), gl = nnet_delta(nl);
+    for (int i = 0; i < g.dim; i++)
+        CHECK_NEAR(vector_get(&g, i), vector_get(&gl, i), 1e-4);
+    /* the floor: a probability of 0 counts as 1e-20 */
+    struct matrix big;
+    matrix_init(&big, 1, 3);
+    matrix_set(&big, 0, 0, 200);
+    y = nnet_forward(n, &big, 1, 0);
+    int r0 = 0, c0 = 0;
+    for (int j = 0; j < 4; j++)
+        if (matrix_get(y, 0, j) < matrix_get(y, 0, c0)) c0 = j;
+    if (matrix_get(y, 0, c0) < 1e-20f) {
+        o = nnet_objective_xent(n, 1, &r0, &c0, NULL, &d);
+        CHECK_NEAR(o, log(1e-20), 1e-4);
+    }
+    matrix_release(&big);
+    matrix_release(&x);
+    matrix_release(&d);
+    matrix_release(&dl);
+    nnet_free(n);
+    nnet_free(nl);
+}
+
+static void test_max_change_and_nonfinite(void) {
+    const char *cfg = "AffineComponent input-dim=5 output-dim=4 learning-rate=1 max-change=0.5\n"
+                      "SigmoidComponent\n"
+                      "AffineComponent output-dim=3 learning-rate=1\n";
+    struct nnet *n = nnet_init_from_config_text(cfg, 1);
+    CHECK(n != NULL);
+    struct rng r;
+    rng_seed(&r, 5);
+    struct matrix x, g;
+    matrix_init(&x, 20, 5);
+    matrix_init(&g, 20, 3);
+    fill_randn(&x, &r);
+    fill_randn(&g, &r);
+    matrix_scale(&g, 10);
+    struct vector p = nnet_params(n);
+    struct vector before;
+    vector_init(&before, p.dim);
+    vector_copy(&before, &p);
+    const struct component *c0 = nnet_component(n, 0), *c2 = nnet_component(n, 2);
+    /* per-component max-change bounds the first layer's step */
+    nnet_forward(n, &x, 1, 1);
+    CHECK(nnet_backward(n, &g, NNET_UPDATE) == 0);
+    struct vector step;
+    vector_init(&step, p.dim);
+    vector_copy(&step, &p);
+    vector_add(&step, -1, &before);
+    struct vector s0 = vector_range(&step, c0->param_offset, c0->num_params);
+    struct vector s2 = vector_range(&step, c2->param_offset, c2->num_params);
+    CHECK_NEAR(vector_norm2(&s0), 0.5, 1e-4);
+    CHECK(vector_norm2(&s2) > 1); /* unclipped: lr 1, large derivatives */
+    /* the global max-change bounds the whole step */
+    nnet_set_max_change(n, 0.25f);
+    vector_copy(&before, &p);
+    nnet_forward(n, &x, 1, 1);
+    CHECK(nnet_backward(n, &g, NNET_UPDATE) == 0);
+    vector_copy(&step, &p);
+    vector_add(&step, -1, &before);
+    CHECK_NEAR(vector_norm2(&step), 0.25, 1e-4);
+    /* a non-finite derivative: the step is skipped and the parameters stay */
+    matrix_set(&g, 3, 1, NAN);
+    vector_copy(&before, &p);
+    nnet_forward(n, &x, 1, 1);
+    CHECK(nnet_backward(n, &g, NNET_UPDATE) == 1);
+    for (int i = 0; i < p.dim; i++)
+        CHECK(vector_get(&p, i) == vector_get(&before, i));
+    CHECK(vector_is_finite(&p));
+    /* learning rates */
+    float lrs[] = {0.1f, 0.2f};
+    CHECK(nnet_set_learning_rates(n, lrs, 2) == 0);
+    CHECK(c0->learning_rate == 0.1f && c2->learning_rate == 0.2f);
+    CHECK(nnet_set_learning_rates(n, lrs, 1) == -1);
+    nnet_scale_learning_rates(n, 0.5f);
+    CHECK(c2->learning_rate == 0.1f);
+    nnet_set_learning_rate(n, 0.3f);
+    CHECK(c0->learning_rate == 0.3f && c2->learning_rate == 0.3f);
+    vector_release(&before);
+    vector_release(&step);
+    matrix_release(&x);
+    matrix_release(&g);
+    nnet_free(n);
+}
+
+/* ---- components from files, dropout behaviour ---- */
+
+static void test_components_from_files(void) {
+    char dir[] = "/tmp/nnet-test-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char mat[64], vec[64], cfg[512];
+    snprintf(mat, sizeof mat, "%s/lda.mat", dir);
+    snprintf(vec, sizeof vec, "%s/s.vec", dir);
+    FILE *f = fopen(mat, "w");
+    CHECK(f != NULL);
+    fputs(" [\n  1 2 3 \n  4 5 6 ]\n", f); /* Kaldi text matrix: 2 x (2 + bias) */
+    fclose(f);
+    f = fopen(vec, "w");
+    CHECK(f != NULL);
+    fputs(" [ 2 -1 ]\n", f);
+    fclose(f);
+    snprintf(cfg, sizeof cfg,
+             "FixedAffineComponent matrix=%s\nFixedScaleComponent scales=%s\n"
+             "FixedBiasComponent bias=%s\nAffineComponent matrix=%s learning-rate=0.1\n",
+             mat, vec, vec, mat);
+    struct nnet *n = nnet_init_from_config_text(cfg, 1);
+    if (!n) printf("    %s\n", error_get());
+    CHECK(n != NULL);
+    CHECK(nnet_input_dim(n) == 2 && nnet_output_dim(n) == 2 && nnet_num_params(n) == 6);
+    struct matrix x;
+    matrix_init(&x, 1, 2);
+    matrix_set(&x, 0, 0, 1);
+    matrix_set(&x, 0, 1, -1);
+    const struct matrix *y = nnet_forward(n, &x, 1, 0);
+    /* [1 -1] -> [1-2+3, 4-5+6] = [2 5] -> *[2 -1] = [4 -5] -> +[2 -1] = [6 -6]
+     * -> [6-12+3, 24-30+6] = [-3 0] */
+    CHECK_NEAR(matrix_get(y, 0, 0), -3, 1e-6);
+    CHECK_NEAR(matrix_get(y, 0, 1), 0, 1e-6);
+    nnet_free(n);
+    matrix_release(&x);
+    /* a bad matrix file is an error naming the key */
+    f = fopen(mat, "w");
+    CHECK(f != NULL);
+    fputs(" [ 1 2", f);
+    fclose(f);
+    snprintf(cfg, sizeof cfg, "FixedAffineComponent matrix=%s\n", mat);
+    CHECK(nnet_init_from_config_text(cfg, 1) == NULL);
+    CHECK(strstr(error_get(), "key 'matrix'") != NULL);
+    remove(mat);
+    remove(vec);
+    rmdir(dir);
+}
+
+static void test_dropout(void) {
+    struct nnet *n =
+        nnet_init_from_config_text("DropoutComponent dim=50 dropout-proportion=0.2\n", 1);
+    CHECK(n != NULL);
+    struct matrix x;
+    matrix_init(&x, 40, 50);
+    matrix_set_const(&x, 1);
+    const struct matrix *y = nnet_forward(n, &x, 1, 0);
+    for (int i = 0; i < 40; i++)
+        for (int j = 0; j < 50; j++)
+            CHECK(matrix_get(y, i, j) == 1); /* identity at test time */
+    y = nnet_forward(n, &x, 1, 1);
+    int zeros = 0;
+    double sum = 0;
+    for (int i = 0; i < 40; i++)
+        for (int j = 0; j < 50; j++) {
+            float v = matrix_get(y, i, j);
+            CHECK(v == 0 || fabsf(v - 1.25f) < 1e-6f);
+            zeros += v == 0;
+            sum += v;
+        }
+    CHECK(zeros > 300 && zeros < 500); /* 400 expected */
+    CHECK(fabs(sum / 2000 - 1) < 0.1); /* the mean is kept */
+    matrix_release(&x);
+    nnet_free(n);
+}
+
+/* ---- training runs ---- */
+
+/* Minibatches from num_classes Gaussian blobs in dim dimensions; feature j is multiplied by
+ * scales[j]. */
+struct blobs {
+    int dim, num_classes;
+    float *centers; /* (num_classes, dim) */
+    const float *scales;
+    struct rng r;
+};
+
+static void blobs_batch(struct blobs *b, struct matrix *x, int *labels, float noise) {
+    for (int i = 0; i < x->rows; i++) {
+        int k = (int)rng_below(&b->r, (uint32_t)b->num_classes);
+        labels[i] = k;
+        for (int j = 0; j < b->dim; j++) {
+            float v = b->centers[k * b->dim + j] + noise * rng_gauss(&b->r);
+            matrix_set(x, i, j, v * (b->scales ? b->scales[j] : 1));
+        }
+    }
+}
+
+/* Train for steps minibatches; returns the average objective over the last 20. */
+static double train(struct nnet *n, struct blobs *b, int steps, int mb, float noise,
+                    double *first) {
+    struct matrix x, d;
+    matrix_init(&x, mb, b->dim);
+    matrix_init(&d, 1, 1);
+    int *labels = xmalloc(mb * sizeof *labels), *rows = xmalloc(mb * sizeof *rows);
+    for (int i = 0; i < mb; i++)
+        rows[i] = i;
+    double last = 0;
+    for (int s = 0; s < steps; s++) {
+        blobs_batch(b, &x, labels, noise);
+        nnet_forward(n, &x, 1, 1);
+        double o = nnet_objective_xent(n, mb, rows, labels, NULL, &d) / mb;
+        if (s == 0 && first) *first = o;
+        if (s >= steps - 20) last += o / 20;
+        nnet_backward(n, &d, NNET_UPDATE);
+    }
+    free(labels);
+    free(rows);
+    matrix_release(&x);
+    matrix_release(&d);
+    return last;
+}
+
+static void blobs_init(struct blobs *b, int dim, int num_classes, uint64_t seed,
+                       const float *scales) {
+    b->dim = dim;
+    b->num_classes = num_classes;
+    b->scales = scales;
+    rng_seed(&b->r, seed);
+    b->centers = xmalloc((size_t)dim * num_classes * sizeof *b->centers);
+    for (int i = 0; i < dim * num_classes; i++)
+        b->centers[i] = 2 * rng_gauss(&b->r);
+}
+
+static void test_training_reduces_objective(void) {
+    struct nnet *n = nnet_init_from_config_text(
+        "AffineComponent input-dim=6 output-dim=16 learning-rate=0.01\n"
+        "RectifiedLinearComponent\n"
+        "AffineComponent output-dim=4 learning-rate=0.01 param-stddev=0 bias-stddev=0\n"
+        "SoftmaxComponent\n",
+        1);
+    CHECK(n != NULL);
+    struct blobs b;
+    blobs_init(&b, 6, 4, 3, NULL);
+    double first, last = train(n, &b, 200, 32, 1.0f, &first);
+    printf("    SGD: objective per frame %.4f -> %.4f\n", first, last);
+    CHECK_NEAR(first, log(0.25), 0.01); /* the zero output layer starts uniform */
+    CHECK(last > -0.45);                /* from log(1/4) = -1.39 */
+    free(b.centers);
+    nnet_free(n);
+}
+
+/* Input features scaled by factors from 0.01 to 10: plain SGD must use a learning rate small
+ * enough for the large features and then learns the small ones slowly; NG-SGD preconditions the
+ * input side and is far less affected. The labels depend on the small-scale features too. */
+static void test_natural_gradient_beats_sgd(void) {
+    enum { DIM = 8 };
+    static const float scales[DIM] = {10, 0.01f, 3, 0.03f, 1, 0.1f, 0.3f, 0.02f};
+    const char *cfg_plain = "AffineComponent input-dim=8 output-dim=3 learning-rate=%g "
+                            "param-stddev=0 bias-stddev=0\nSoftmaxComponent\n";
+    const char *cfg_ng = "NaturalGradientAffineComponent input-dim=8 output-dim=3 "
+                         "learning-rate=%g param-stddev=0 bias-stddev=0 rank-in=4 rank-out=2 "
+                         "max-change-per-sample=0\nSoftmaxComponent\n";
+    double best_plain = -1e30, best_ng = -1e30;
+    const float lrs[] = {0.00001f, 0.00003f, 0.0001f, 0.0003f, 0.001f, 0.003f};
+    for (int k = 0; k < 6; k++) {
+        for (int ng = 0; ng <= 1; ng++) {
+            char cfg[512];
+            snprintf(cfg, sizeof cfg, ng ? cfg_ng : cfg_plain, lrs[k]);
+            struct nnet *n = nnet_init_from_config_text(cfg, 1);
+            CHECK(n != NULL);
+            struct blobs b;
+            blobs_init(&b, DIM, 3, 8, scales);
+            double last = train(n, &b, 300, 32, 1.0f, NULL);
+            if (!isfinite(last)) last = -1e30;
+            printf("    lr %g %s: final objective %.4f\n", lrs[k], ng ? "NG-SGD" : "SGD", last);
+            if (ng)
+                best_ng = last > best_ng ? last : best_ng;
+            else
+                best_plain = last > best_plain ? last : best_plain;
+            free(b.centers);
+            nnet_free(n);
+        }
+    }
+    printf("    best: SGD %.4f, NG-SGD %.4f\n", best_plain, best_ng);
+    CHECK(best_ng > best_plain + 0.05);
+}
+
+int main(void) {
+    TEST_RUN(test_component_gradients);
+    TEST_RUN(test_every_component_checked);
+    TEST_RUN(test_network_gradient);
+    TEST_RUN(test_config_errors);
+    TEST_RUN(test_model_round_trip);
+    TEST_RUN(test_truncated_model);
+    TEST_RUN(test_objective_xent);
+    TEST_RUN(test_max_change_and_nonfinite);
+    TEST_RUN(test_components_from_files);
+    TEST_RUN(test_dropout);
+    TEST_RUN(test_training_reduces_objective);
+    TEST_RUN(test_natural_gradient_beats_sgd);
+    TEST_MAIN_END();
+}
