@@ -14,18 +14,21 @@ int main(int argc, char **argv) {
     struct combine_options o;
     combine_options_default(&o);
     int binary = 1, num_threads = 1;
+    const char *use_gpu = "no";
     struct option_spec specs[] = {
         {"num-iters", OPT_INT, &o.num_iters, "L-BFGS iterations"},
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per evaluation minibatch"},
         {"max-examples", OPT_INT, &o.max_examples, "Validation examples used at most"},
         {"num-threads", OPT_INT, &num_threads, "BLAS threads"},
         {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
+        {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc < 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
     if (o.minibatch_size < 1 || o.max_examples < 1 || o.num_iters < 0)
         die("--minibatch-size and --max-examples must be positive, --num-iters >= 0");
     matrix_set_num_threads(num_threads);
+    if (cuda_select_device(use_gpu)) die("%s", error_get());
     int num = argc - 3;
     struct nnet **models = xcalloc(num, sizeof *models);
     for (int i = 0; i < num; i++)

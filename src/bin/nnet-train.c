@@ -13,6 +13,7 @@ int main(int argc, char **argv) {
     train_options_default(&o);
     int binary = 1, num_threads = 1, srand_seed = 0;
     float max_change = 0;
+    const char *use_gpu = "no";
     struct option_spec specs[] = {
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per minibatch"},
         {"srand", OPT_INT, &srand_seed, "Seed for the random draws of training (Dropout)"},
@@ -22,12 +23,14 @@ int main(int argc, char **argv) {
         {"max-change", OPT_FLOAT, &max_change,
          "Global max-change: largest norm of one minibatch's whole step (0: no limit)"},
         {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
+        {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc != 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
     if (o.minibatch_size < 1) die("--minibatch-size must be at least 1");
     o.srand = (uint64_t)srand_seed;
     matrix_set_num_threads(num_threads);
+    if (cuda_select_device(use_gpu)) die("%s", error_get());
 
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read model '%s': %s", argv[1], error_get());
