@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Device check for the GPU backend, for a machine with an NVIDIA GPU (at most ~8 minutes):
 #   1. build with CUDA=1 (for this machine's GPU only: CUDA_ARCH=-arch=native, faster);
-#   2. run matrix-gpu-test (every matrix op and natgrad, CPU vs GPU, rel err <= 1e-4) -- a SKIP
-#      there is a failure here -- then the whole suite against the CUDA build;
+#   2. run matrix-gpu-test (every matrix op and natgrad, CPU vs GPU, rel err <= 1e-4) and
+#      nnet-gpu-test (networks with every component), then the whole suite against the CUDA
+#      build (t0610 compares the programs' --use-gpu=yes results with the CPU's); a SKIP there
+#      is a failure here;
 #   3. bench/gpu-mlp: CPU vs GPU parameters after 3 SGD steps, then samples/s and the fraction of
 #      the bare cuBLAS sgemm rate for the 440-1024x4-2000 ReLU MLP at minibatch 512 (and the CPU
 #      for reference).
@@ -51,15 +53,19 @@ fi
 step "build: make -j$jobs CUDA=1 CUDA_ARCH=$arch all"
 run build 300 make -j"$jobs" CUDA=1 CUDA_ARCH="$arch" all || { say "cannot go on"; exit 1; }
 
-step "GPU unit test (CPU vs GPU)"
-run matrix-gpu-test 120 build/obj-cuda/tests/matrix-gpu-test
-grep -E '^(PASS|FAIL|SKIP) ' "$out/matrix-gpu-test.log" | tee -a "$report"
-grep -q '^SKIP ' "$out/matrix-gpu-test.log" && { say "FAILED: GPU tests skipped"; failed=1; }
+step "GPU unit tests (CPU vs GPU: matrix ops, natgrad, networks)"
+for t in matrix-gpu-test nnet-gpu-test; do
+    run $t 120 build/obj-cuda/tests/$t
+    grep -E '^(PASS|FAIL|SKIP) ' "$out/$t.log" | tee -a "$report"
+    grep -q '^SKIP ' "$out/$t.log" && { say "FAILED: $t skipped its GPU part"; failed=1; }
+done
 grep 'using GPU' "$out/matrix-gpu-test.log" | head -n 1 | tee -a "$report"
 
 step "whole suite against the CUDA=1 build"
 run suite 150 env PARNET_BIN="$PWD/bin" PARNET_UNIT="$PWD/build/obj-cuda/tests" \
     bash tests/run-tests.sh
+grep -E '^(FAIL|SKIP) ' "$out/suite.log" | tee -a "$report"
+grep -q '^SKIP ' "$out/suite.log" && { say "FAILED: GPU parts skipped in the suite"; failed=1; }
 tail -n 1 "$out/suite.log" | tee -a "$report"
 
 step "benchmark: bench/gpu-mlp.c"

@@ -10,6 +10,7 @@
 #include "matrix/matrix.h"
 #include "natgrad/natgrad.h"
 #include "test.h"
+#include "gpu-compare.h"
 
 #include <stdlib.h>
 
@@ -24,47 +25,6 @@
 static struct rng rng;
 static int have_gpu;
 static char no_gpu_reason[600];
-
-/* ---- comparing a CPU and a GPU matrix ---- */
-
-static int same_value(float g, float c, double tol) {
-    if (isnan(c) || isnan(g)) return isnan(c) && isnan(g);
-    if (isinf(c) || isinf(g)) return g == c;
-    return fabs((double)g - c) <= tol * (fabs(c) > 1 ? fabs(c) : 1);
-}
-
-/* Index (row-major) of the first element where they differ, or -1. */
-static long first_mismatch(const struct matrix *cpu, const struct matrix *gpu, double tol,
-                           float *gv, float *cv) {
-    ASSERT(cpu->rows == gpu->rows && cpu->cols == gpu->cols);
-    long n = (long)cpu->rows * cpu->cols;
-    float *hc = xmalloc((size_t)(n + 1) * sizeof *hc), *hg = xmalloc((size_t)(n + 1) * sizeof *hg);
-    matrix_to_host(cpu, hc);
-    matrix_to_host(gpu, hg);
-    long bad = -1;
-    for (long i = 0; i < n && bad < 0; i++)
-        if (!same_value(hg[i], hc[i], tol)) {
-            bad = i;
-            *gv = hg[i];
-            *cv = hc[i];
-        }
-    free(hc);
-    free(hg);
-    return bad;
-}
-
-#define CHECK_SAME(cpu, gpu, tol) \
-    do { \
-        float g_ = 0, c_ = 0; \
-        long i_ = first_mismatch((cpu), (gpu), (tol), &g_, &c_); \
-        if (i_ >= 0) { \
-            printf("FAIL %s: %s:%d: %s vs %s: element %ld (row %ld): gpu %.9g, cpu %.9g\n", \
-                   test_name_now, __FILE__, __LINE__, #gpu, #cpu, i_, i_ / (cpu)->cols, \
-                   (double)g_, (double)c_); \
-            test_failed_now = 1; \
-            return; \
-        } \
-    } while (0)
 
 /* Scalars: relative to max(1, |cpu|). */
 #define CHECK_SCALAR(g, c, tol) CHECK_NEAR((g), (c), (tol))
@@ -124,15 +84,7 @@ static void vpair_release(struct vpair *p) {
     vector_release(&p->gown);
 }
 
-static struct matrix vmat(const struct vector *v) {
-    return matrix_from_vector(v, 1, v->dim);
-}
-
-#define CHECK_VPAIR(p, tol) \
-    do { \
-        struct matrix cm_ = vmat(&(p)->cown), gm_ = vmat(&(p)->gown); \
-        CHECK_SAME(&cm_, &gm_, tol); \
-    } while (0)
+#define CHECK_VPAIR(p, tol) CHECK_SAME_VEC(&(p)->cown, &(p)->gown, tol)
 
 static const int dims[] = {0, 1, 2, 3, 5, 8, 17, 33, 64, 257};
 #define NUM_DIMS ((int)(sizeof dims / sizeof dims[0]))
