@@ -37,9 +37,16 @@ endif
 
 ifeq ($(CUDA),1)
   CFLAGS_CUDA := -DHAVE_CUDA=1 -I$(CUDA_HOME)/include
-  LDLIBS += -L$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+  # The rpath lets programs find libcudart/libcublas without LD_LIBRARY_PATH.
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
   BUILD := $(BUILD)-cuda
 endif
+# Machine code for Turing (T4), Ampere (A100) and Hopper (H100/H200), plus PTX that newer GPUs
+# compile at load time. CUDA_ARCH=-arch=native builds for this machine's GPU only (faster).
+CUDA_ARCH ?= -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
+             -gencode arch=compute_90,code=[sm_90,compute_90]
+NVCCFLAGS := -O2 -g -std=c++17 -Isrc -DHAVE_CUDA=1 --extended-lambda $(CUDA_ARCH) \
+             -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -MMD -MP
 
 CFLAGS += $(CFLAGS_BASE) $(OPT) $(CFLAGS_CUDA) -MMD -MP
 
@@ -65,7 +72,7 @@ ifneq ($(MPICC),)
   endif
 endif
 
-.PHONY: all test fuzz clean features check-cuda
+.PHONY: all test fuzz clean features check-cuda FORCE
 all: features $(PROGS) $(UNIT_BIN)
 
 features:
@@ -76,8 +83,16 @@ features:
 STAMP := $(BUILD)/flags.stamp
 $(STAMP): FORCE
 	@mkdir -p $(dir $@)
-	@echo '$(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS)' > $@
+	@echo '$(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS) $(NVCCFLAGS)' | cmp -s - $@ || \
+	    echo '$(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS) $(NVCCFLAGS)' > $@
 FORCE:
+# bin/ and lib/ are shared by the CPU and the CUDA=1 build: this stamp names the build whose
+# library lib/ holds, so switching builds re-archives the library and relinks the programs
+# (otherwise `make` after `make CUDA=1` would link CPU test binaries against CUDA objects).
+LIB_STAMP := $(LIB)/build.stamp
+$(LIB_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(BUILD)' | cmp -s - $@ || echo '$(BUILD)' > $@
 
 $(BUILD)/%.o: src/%.c $(STAMP)
 	@mkdir -p $(dir $@)
@@ -85,11 +100,11 @@ $(BUILD)/%.o: src/%.c $(STAMP)
 
 $(BUILD)/%.cu.o: src/%.cu $(STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -std=c++17 -Isrc -DHAVE_CUDA=1 -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(LIBA): $(LIB_OBJ) $(CU_OBJ)
+$(LIBA): $(LIB_OBJ) $(CU_OBJ) $(LIB_STAMP)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $(filter %.o,$^)
 
 $(BIN)/%: $(BUILD)/bin/%.o $(LIBA)
 	@mkdir -p $(dir $@)
@@ -123,5 +138,5 @@ check-cuda:
 clean:
 	rm -rf build bin lib
 
--include $(LIB_OBJ:.o=.d) $(PROG_SRC:src/%.c=$(BUILD)/%.d)
+-include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(PROG_SRC:src/%.c=$(BUILD)/%.d)
 .SECONDARY:

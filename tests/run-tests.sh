@@ -14,6 +14,7 @@ count() { # name, output file, exit status
     local p f
     p=$(grep -c '^PASS ' "$2"); f=$(grep -c '^FAIL ' "$2")
     grep '^FAIL ' "$2"
+    grep '^SKIP ' "$2" # what did not run (e.g. GPU tests without a GPU); counts neither way
     if [ "$3" -ne 0 ] && [ "$f" -eq 0 ]; then
         echo "FAIL $1: exited with status $3"; tail -n 5 "$2" | sed 's/^/    /'; f=1
     fi

@@ -21,6 +21,7 @@ int main(int argc, char **argv) {
     twa_options_default(&t);
     int binary = 1, num_threads = 1;
     const char *method = "per-layer", *twa_train = "";
+    const char *use_gpu = "no";
     struct option_spec specs[] = {
         {"num-iters", OPT_INT, &o.num_iters, "L-BFGS iterations"},
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per evaluation minibatch"},
@@ -34,6 +35,7 @@ int main(int argc, char **argv) {
         {"twa-momentum", OPT_FLOAT, &t.momentum, "TWA: heavy-ball momentum"},
         {"twa-train-egs", OPT_STRING, &twa_train,
          "TWA: fit on these examples (TWA-t) instead of the validation examples (TWA-v)"},
+        {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc < 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
@@ -47,6 +49,7 @@ int main(int argc, char **argv) {
     t.max_examples = o.max_examples;
     if (*twa_train) t.train_rspec = twa_train;
     matrix_set_num_threads(num_threads);
+    if (cuda_select_device(use_gpu)) die("%s", error_get());
     int num = argc - 3;
     struct nnet **models = xcalloc(num, sizeof *models);
     for (int i = 0; i < num; i++)

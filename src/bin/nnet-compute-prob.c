@@ -9,14 +9,17 @@ static const char *usage =
 
 int main(int argc, char **argv) {
     int minibatch_size = 1000, num_threads = 1;
+    const char *use_gpu = "no";
     struct option_spec specs[] = {
         {"minibatch-size", OPT_INT, &minibatch_size, "Examples evaluated at a time"},
         {"num-threads", OPT_INT, &num_threads, "BLAS threads"},
+        {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc != 3) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
     if (minibatch_size < 1) die("--minibatch-size must be at least 1");
     matrix_set_num_threads(num_threads);
+    if (cuda_select_device(use_gpu)) die("%s", error_get());
 
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read model '%s': %s", argv[1], error_get());

@@ -19,6 +19,7 @@ int main(int argc, char **argv) {
     int binary = 1, num_threads = 1, srand_seed = 0;
     float max_change = 0;
     const char *fusion = "halving", *gaf_on = "gradient", *proximal = "";
+    const char *use_gpu = "no";
     struct option_spec specs[] = {
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per minibatch"},
         {"srand", OPT_INT, &srand_seed, "Seed for the random draws of training (Dropout)"},
@@ -50,6 +51,7 @@ int main(int argc, char **argv) {
          "Entropy-SGD: Langevin noise stddev per parameter per inner update"},
         {"entropy-outer-rate", OPT_FLOAT, &o.entropy_outer_rate,
          "Entropy-SGD: outer step x <- x - eta (x - mu) (1: x becomes the inner mean)"},
+        {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc != 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
@@ -70,6 +72,7 @@ int main(int argc, char **argv) {
     if (o.proximal_coupling > 0 && !*proximal) die("--proximal-coupling needs --proximal-model");
     o.srand = (uint64_t)srand_seed;
     matrix_set_num_threads(num_threads);
+    if (cuda_select_device(use_gpu)) die("%s", error_get());
 
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read model '%s': %s", argv[1], error_get());

@@ -1,12 +1,14 @@
 /* matrix-internal: helpers shared by the matrix module's .c files; not part of the public API.
  *
- * Device dispatch. Every operation starts with ON_CPU(...) on each matrix/vector it touches. The
- * CUDA backend will put its branch in front of that check:
+ * Device dispatch. Every operation checks its arguments, then (built with CUDA=1) hands GPU
+ * operands to the backend in src/cuda/, then runs the CPU code behind ON_CPU(...):
  *     #if HAVE_CUDA
- *         if (m->device == MATRIX_GPU) { cuda_...(...); return; }
+ *         if (GPU2(m, a)) { cuda_...(CM(m), ...); return; }
  *     #endif
  *         ON_CPU(m);
- * Until then a GPU matrix reaching the CPU path is a programmer bug.
+ * GPUn(...) is 1 when the operands live on the GPU and asserts that they all live on the same
+ * device (mixing devices in one operation is a programmer bug; matrix_copy and vector_copy are
+ * the only operations that cross). A GPU matrix reaching the CPU path is a programmer bug too.
  */
 #ifndef PARNET_MATRIX_MATRIX_INTERNAL_H
 #define PARNET_MATRIX_MATRIX_INTERNAL_H
@@ -14,6 +16,33 @@
 #include "matrix/matrix.h"
 
 #define ON_CPU(x) ASSERT((x)->device == MATRIX_CPU)
+
+#if HAVE_CUDA
+#include "cuda/cuda.h"
+
+static inline int on_gpu(int d0, int d1, int d2, int d3) {
+    ASSERT(d1 < 0 || d1 == d0);
+    ASSERT(d2 < 0 || d2 == d0);
+    ASSERT(d3 < 0 || d3 == d0);
+    return d0 == MATRIX_GPU;
+}
+#define GPU1(a) on_gpu((a)->device, -1, -1, -1)
+#define GPU2(a, b) on_gpu((a)->device, (b)->device, -1, -1)
+#define GPU3(a, b, c) on_gpu((a)->device, (b)->device, (c)->device, -1)
+#define GPU4(a, b, c, d) on_gpu((a)->device, (b)->device, (c)->device, (d)->device)
+
+/* The backend's view of a matrix, and of a vector as a 1 x dim matrix. */
+static inline struct cuda_mat cuda_mat_of(const struct matrix *m) {
+    struct cuda_mat c = {m->data, m->rows, m->cols, m->stride};
+    return c;
+}
+static inline struct cuda_mat cuda_vec_of(const struct vector *v) {
+    struct cuda_mat c = {v->data, 1, v->dim, v->dim};
+    return c;
+}
+#define CM(m) cuda_mat_of(m)
+#define CV(v) cuda_vec_of(v)
+#endif
 
 /* A matrix's rows as "segments" for elementwise loops: when every matrix involved is contiguous
  * the whole block is one long segment, so the inner loop runs long and vectorises well. */

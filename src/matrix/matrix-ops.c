@@ -1,7 +1,8 @@
 /* matrix: elementwise operations, nonlinearities, softmax, p-norm, normalize, splicing, sparse
  * access. The inner loops are written straight over a row (or over the whole block when it is
  * contiguous) so that the compiler vectorises them; exp is our own branch-free polynomial for the
- * same reason (libm's expf is a call that blocks vectorisation). */
+ * same reason (libm's expf is a call that blocks vectorisation). With CUDA=1, GPU operands go to
+ * src/cuda/ after the argument checks. */
 #if defined(__GNUC__) && !defined(__clang__)
 /* GCC 12 at -O2 vectorises only loops needing no epilogue; these loops need one. Without
  * no-trapping-math it will not turn the selects in exp_f into blends (we never read FP flags). */
@@ -90,6 +91,12 @@ static float row_max(const float *x, int n) {
 
 void matrix_mul_elements(struct matrix *m, const struct matrix *a) {
     SAME_SHAPE(m, a);
+#if HAVE_CUDA
+    if (GPU2(m, a)) {
+        cuda_mul_elements(CM(m), CM(a));
+        return;
+    }
+#endif
     ON_CPU(m);
     ON_CPU(a);
     struct segs s = segs_of(m, a, NULL);
@@ -101,9 +108,15 @@ void matrix_mul_elements(struct matrix *m, const struct matrix *a) {
 }
 
 void matrix_mul_rows(struct matrix *m, const struct vector *scale) {
+    ASSERT(scale->dim == m->rows);
+#if HAVE_CUDA
+    if (GPU2(m, scale)) {
+        cuda_mul_rows(CM(m), scale->data);
+        return;
+    }
+#endif
     ON_CPU(m);
     ON_CPU(scale);
-    ASSERT(scale->dim == m->rows);
     for (int r = 0; r < m->rows; r++) {
         float *p = m->data + (long)r * m->stride;
         float f = scale->data[r];
@@ -112,9 +125,15 @@ void matrix_mul_rows(struct matrix *m, const struct vector *scale) {
 }
 
 void matrix_mul_cols(struct matrix *m, const struct vector *scale) {
+    ASSERT(scale->dim == m->cols);
+#if HAVE_CUDA
+    if (GPU2(m, scale)) {
+        cuda_mul_cols(CM(m), scale->data);
+        return;
+    }
+#endif
     ON_CPU(m);
     ON_CPU(scale);
-    ASSERT(scale->dim == m->cols);
     const float *q = scale->data;
     for (int r = 0; r < m->rows; r++) {
         float *p = m->data + (long)r * m->stride;
@@ -123,12 +142,24 @@ void matrix_mul_cols(struct matrix *m, const struct vector *scale) {
 }
 
 void matrix_add_diag(struct matrix *m, float alpha) {
-    ON_CPU(m);
     ASSERT(m->rows == m->cols);
+#if HAVE_CUDA
+    if (GPU1(m)) {
+        cuda_add_diag(CM(m), alpha);
+        return;
+    }
+#endif
+    ON_CPU(m);
     for (int i = 0; i < m->rows; i++) m->data[(long)i * m->stride + i] += alpha;
 }
 
 void matrix_add_const(struct matrix *m, float alpha) {
+#if HAVE_CUDA
+    if (GPU1(m)) {
+        cuda_add_const(CM(m), alpha);
+        return;
+    }
+#endif
     ON_CPU(m);
     struct segs s = segs_of(m, NULL, NULL);
     for (long i = 0; i < s.n; i++) {
@@ -139,6 +170,12 @@ void matrix_add_const(struct matrix *m, float alpha) {
 
 void vector_mul_elements(struct vector *v, const struct vector *a) {
     ASSERT(v->dim == a->dim);
+#if HAVE_CUDA
+    if (GPU2(v, a)) {
+        cuda_mul_elements(CV(v), CV(a));
+        return;
+    }
+#endif
     ON_CPU(v);
     ON_CPU(a);
     float *p = v->data;
@@ -147,14 +184,26 @@ void vector_mul_elements(struct vector *v, const struct vector *a) {
 }
 
 void vector_add_const(struct vector *v, float alpha) {
+#if HAVE_CUDA
+    if (GPU1(v)) {
+        cuda_add_const(CV(v), alpha);
+        return;
+    }
+#endif
     ON_CPU(v);
     for (int i = 0; i < v->dim; i++) v->data[i] += alpha;
 }
 
 void vector_row_sq_norms(struct vector *v, const struct matrix *m) {
+    ASSERT(v->dim == m->rows);
+#if HAVE_CUDA
+    if (GPU2(v, m)) {
+        cuda_row_sq_norms(v->data, CM(m));
+        return;
+    }
+#endif
     ON_CPU(v);
     ON_CPU(m);
-    ASSERT(v->dim == m->rows);
     for (int r = 0; r < m->rows; r++) {
         const float *p = m->data + (long)r * m->stride;
         v->data[r] = (float)dot_f64(p, p, m->cols);
@@ -162,8 +211,18 @@ void vector_row_sq_norms(struct vector *v, const struct matrix *m) {
 }
 
 void matrix_set_bernoulli(struct matrix *m, struct rng *r, float keep, float scale) {
-    ON_CPU(m);
     ASSERT(keep >= 0.0f && keep <= 1.0f);
+#if HAVE_CUDA
+    if (GPU1(m)) { /* drawn on the host in the same order as below, then uploaded */
+        long n = (long)m->rows * m->cols;
+        float *h = xmalloc((size_t)(n + 1) * sizeof *h);
+        for (long i = 0; i < n; i++) h[i] = rng_uniform(r) < keep ? scale : 0.0f;
+        matrix_from_host(m, h);
+        free(h);
+        return;
+    }
+#endif
+    ON_CPU(m);
     for (int i = 0; i < m->rows; i++) {
         float *p = m->data + (long)i * m->stride;
         for (int j = 0; j < m->cols; j++) p[j] = rng_uniform(r) < keep ? scale : 0.0f;
@@ -174,6 +233,12 @@ void matrix_set_bernoulli(struct matrix *m, struct rng *r, float keep, float sca
 
 void matrix_sigmoid(struct matrix *dst, const struct matrix *src) {
     SAME_SHAPE(dst, src);
+#if HAVE_CUDA
+    if (GPU2(dst, src)) {
+        cuda_nonlin(CUDA_SIGMOID, CM(dst), CM(src));
+        return;
+    }
+#endif
     ON_CPU(dst);
     ON_CPU(src);
     struct segs s = segs_of(dst, src, NULL);
@@ -188,6 +253,12 @@ void matrix_diff_sigmoid(struct matrix *in_deriv, const struct matrix *out_value
                          const struct matrix *out_deriv) {
     SAME_SHAPE(in_deriv, out_value);
     SAME_SHAPE(in_deriv, out_deriv);
+#if HAVE_CUDA
+    if (GPU3(in_deriv, out_value, out_deriv)) {
+        cuda_diff_nonlin(CUDA_SIGMOID, CM(in_deriv), CM(out_value), CM(out_deriv));
+        return;
+    }
+#endif
     ON_CPU(in_deriv);
     ON_CPU(out_value);
     ON_CPU(out_deriv);
@@ -201,6 +272,12 @@ void matrix_diff_sigmoid(struct matrix *in_deriv, const struct matrix *out_value
 
 void matrix_tanh(struct matrix *dst, const struct matrix *src) {
     SAME_SHAPE(dst, src);
+#if HAVE_CUDA
+    if (GPU2(dst, src)) {
+        cuda_nonlin(CUDA_TANH, CM(dst), CM(src));
+        return;
+    }
+#endif
     ON_CPU(dst);
     ON_CPU(src);
     struct segs s = segs_of(dst, src, NULL);
@@ -215,6 +292,12 @@ void matrix_diff_tanh(struct matrix *in_deriv, const struct matrix *out_value,
                       const struct matrix *out_deriv) {
     SAME_SHAPE(in_deriv, out_value);
     SAME_SHAPE(in_deriv, out_deriv);
+#if HAVE_CUDA
+    if (GPU3(in_deriv, out_value, out_deriv)) {
+        cuda_diff_nonlin(CUDA_TANH, CM(in_deriv), CM(out_value), CM(out_deriv));
+        return;
+    }
+#endif
     ON_CPU(in_deriv);
     ON_CPU(out_value);
     ON_CPU(out_deriv);
@@ -228,6 +311,12 @@ void matrix_diff_tanh(struct matrix *in_deriv, const struct matrix *out_value,
 
 void matrix_relu(struct matrix *dst, const struct matrix *src) {
     SAME_SHAPE(dst, src);
+#if HAVE_CUDA
+    if (GPU2(dst, src)) {
+        cuda_nonlin(CUDA_RELU, CM(dst), CM(src));
+        return;
+    }
+#endif
     ON_CPU(dst);
     ON_CPU(src);
     struct segs s = segs_of(dst, src, NULL);
@@ -242,6 +331,12 @@ void matrix_diff_relu(struct matrix *in_deriv, const struct matrix *out_value,
                       const struct matrix *out_deriv) {
     SAME_SHAPE(in_deriv, out_value);
     SAME_SHAPE(in_deriv, out_deriv);
+#if HAVE_CUDA
+    if (GPU3(in_deriv, out_value, out_deriv)) {
+        cuda_diff_nonlin(CUDA_RELU, CM(in_deriv), CM(out_value), CM(out_deriv));
+        return;
+    }
+#endif
     ON_CPU(in_deriv);
     ON_CPU(out_value);
     ON_CPU(out_deriv);
@@ -258,6 +353,12 @@ void matrix_diff_relu(struct matrix *in_deriv, const struct matrix *out_value,
 
 void matrix_softmax_rows(struct matrix *dst, const struct matrix *src) {
     SAME_SHAPE(dst, src);
+#if HAVE_CUDA
+    if (GPU2(dst, src)) {
+        cuda_softmax_rows(CM(dst), CM(src), 0);
+        return;
+    }
+#endif
     ON_CPU(dst);
     ON_CPU(src);
     int n = src->cols;
@@ -273,6 +374,12 @@ void matrix_softmax_rows(struct matrix *dst, const struct matrix *src) {
 
 void matrix_log_softmax_rows(struct matrix *dst, const struct matrix *src) {
     SAME_SHAPE(dst, src);
+#if HAVE_CUDA
+    if (GPU2(dst, src)) {
+        cuda_softmax_rows(CM(dst), CM(src), 1);
+        return;
+    }
+#endif
     ON_CPU(dst);
     ON_CPU(src);
     int n = src->cols;
@@ -290,6 +397,12 @@ void matrix_diff_softmax(struct matrix *in_deriv, const struct matrix *out_value
                          const struct matrix *out_deriv) {
     SAME_SHAPE(in_deriv, out_value);
     SAME_SHAPE(in_deriv, out_deriv);
+#if HAVE_CUDA
+    if (GPU3(in_deriv, out_value, out_deriv)) {
+        cuda_diff_softmax(CM(in_deriv), CM(out_value), CM(out_deriv));
+        return;
+    }
+#endif
     ON_CPU(in_deriv);
     ON_CPU(out_value);
     ON_CPU(out_deriv);
@@ -307,6 +420,12 @@ void matrix_diff_log_softmax(struct matrix *in_deriv, const struct matrix *out_v
                              const struct matrix *out_deriv) {
     SAME_SHAPE(in_deriv, out_value);
     SAME_SHAPE(in_deriv, out_deriv);
+#if HAVE_CUDA
+    if (GPU3(in_deriv, out_value, out_deriv)) {
+        cuda_diff_log_softmax(CM(in_deriv), CM(out_value), CM(out_deriv));
+        return;
+    }
+#endif
     ON_CPU(in_deriv);
     ON_CPU(out_value);
     ON_CPU(out_deriv);
@@ -333,10 +452,16 @@ static int pnorm_group(const struct matrix *in, const struct matrix *out) {
 }
 
 void matrix_pnorm(struct matrix *dst, const struct matrix *src, float p) {
-    ON_CPU(dst);
-    ON_CPU(src);
     ASSERT(p > 0.0f);
     int g = pnorm_group(src, dst);
+#if HAVE_CUDA
+    if (GPU2(dst, src)) {
+        if (g > 0) cuda_pnorm(CM(dst), CM(src), g, p);
+        return;
+    }
+#endif
+    ON_CPU(dst);
+    ON_CPU(src);
     for (int r = 0; r < src->rows; r++) {
         const float *x = src->data + (long)r * src->stride;
         float *y = dst->data + (long)r * dst->stride;
@@ -359,14 +484,21 @@ void matrix_pnorm(struct matrix *dst, const struct matrix *src, float p) {
 /* d y / d x_k = sign(x_k) (|x_k| / y)^(p-1); 0 for a group whose output is 0 (all inputs 0). */
 void matrix_diff_pnorm(struct matrix *in_deriv, const struct matrix *in_value,
                        const struct matrix *out_value, const struct matrix *out_deriv, float p) {
-    ON_CPU(in_deriv);
-    ON_CPU(in_value);
-    ON_CPU(out_value);
-    ON_CPU(out_deriv);
     SAME_SHAPE(in_deriv, in_value);
     SAME_SHAPE(out_value, out_deriv);
     ASSERT(p > 0.0f);
     int g = pnorm_group(in_value, out_value);
+#if HAVE_CUDA
+    if (GPU4(in_deriv, in_value, out_value, out_deriv)) {
+        if (g > 0)
+            cuda_diff_pnorm(CM(in_deriv), CM(in_value), CM(out_value), CM(out_deriv), g, p);
+        return;
+    }
+#endif
+    ON_CPU(in_deriv);
+    ON_CPU(in_value);
+    ON_CPU(out_value);
+    ON_CPU(out_deriv);
     for (int r = 0; r < in_value->rows; r++) {
         const float *x = in_value->data + (long)r * in_value->stride;
         const float *y = out_value->data + (long)r * out_value->stride;
@@ -396,6 +528,12 @@ void matrix_diff_pnorm(struct matrix *in_deriv, const struct matrix *in_value,
 
 void matrix_normalize_rows(struct matrix *dst, const struct matrix *src) {
     SAME_SHAPE(dst, src);
+#if HAVE_CUDA
+    if (GPU2(dst, src)) {
+        cuda_normalize_rows(CM(dst), CM(src));
+        return;
+    }
+#endif
     ON_CPU(dst);
     ON_CPU(src);
     int n = src->cols;
@@ -415,6 +553,12 @@ void matrix_diff_normalize_rows(struct matrix *in_deriv, const struct matrix *in
                                 const struct matrix *out_deriv) {
     SAME_SHAPE(in_deriv, in_value);
     SAME_SHAPE(in_deriv, out_deriv);
+#if HAVE_CUDA
+    if (GPU3(in_deriv, in_value, out_deriv)) {
+        cuda_diff_normalize_rows(CM(in_deriv), CM(in_value), CM(out_deriv));
+        return;
+    }
+#endif
     ON_CPU(in_deriv);
     ON_CPU(in_value);
     ON_CPU(out_deriv);
@@ -444,9 +588,15 @@ static void check_splice(const struct matrix *small, const struct matrix *big, c
 
 void matrix_splice(struct matrix *dst, const struct matrix *src, const int *offsets,
                    int num_offsets) {
+    check_splice(src, dst, offsets, num_offsets);
+#if HAVE_CUDA
+    if (GPU2(dst, src)) {
+        cuda_splice(CM(dst), CM(src), offsets, num_offsets);
+        return;
+    }
+#endif
     ON_CPU(dst);
     ON_CPU(src);
-    check_splice(src, dst, offsets, num_offsets);
     size_t w = src->cols * sizeof(float);
     if (w == 0) return;
     for (int r = 0; r < dst->rows; r++) {
@@ -458,9 +608,15 @@ void matrix_splice(struct matrix *dst, const struct matrix *src, const int *offs
 
 void matrix_add_splice_backward(struct matrix *src_deriv, const struct matrix *dst_deriv,
                                 const int *offsets, int num_offsets) {
+    check_splice(src_deriv, dst_deriv, offsets, num_offsets);
+#if HAVE_CUDA
+    if (GPU2(src_deriv, dst_deriv)) {
+        cuda_add_splice_backward(CM(src_deriv), CM(dst_deriv), offsets, num_offsets);
+        return;
+    }
+#endif
     ON_CPU(src_deriv);
     ON_CPU(dst_deriv);
-    check_splice(src_deriv, dst_deriv, offsets, num_offsets);
     int w = src_deriv->cols;
     for (int r = 0; r < dst_deriv->rows; r++) {
         const float *g = dst_deriv->data + (long)r * dst_deriv->stride;
@@ -474,8 +630,22 @@ void matrix_add_splice_backward(struct matrix *src_deriv, const struct matrix *d
 
 /* ---- sparse access ---- */
 
+#if HAVE_CUDA
+static void check_indices(const struct matrix *m, int n, const int *rows, const int *cols) {
+    for (int i = 0; i < n; i++)
+        ASSERT(rows[i] >= 0 && rows[i] < m->rows && cols[i] >= 0 && cols[i] < m->cols);
+}
+#endif
+
 void matrix_add_at(struct matrix *m, float alpha, int n, const int *rows, const int *cols,
                    const float *values) {
+#if HAVE_CUDA
+    if (GPU1(m)) {
+        check_indices(m, n, rows, cols);
+        cuda_add_at(CM(m), alpha, n, rows, cols, values);
+        return;
+    }
+#endif
     ON_CPU(m);
     for (int i = 0; i < n; i++) {
         ASSERT(rows[i] >= 0 && rows[i] < m->rows && cols[i] >= 0 && cols[i] < m->cols);
@@ -484,6 +654,13 @@ void matrix_add_at(struct matrix *m, float alpha, int n, const int *rows, const 
 }
 
 void matrix_get_at(const struct matrix *m, int n, const int *rows, const int *cols, float *out) {
+#if HAVE_CUDA
+    if (GPU1(m)) {
+        check_indices(m, n, rows, cols);
+        cuda_get_at(CM(m), n, rows, cols, out);
+        return;
+    }
+#endif
     ON_CPU(m);
     for (int i = 0; i < n; i++) {
         ASSERT(rows[i] >= 0 && rows[i] < m->rows && cols[i] >= 0 && cols[i] < m->cols);
@@ -492,8 +669,14 @@ void matrix_get_at(const struct matrix *m, int n, const int *rows, const int *co
 }
 
 void matrix_row_argmax(const struct matrix *m, int *out) {
-    ON_CPU(m);
     ASSERT(m->cols > 0 || m->rows == 0);
+#if HAVE_CUDA
+    if (GPU1(m)) {
+        cuda_row_argmax(CM(m), out);
+        return;
+    }
+#endif
+    ON_CPU(m);
     for (int r = 0; r < m->rows; r++) {
         const float *x = m->data + (long)r * m->stride;
         int best = 0;

@@ -1,4 +1,5 @@
-/* matrix: storage, views, copies, fills, BLAS level 1-3 (OpenBLAS cblas_*). */
+/* matrix: storage, views, copies, fills, BLAS level 1-3 (OpenBLAS cblas_*; with CUDA=1, GPU
+ * operands go to src/cuda/). */
 #if defined(__GNUC__) && !defined(__clang__)
 /* GCC 12 at -O2 vectorises only loops needing no epilogue; these loops need one. */
 #pragma GCC optimize("vect-cost-model=dynamic")
@@ -37,10 +38,36 @@ static float *alloc_floats(size_t n) {
     return p;
 }
 
+/* Zeroed storage for rows x cols floats on a device. */
+static float *alloc_on(int rows, int cols, int device) {
+    size_t n = (size_t)rows * (size_t)cols;
+#if HAVE_CUDA
+    if (device == MATRIX_GPU) {
+        ASSERT(n == 0 || n * sizeof(float) / n == sizeof(float));
+        float *p = cuda_malloc(n * sizeof(float));
+        struct cuda_mat z = {p, rows, cols, cols};
+        cuda_set_zero(z);
+        return p;
+    }
+#endif
+    ASSERT(device == MATRIX_CPU);
+    return alloc_floats(n);
+}
+
+static void free_on(float *p, int device) {
+#if HAVE_CUDA
+    if (device == MATRIX_GPU) {
+        cuda_free(p);
+        return;
+    }
+#endif
+    ASSERT(device == MATRIX_CPU);
+    free(p);
+}
+
 void matrix_init_on(struct matrix *m, int rows, int cols, int device) {
     ASSERT(rows >= 0 && cols >= 0);
-    ASSERT(device == MATRIX_CPU); /* the CUDA backend will allocate MATRIX_GPU here */
-    m->data = alloc_floats((size_t)rows * (size_t)cols);
+    m->data = alloc_on(rows, cols, device);
     m->rows = rows;
     m->cols = cols;
     m->stride = cols;
@@ -53,10 +80,7 @@ void matrix_init(struct matrix *m, int rows, int cols) {
 }
 
 void matrix_release(struct matrix *m) {
-    if (m->owns) {
-        ON_CPU(m);
-        free(m->data);
-    }
+    if (m->owns) free_on(m->data, m->device);
     memset(m, 0, sizeof *m);
 }
 
@@ -89,8 +113,7 @@ struct matrix matrix_wrap(float *data, int rows, int cols, int stride, int devic
 
 void vector_init_on(struct vector *v, int dim, int device) {
     ASSERT(dim >= 0);
-    ASSERT(device == MATRIX_CPU);
-    v->data = alloc_floats((size_t)dim);
+    v->data = alloc_on(1, dim, device);
     v->dim = dim;
     v->device = device;
     v->owns = 1;
@@ -101,10 +124,7 @@ void vector_init(struct vector *v, int dim) {
 }
 
 void vector_release(struct vector *v) {
-    if (v->owns) {
-        ON_CPU(v);
-        free(v->data);
-    }
+    if (v->owns) free_on(v->data, v->device);
     memset(v, 0, sizeof *v);
 }
 
@@ -151,48 +171,98 @@ struct vector vector_from_matrix(const struct matrix *m) {
 /* ---- host transfer ---- */
 
 void matrix_to_host(const struct matrix *m, float *dst) {
+#if HAVE_CUDA
+    if (GPU1(m)) {
+        cuda_copy2d(dst, m->cols, 0, m->data, m->stride, 1, m->rows, m->cols);
+        return;
+    }
+#endif
     ON_CPU(m);
     for (int r = 0; r < m->rows; r++)
         memcpy(dst + (long)r * m->cols, m->data + (long)r * m->stride, m->cols * sizeof(float));
 }
 
 void matrix_from_host(struct matrix *m, const float *src) {
+#if HAVE_CUDA
+    if (GPU1(m)) {
+        cuda_copy2d(m->data, m->stride, 1, src, m->cols, 0, m->rows, m->cols);
+        return;
+    }
+#endif
     ON_CPU(m);
     for (int r = 0; r < m->rows; r++)
         memcpy(m->data + (long)r * m->stride, src + (long)r * m->cols, m->cols * sizeof(float));
 }
 
 void vector_to_host(const struct vector *v, float *dst) {
+#if HAVE_CUDA
+    if (GPU1(v)) {
+        cuda_copy2d(dst, v->dim, 0, v->data, v->dim, 1, 1, v->dim);
+        return;
+    }
+#endif
     ON_CPU(v);
     if (v->dim) memcpy(dst, v->data, v->dim * sizeof(float));
 }
 
 void vector_from_host(struct vector *v, const float *src) {
+#if HAVE_CUDA
+    if (GPU1(v)) {
+        cuda_copy2d(v->data, v->dim, 1, src, v->dim, 0, 1, v->dim);
+        return;
+    }
+#endif
     ON_CPU(v);
     if (v->dim) memcpy(v->data, src, v->dim * sizeof(float));
 }
 
 float matrix_get(const struct matrix *m, int r, int c) {
-    ON_CPU(m);
     ASSERT(r >= 0 && r < m->rows && c >= 0 && c < m->cols);
+#if HAVE_CUDA
+    if (GPU1(m)) {
+        float x;
+        cuda_copy2d(&x, 1, 0, m->data + (long)r * m->stride + c, 1, 1, 1, 1);
+        return x;
+    }
+#endif
+    ON_CPU(m);
     return m->data[(long)r * m->stride + c];
 }
 
 void matrix_set(struct matrix *m, int r, int c, float value) {
-    ON_CPU(m);
     ASSERT(r >= 0 && r < m->rows && c >= 0 && c < m->cols);
+#if HAVE_CUDA
+    if (GPU1(m)) {
+        cuda_copy2d(m->data + (long)r * m->stride + c, 1, 1, &value, 1, 0, 1, 1);
+        return;
+    }
+#endif
+    ON_CPU(m);
     m->data[(long)r * m->stride + c] = value;
 }
 
 float vector_get(const struct vector *v, int i) {
-    ON_CPU(v);
     ASSERT(i >= 0 && i < v->dim);
+#if HAVE_CUDA
+    if (GPU1(v)) {
+        float x;
+        cuda_copy2d(&x, 1, 0, v->data + i, 1, 1, 1, 1);
+        return x;
+    }
+#endif
+    ON_CPU(v);
     return v->data[i];
 }
 
 void vector_set(struct vector *v, int i, float value) {
-    ON_CPU(v);
     ASSERT(i >= 0 && i < v->dim);
+#if HAVE_CUDA
+    if (GPU1(v)) {
+        cuda_copy2d(v->data + i, 1, 1, &value, 1, 0, 1, 1);
+        return;
+    }
+#endif
+    ON_CPU(v);
     v->data[i] = value;
 }
 
@@ -200,7 +270,14 @@ void vector_set(struct vector *v, int i, float value) {
 
 void matrix_copy(struct matrix *dst, const struct matrix *src) {
     SAME_SHAPE(dst, src);
-    /* The CUDA backend adds host<->device and device<->device copies here. */
+#if HAVE_CUDA
+    if (dst->device == MATRIX_GPU || src->device == MATRIX_GPU) { /* any pair of devices */
+        if (dst->data == src->data) return;
+        cuda_copy2d(dst->data, dst->stride, dst->device == MATRIX_GPU, src->data, src->stride,
+                    src->device == MATRIX_GPU, dst->rows, dst->cols);
+        return;
+    }
+#endif
     ON_CPU(dst);
     ON_CPU(src);
     if (dst->data == src->data) return;
@@ -211,9 +288,15 @@ void matrix_copy(struct matrix *dst, const struct matrix *src) {
 
 void matrix_copy_transposed(struct matrix *dst, const struct matrix *src) {
     ASSERT(dst->rows == src->cols && dst->cols == src->rows);
+    ASSERT(dst->data != src->data || src->rows * src->cols == 0); /* not in place */
+#if HAVE_CUDA
+    if (GPU2(dst, src)) {
+        cuda_copy_transposed(CM(dst), CM(src));
+        return;
+    }
+#endif
     ON_CPU(dst);
     ON_CPU(src);
-    ASSERT(dst->data != src->data || src->rows * src->cols == 0); /* not in place */
     /* Blocks of 32 x 32 keep both sides in cache. */
     const int bs = 32;
     for (int r0 = 0; r0 < src->rows; r0 += bs) {
@@ -229,6 +312,12 @@ void matrix_copy_transposed(struct matrix *dst, const struct matrix *src) {
 }
 
 void matrix_set_const(struct matrix *m, float value) {
+#if HAVE_CUDA
+    if (GPU1(m)) {
+        cuda_set_const(CM(m), value);
+        return;
+    }
+#endif
     ON_CPU(m);
     struct segs s = segs_of(m, NULL, NULL);
     for (long i = 0; i < s.n; i++) {
@@ -238,12 +327,28 @@ void matrix_set_const(struct matrix *m, float value) {
 }
 
 void matrix_set_zero(struct matrix *m) {
+#if HAVE_CUDA
+    if (GPU1(m)) {
+        cuda_set_zero(CM(m));
+        return;
+    }
+#endif
     ON_CPU(m);
     struct segs s = segs_of(m, NULL, NULL);
     for (long i = 0; i < s.n; i++) memset(seg_ptr(m, i), 0, s.len * sizeof(float));
 }
 
 void matrix_set_randn(struct matrix *m, struct rng *r, float stddev) {
+#if HAVE_CUDA
+    if (GPU1(m)) { /* drawn on the host in the same order, so both devices get the same values */
+        long n = (long)m->rows * m->cols;
+        float *h = xmalloc((size_t)(n + 1) * sizeof *h);
+        for (long i = 0; i < n; i++) h[i] = stddev * rng_gauss(r);
+        matrix_from_host(m, h);
+        free(h);
+        return;
+    }
+#endif
     ON_CPU(m);
     for (int i = 0; i < m->rows; i++) {
         float *p = m->data + (long)i * m->stride;
@@ -253,6 +358,14 @@ void matrix_set_randn(struct matrix *m, struct rng *r, float stddev) {
 
 void vector_copy(struct vector *dst, const struct vector *src) {
     ASSERT(dst->dim == src->dim);
+#if HAVE_CUDA
+    if (dst->device == MATRIX_GPU || src->device == MATRIX_GPU) { /* any pair of devices */
+        if (dst->data != src->data)
+            cuda_copy2d(dst->data, dst->dim, dst->device == MATRIX_GPU, src->data, src->dim,
+                        src->device == MATRIX_GPU, 1, dst->dim);
+        return;
+    }
+#endif
     ON_CPU(dst);
     ON_CPU(src);
     if (dst->data != src->data && dst->dim)
@@ -260,16 +373,37 @@ void vector_copy(struct vector *dst, const struct vector *src) {
 }
 
 void vector_set_zero(struct vector *v) {
+#if HAVE_CUDA
+    if (GPU1(v)) {
+        cuda_set_zero(CV(v));
+        return;
+    }
+#endif
     ON_CPU(v);
     if (v->dim) memset(v->data, 0, v->dim * sizeof(float));
 }
 
 void vector_set_const(struct vector *v, float value) {
+#if HAVE_CUDA
+    if (GPU1(v)) {
+        cuda_set_const(CV(v), value);
+        return;
+    }
+#endif
     ON_CPU(v);
     for (int i = 0; i < v->dim; i++) v->data[i] = value;
 }
 
 void vector_set_randn(struct vector *v, struct rng *r, float stddev) {
+#if HAVE_CUDA
+    if (GPU1(v)) { /* drawn on the host, as matrix_set_randn */
+        float *h = xmalloc((size_t)(v->dim + 1) * sizeof *h);
+        for (int i = 0; i < v->dim; i++) h[i] = stddev * rng_gauss(r);
+        vector_from_host(v, h);
+        free(h);
+        return;
+    }
+#endif
     ON_CPU(v);
     for (int i = 0; i < v->dim; i++) v->data[i] = stddev * rng_gauss(r);
 }
@@ -277,6 +411,12 @@ void vector_set_randn(struct vector *v, struct rng *r, float stddev) {
 /* ---- BLAS level 1 ---- */
 
 void matrix_scale(struct matrix *m, float alpha) {
+#if HAVE_CUDA
+    if (GPU1(m)) {
+        cuda_scale(CM(m), alpha);
+        return;
+    }
+#endif
     ON_CPU(m);
     struct segs s = segs_of(m, NULL, NULL);
     for (long i = 0; i < s.n; i++) {
@@ -288,6 +428,12 @@ void matrix_scale(struct matrix *m, float alpha) {
 
 void matrix_add(struct matrix *m, float alpha, const struct matrix *a) {
     SAME_SHAPE(m, a);
+#if HAVE_CUDA
+    if (GPU2(m, a)) {
+        cuda_add(CM(m), alpha, CM(a));
+        return;
+    }
+#endif
     ON_CPU(m);
     ON_CPU(a);
     struct segs s = segs_of(m, a, NULL);
@@ -299,6 +445,12 @@ void matrix_add(struct matrix *m, float alpha, const struct matrix *a) {
 }
 
 void vector_scale(struct vector *v, float alpha) {
+#if HAVE_CUDA
+    if (GPU1(v)) {
+        cuda_scale(CV(v), alpha);
+        return;
+    }
+#endif
     ON_CPU(v);
     if (alpha == 0.0f) vector_set_zero(v);
     else for (int i = 0; i < v->dim; i++) v->data[i] *= alpha;
@@ -306,6 +458,12 @@ void vector_scale(struct vector *v, float alpha) {
 
 void vector_add(struct vector *v, float alpha, const struct vector *a) {
     ASSERT(v->dim == a->dim);
+#if HAVE_CUDA
+    if (GPU2(v, a)) {
+        cuda_add(CV(v), alpha, CV(a));
+        return;
+    }
+#endif
     ON_CPU(v);
     ON_CPU(a);
     float *p = v->data;
@@ -315,22 +473,34 @@ void vector_add(struct vector *v, float alpha, const struct vector *a) {
 
 double vector_dot(const struct vector *a, const struct vector *b) {
     ASSERT(a->dim == b->dim);
+#if HAVE_CUDA
+    if (GPU2(a, b)) return cuda_reduce(CUDA_DOT, CV(a), CV(b));
+#endif
     ON_CPU(a);
     ON_CPU(b);
     return dot_f64(a->data, b->data, a->dim);
 }
 
 double vector_sum(const struct vector *v) {
+#if HAVE_CUDA
+    if (GPU1(v)) return cuda_reduce(CUDA_SUM, CV(v), CV(v));
+#endif
     ON_CPU(v);
     return sum_f64(v->data, v->dim);
 }
 
 double vector_norm2(const struct vector *v) {
+#if HAVE_CUDA
+    if (GPU1(v)) return sqrt(cuda_reduce(CUDA_SUM_SQ, CV(v), CV(v)));
+#endif
     ON_CPU(v);
     return sqrt(dot_f64(v->data, v->data, v->dim));
 }
 
 double matrix_sum(const struct matrix *m) {
+#if HAVE_CUDA
+    if (GPU1(m)) return cuda_reduce(CUDA_SUM, CM(m), CM(m));
+#endif
     ON_CPU(m);
     struct segs s = segs_of(m, NULL, NULL);
     double t = 0;
@@ -339,6 +509,9 @@ double matrix_sum(const struct matrix *m) {
 }
 
 double matrix_frobenius_norm(const struct matrix *m) {
+#if HAVE_CUDA
+    if (GPU1(m)) return sqrt(cuda_reduce(CUDA_SUM_SQ, CM(m), CM(m)));
+#endif
     ON_CPU(m);
     struct segs s = segs_of(m, NULL, NULL);
     double t = 0;
@@ -347,6 +520,16 @@ double matrix_frobenius_norm(const struct matrix *m) {
 }
 
 double matrix_trace_mat_mat(const struct matrix *a, const struct matrix *b, int trans_b) {
+#if HAVE_CUDA
+    if (GPU2(a, b)) {
+        if (trans_b == MATRIX_TRANS) {
+            SAME_SHAPE(a, b);
+            return cuda_reduce(CUDA_DOT, CM(a), CM(b));
+        }
+        ASSERT(a->rows == b->cols && a->cols == b->rows);
+        return cuda_reduce(CUDA_DOT_TRANS, CM(a), CM(b));
+    }
+#endif
     ON_CPU(a);
     ON_CPU(b);
     double t = 0;
@@ -366,8 +549,11 @@ double matrix_trace_mat_mat(const struct matrix *a, const struct matrix *b, int 
 }
 
 double matrix_trace(const struct matrix *m) {
-    ON_CPU(m);
     ASSERT(m->rows == m->cols);
+#if HAVE_CUDA
+    if (GPU1(m)) return cuda_reduce(CUDA_TRACE, CM(m), CM(m));
+#endif
+    ON_CPU(m);
     double t = 0;
     for (int i = 0; i < m->rows; i++) t += m->data[(long)i * m->stride + i];
     return t;
@@ -381,6 +567,9 @@ static int floats_finite(const float *p, long n) {
 }
 
 int matrix_is_finite(const struct matrix *m) {
+#if HAVE_CUDA
+    if (GPU1(m)) return cuda_reduce(CUDA_NONFINITE, CM(m), CM(m)) == 0.0;
+#endif
     ON_CPU(m);
     struct segs s = segs_of(m, NULL, NULL);
     for (long i = 0; i < s.n; i++)
@@ -389,6 +578,9 @@ int matrix_is_finite(const struct matrix *m) {
 }
 
 int vector_is_finite(const struct vector *v) {
+#if HAVE_CUDA
+    if (GPU1(v)) return cuda_reduce(CUDA_NONFINITE, CV(v), CV(v)) == 0.0;
+#endif
     ON_CPU(v);
     return floats_finite(v->data, v->dim);
 }
@@ -407,14 +599,23 @@ static int ld_of(const struct matrix *m) {
 
 void matrix_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
                         const struct matrix *b, int trans_b, float beta) {
-    ON_CPU(c);
-    ON_CPU(a);
-    ON_CPU(b);
     int m = trans_a == MATRIX_TRANS ? a->cols : a->rows;
     int k = trans_a == MATRIX_TRANS ? a->rows : a->cols;
     int kb = trans_b == MATRIX_TRANS ? b->cols : b->rows;
     int n = trans_b == MATRIX_TRANS ? b->rows : b->cols;
     ASSERT(k == kb && c->rows == m && c->cols == n);
+    ASSERT(trans_a == MATRIX_NO_TRANS || trans_a == MATRIX_TRANS);
+    ASSERT(trans_b == MATRIX_NO_TRANS || trans_b == MATRIX_TRANS);
+#if HAVE_CUDA
+    if (GPU3(c, a, b)) {
+        ASSERT(m == 0 || n == 0 || (c->data != a->data && c->data != b->data));
+        cuda_gemm(CM(c), alpha, CM(a), trans_a, CM(b), trans_b, beta);
+        return;
+    }
+#endif
+    ON_CPU(c);
+    ON_CPU(a);
+    ON_CPU(b);
     if (m == 0 || n == 0) return;
     ASSERT(c->data != a->data && c->data != b->data); /* BLAS forbids aliasing the output */
     if (k == 0) {
@@ -427,11 +628,19 @@ void matrix_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, i
 
 void matrix_sym_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, int trans,
                             float beta) {
+    int n = trans == MATRIX_TRANS ? a->cols : a->rows;
+    ASSERT(c->rows == n && c->cols == n);
+#if HAVE_CUDA
+    if (GPU2(c, a)) {
+        ASSERT(trans == MATRIX_NO_TRANS || trans == MATRIX_TRANS);
+        ASSERT(n == 0 || c->data != a->data);
+        cuda_syrk(CM(c), alpha, CM(a), trans, beta);
+        return;
+    }
+#endif
     ON_CPU(c);
     ON_CPU(a);
-    int n = trans == MATRIX_TRANS ? a->cols : a->rows;
     int k = trans == MATRIX_TRANS ? a->rows : a->cols;
-    ASSERT(c->rows == n && c->cols == n);
     if (n == 0) return;
     ASSERT(c->data != a->data);
     if (k == 0) {
@@ -449,12 +658,20 @@ void matrix_sym_add_mat_mat(struct matrix *c, float alpha, const struct matrix *
 
 void vector_add_mat_vec(struct vector *y, float alpha, const struct matrix *m, int trans,
                         const struct vector *x, float beta) {
-    ON_CPU(y);
-    ON_CPU(m);
-    ON_CPU(x);
     int out = trans == MATRIX_TRANS ? m->cols : m->rows;
     int in = trans == MATRIX_TRANS ? m->rows : m->cols;
     ASSERT(y->dim == out && x->dim == in);
+#if HAVE_CUDA
+    if (GPU3(y, m, x)) {
+        ASSERT(trans == MATRIX_NO_TRANS || trans == MATRIX_TRANS);
+        ASSERT(out == 0 || y->data != x->data);
+        cuda_gemv(y->data, alpha, CM(m), trans, x->data, beta);
+        return;
+    }
+#endif
+    ON_CPU(y);
+    ON_CPU(m);
+    ON_CPU(x);
     if (out == 0) return;
     ASSERT(y->data != x->data);
     if (in == 0) {
@@ -467,18 +684,30 @@ void vector_add_mat_vec(struct vector *y, float alpha, const struct matrix *m, i
 
 void matrix_add_vec_vec(struct matrix *m, float alpha, const struct vector *a,
                         const struct vector *b) {
+    ASSERT(a->dim == m->rows && b->dim == m->cols);
+#if HAVE_CUDA
+    if (GPU3(m, a, b)) {
+        cuda_ger(CM(m), alpha, a->data, b->data);
+        return;
+    }
+#endif
     ON_CPU(m);
     ON_CPU(a);
     ON_CPU(b);
-    ASSERT(a->dim == m->rows && b->dim == m->cols);
     if (m->rows == 0 || m->cols == 0) return;
     cblas_sger(CblasRowMajor, m->rows, m->cols, alpha, a->data, 1, b->data, 1, m->data, ld_of(m));
 }
 
 void matrix_add_vec_to_rows(struct matrix *m, float alpha, const struct vector *v) {
+    ASSERT(v->dim == m->cols);
+#if HAVE_CUDA
+    if (GPU2(m, v)) {
+        cuda_add_vec_to_rows(CM(m), alpha, v->data);
+        return;
+    }
+#endif
     ON_CPU(m);
     ON_CPU(v);
-    ASSERT(v->dim == m->cols);
     const float *q = v->data;
     for (int r = 0; r < m->rows; r++) {
         float *p = m->data + (long)r * m->stride;
@@ -487,9 +716,15 @@ void matrix_add_vec_to_rows(struct matrix *m, float alpha, const struct vector *
 }
 
 void vector_add_row_sums(struct vector *v, float alpha, const struct matrix *m, float beta) {
+    ASSERT(v->dim == m->cols);
+#if HAVE_CUDA
+    if (GPU2(v, m)) {
+        cuda_add_row_sums(v->data, alpha, CM(m), beta);
+        return;
+    }
+#endif
     ON_CPU(v);
     ON_CPU(m);
-    ASSERT(v->dim == m->cols);
     int n = m->cols;
     double *acc = xcalloc(n > 0 ? n : 1, sizeof *acc);
     for (int r = 0; r < m->rows; r++) {
@@ -502,9 +737,15 @@ void vector_add_row_sums(struct vector *v, float alpha, const struct matrix *m, 
 }
 
 void vector_add_col_sums(struct vector *v, float alpha, const struct matrix *m, float beta) {
+    ASSERT(v->dim == m->rows);
+#if HAVE_CUDA
+    if (GPU2(v, m)) {
+        cuda_add_col_sums(v->data, alpha, CM(m), beta);
+        return;
+    }
+#endif
     ON_CPU(v);
     ON_CPU(m);
-    ASSERT(v->dim == m->rows);
     for (int r = 0; r < m->rows; r++) {
         double s = sum_f64(m->data + (long)r * m->stride, m->cols);
         v->data[r] = (float)(alpha * s + (beta == 0.0f ? 0.0 : (double)beta * v->data[r]));

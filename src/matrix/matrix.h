@@ -48,6 +48,24 @@ struct vector {
 
 extern int matrix_default_device;
 
+/* ---- device selection (programs call this right after option parsing) ----
+ * use_gpu is the value of --use-gpu:
+ *   "no"        the CPU;
+ *   "yes"       a GPU, or -1 with error_set("--use-gpu=yes but no GPU: <reason>");
+ *   "optional"  a GPU if one can be had, else the CPU with a LOG line saying why; returns 0;
+ *   "wait"      like "yes", but while every visible GPU is busy (exclusive mode: other jobs hold
+ *               them) retry every 10 s; no visible GPU at all fails at once;
+ *   anything else: -1, "--use-gpu: expected yes, no, optional or wait, got '...'".
+ * Sets matrix_default_device (new storage goes there). Which GPU: those CUDA_VISIBLE_DEVICES
+ * leaves visible; in exclusive-process mode the first one free, else the one with the largest
+ * fraction of free memory; a LOG line names it. Built without CUDA (make CUDA=1), "yes" and
+ * "wait" fail with that reason and "optional" gives the CPU. Model files are the same on both.
+ * In a program: if (cuda_select_device(use_gpu) < 0) die("%s", error_get());   (exit 1) */
+int cuda_select_device(const char *use_gpu);
+/* Wait for queued GPU work (for timing; transfers to the host wait by themselves). No-op on the
+ * CPU or without CUDA. */
+void matrix_sync(void);
+
 /* Number of BLAS threads (OpenBLAS); n <= 0 leaves the library default. */
 void matrix_set_num_threads(int n);
 
