@@ -325,7 +325,7 @@ int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_back
     int first_updatable = n->num;
     for (int i = n->num - 1; i >= 0; i--)
         if (n->comps[i]->ops->updatable) first_updatable = i;
-    enum backprop_mode bmode = mode == NNET_UPDATE ? BACKPROP_STEP : BACKPROP_GRADIENT;
+    enum backprop_mode bmode = mode == NNET_GRADIENT ? BACKPROP_GRADIENT : BACKPROP_STEP;
     const struct matrix *d_out = out_deriv;
     for (int i = n->num - 1; i >= 0; i--) {
         struct component *c = n->comps[i];
@@ -346,7 +346,10 @@ int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_back
         if (!d_in) break;
         d_out = d_in;
     }
-    if (mode != NNET_UPDATE) return 0;
+    return mode == NNET_UPDATE ? nnet_apply_step(n) : 0;
+}
+
+int nnet_apply_step(struct nnet *n) {
     double norm = clip_step(n);
     if (!isfinite(norm)) {
         WARN("non-finite parameter step (norm %g): skipping this update", norm);

@@ -225,10 +225,17 @@ const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, in
 enum nnet_backward_mode {
     NNET_GRADIENT = 0, /* nnet_delta(n) = gradient of the objective (no update) */
     NNET_UPDATE = 1,   /* compute the step into nnet_delta(n), clip, and add it to the params */
+    NNET_STEP = 2,     /* the step into nnet_delta(n) (learning rates, natural gradient and its
+                        * max-change-per-sample applied), not clipped, params untouched */
 };
 /* Backward after nnet_forward. out_deriv: d objective / d output (rows and dim of the output).
- * Returns 0, or 1 if NNET_UPDATE skipped a non-finite step (warned; parameters untouched). */
+ * Returns 0, or 1 if NNET_UPDATE skipped a non-finite step (warned; parameters untouched).
+ * NNET_UPDATE is NNET_STEP followed by nnet_apply_step. */
 int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_backward_mode mode);
+/* Clip the step in nnet_delta(n) to the components' and the global max-change and add it to the
+ * parameters. Lets a trainer combine steps (e.g. sum them over MPI ranks) before applying them.
+ * Returns 0, or 1 if the step is not finite (warned; parameters untouched). */
+int nnet_apply_step(struct nnet *n);
 
 /* Weighted cross-entropy against sparse labels on the last forward's output: label i is
  * (rows[i], cols[i], weights[i]); weights NULL means all 1. Returns sum_i w_i log p(rows[i],

@@ -1,5 +1,6 @@
 /* The SGD loop (nnet-train), evaluation (nnet-compute-prob) and inference (nnet-forward). */
 #include "train/train.h"
+#include "train/train-internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,9 +12,7 @@ void train_options_default(struct train_options *o) {
     o->progress_every = 50;
 }
 
-/* The minibatch input where the network computes: the host matrix itself on the CPU, else a copy
- * on the device (kept between minibatches). */
-static const struct matrix *input_on_device(const struct egs_minibatch *mb, struct matrix *dev) {
+const struct matrix *train_input_on_device(const struct egs_minibatch *mb, struct matrix *dev) {
     if (matrix_default_device == MATRIX_CPU) return &mb->input;
     if (dev->rows != mb->input.rows || dev->cols != mb->input.cols) {
         matrix_release(dev);
@@ -23,10 +22,9 @@ static const struct matrix *input_on_device(const struct egs_minibatch *mb, stru
     return dev;
 }
 
-/* Objective, derivative and accuracy of the last forward against the minibatch's labels. */
-static void score_minibatch(struct nnet *n, const struct matrix *out, const struct egs_minibatch *mb,
-                            struct matrix *deriv, int **argmax, int *argmax_cap,
-                            struct train_stats *st, double *objf, double *weight) {
+void train_score_minibatch(struct nnet *n, const struct matrix *out, const struct egs_minibatch *mb,
+                           struct matrix *deriv, int **argmax, int *argmax_cap,
+                           struct train_stats *st, double *objf, double *weight) {
     const int *rows = mb->label_row, *cols = (const int *)mb->label_index;
     double o = nnet_objective_xent(n, mb->num_labels, rows, cols, mb->label_weight, deriv);
     if (*argmax_cap < out->rows) {
@@ -50,7 +48,7 @@ static void score_minibatch(struct nnet *n, const struct matrix *out, const stru
 }
 
 /* Labels must index the network's outputs: a bad label is bad input, named here. */
-static int check_labels(const struct egs_minibatch *mb, int output_dim) {
+int train_check_labels(const struct egs_minibatch *mb, int output_dim) {
     for (int i = 0; i < mb->num_labels; i++)
         if (mb->label_index[i] < 0 || mb->label_index[i] >= output_dim)
             return error_set("label %d out of range for a network with %d outputs",
@@ -76,14 +74,14 @@ static int run_pass(struct nnet *n, const char *egs_rspec, int minibatch_size, i
                            egs_rspec, mb->input_dim, nnet_input_dim(n));
             break;
         }
-        if (check_labels(mb, nnet_output_dim(n))) {
+        if (train_check_labels(mb, nnet_output_dim(n))) {
             rc = error_wrap("'%s': ", egs_rspec);
             break;
         }
-        const struct matrix *out = nnet_forward(n, input_on_device(mb, &dev_input), mb->num_egs,
-                                                update);
+        const struct matrix *out =
+            nnet_forward(n, train_input_on_device(mb, &dev_input), mb->num_egs, update);
         double correct_before = st->correct, o, w;
-        score_minibatch(n, out, mb, &deriv, &argmax, &argmax_cap, st, &o, &w);
+        train_score_minibatch(n, out, mb, &deriv, &argmax, &argmax_cap, st, &o, &w);
         if (update && nnet_backward(n, &deriv, NNET_UPDATE)) st->num_skipped++;
         phase_objf += o;
         phase_weight += w;
