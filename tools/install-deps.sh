@@ -3,6 +3,7 @@
 # is missing and runs `apt-get update` only when something is.
 #   tools/install-deps.sh            build + tests (compiler, OpenBLAS, zlib, clang for fuzzing, ...)
 #   tools/install-deps.sh --bench    also the benchmark peers (python3-torch)
+#   tools/install-deps.sh --mpi      also Open MPI (nnet-train-mpi; libpmix2 for srun --mpi=pmix)
 set -euo pipefail
 
 pkgs=(make gcc libopenblas-dev zlib1g-dev clang libclang-rt-14-dev python3 gawk bc perl gzip
@@ -10,6 +11,7 @@ pkgs=(make gcc libopenblas-dev zlib1g-dev clang libclang-rt-14-dev python3 gawk 
 for arg in "$@"; do
     case $arg in
         --bench) pkgs+=(python3-torch python3-numpy) ;;
+        --mpi) pkgs+=(openmpi-bin libopenmpi-dev libpmix2) ;;
         *) echo "$0: unknown option '$arg'" >&2; exit 2 ;;
     esac
 done

@@ -200,11 +200,14 @@ int main(int argc, char **argv) {
             "skipped) in %.1f s, %.0f frames/s; accuracy %.4f", t->num_egs, t->num_frames,
             t->num_minibatches, comm.size, t->num_skipped, t->seconds,
             t->num_frames / (t->seconds > 0 ? t->seconds : 1), t->correct / t->weight);
-        LOG("Exchanges (rank 0): %lld all-reduces of %s, %.3f MB each way per rank in total, "
-            "%.3f s (%.1f%% of the loop); %.3f s (%.1f%%) waiting at the per-minibatch flag",
+        LOG("Exchanges (rank 0): %lld all-reduces of the %s, %.3f MB of payload per rank, "
+            "%.3f s (%.1f%% of the loop); %.3f s (%.1f%%) in the per-minibatch flag all-reduce",
             st.num_exchanges, o.mode == TRAIN_SYNC_PARAMS ? "parameters" : "steps",
             st.exchange_bytes / 1e6, st.exchange_seconds, 100 * st.exchange_seconds / loop,
             st.flag_seconds, 100 * st.flag_seconds / loop);
+        if (o.check_sync)
+            LOG("Checked: all %d ranks held bitwise the same parameters after each of the %lld "
+                "exchanges", comm.size, st.num_exchanges);
         if (st.num_stopped_early)
             LOG("%lld rank(s) stopped with examples left (the shortest archive ends the pass)",
                 st.num_stopped_early);
