@@ -11,6 +11,10 @@ fi
 if ! command -v nnet-train-mpi >/dev/null; then
     fail "mpirun is installed but nnet-train-mpi was not built (no mpicc?)"; exit 1
 fi
+# Under SAN=address, Open MPI's own allocations outlive MPI_Finalize: suppress those only.
+# (Full unwinding, so that every such stack shows its Open MPI frames.)
+export LSAN_OPTIONS="suppressions=$TESTS/prog/lsan-openmpi.supp:print_suppressions=0"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 # As root (CI), Open MPI wants --allow-run-as-root; --oversubscribe lets 2 ranks share 1 core.
 mpi() { timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$@"; }
 
