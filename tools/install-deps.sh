@@ -7,7 +7,7 @@
 set -euo pipefail
 
 pkgs=(make gcc libopenblas-dev zlib1g-dev clang libclang-rt-14-dev python3 gawk bc perl gzip
-      dataset-fashion-mnist)
+      dataset-fashion-mnist gnuplot-nox)
 for arg in "$@"; do
     case $arg in
         --bench) pkgs+=(python3-torch python3-numpy) ;;

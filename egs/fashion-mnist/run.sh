@@ -18,6 +18,7 @@ final_learning_rate=0.0004
 config=conf/nnet.config
 limit=0          # use only this many training images (0: all); for quick tests
 dir=exp/nnet
+egs_dir=exp/egs
 # End configuration section.
 help_message="Usage: $0 [--stage N] [--cmd runner] [--num-jobs N] [--num-epochs N] [--limit N]"
 . utils/parse_options.sh || exit 1
@@ -30,22 +31,23 @@ if [ $stage -le 0 ]; then
 fi
 
 if [ $stage -le 1 ]; then
-    echo "$0: stage 1: making examples in $dir/egs"
+    echo "$0: stage 1: making examples in $egs_dir"
     steps/get_egs.sh --cmd "$cmd" --num-jobs $num_jobs --samples-per-iter $samples_per_iter \
-        --valid-data-dir data/valid --num-utts-subset 1000 data/train $dir/egs
+        --valid-data-dir data/valid --num-utts-subset 1000 data/train $egs_dir
 fi
 
 if [ $stage -le 2 ]; then
     echo "$0: stage 2: training with $num_jobs jobs and parameter averaging"
     steps/train.sh --cmd "$cmd" --num-jobs $num_jobs --num-epochs $num_epochs \
         --minibatch-size $minibatch_size --initial-learning-rate $initial_learning_rate \
-        --final-learning-rate $final_learning_rate $dir/egs $config $dir
+        --final-learning-rate $final_learning_rate $egs_dir $config $dir
 fi
 
 if [ $stage -le 3 ]; then
     echo "$0: stage 3: test accuracy"
-    nnet-get-egs scp:data/test/feats.scp scp:data/test/labels.scp ark:$dir/test.egs 2>$dir/log/test_egs.log
-    nnet-compute-prob $dir/final.mdl ark:$dir/test.egs 2>$dir/log/compute_prob_test.log >/dev/null
+    [ -f $egs_dir/test.egs ] || nnet-get-egs scp:data/test/feats.scp scp:data/test/labels.scp \
+        ark:$egs_dir/test.egs 2>$dir/log/test_egs.log
+    nnet-compute-prob $dir/final.mdl ark:$egs_dir/test.egs 2>$dir/log/compute_prob_test.log >/dev/null
     acc=$(grep -o 'accuracy is [0-9.]*' $dir/log/compute_prob_test.log | awk '{print $3}')
     logprob=$(grep -o 'average probability is [-0-9.]*' $dir/log/compute_prob_test.log | awk '{print $4}')
     valid_acc=$(grep -o 'accuracy is [0-9.]*' $dir/log/compute_prob_valid.final.log | awk '{print $3}')

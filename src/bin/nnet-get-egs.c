@@ -37,7 +37,8 @@ int main(int argc, char **argv) {
     struct egs_stats st;
     int rc = egs_get(argv[1], argv[2], argv[3], &opts, &st);
     LOG("Finished generating examples, successfully processed %lld feature files, wrote %lld "
-        "examples, %lld files had errors.", st.num_read, st.num_written, st.num_skipped);
+        "examples, %lld files had errors.",
+        st.num_read, st.num_written, st.num_skipped);
     if (rc) die("%s", error_get());
     return st.num_written == 0 ? 1 : 0;
 }

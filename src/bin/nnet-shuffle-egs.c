@@ -28,7 +28,8 @@ int main(int argc, char **argv) {
     if (rc) die("%s", error_get());
     if (buffer_size)
         LOG("Shuffled order of %lld neural-network training examples using a buffer (partial "
-            "randomization)", st.num_written);
+            "randomization)",
+            st.num_written);
     else
         LOG("Shuffled order of %lld neural-network training examples", st.num_written);
     return st.num_written == 0 ? 1 : 0;

@@ -37,8 +37,10 @@ static int finish(struct table_reader *r, struct table_writer *w, int rc) {
     char *saved = rc ? xstrdup(error_get()) : NULL;
     if (r && table_reader_close(r) && !rc) rc = -1;
     if (w) {
-        if (rc) table_writer_abort(w);
-        else if (table_writer_close(w)) rc = -1;
+        if (rc)
+            table_writer_abort(w);
+        else if (table_writer_close(w))
+            rc = -1;
     }
     if (saved) {
         error_set("%s", saved);
@@ -253,7 +255,8 @@ int egs_shuffle(const char *in_rspec, const char *out_wspec, int buffer_size, ui
         if (got < 0) rc = error_wrap("reading '%s': ", in_rspec);
         if (!rc) {
             struct item **order = xmalloc(sizeof *order * (n ? n : 1));
-            for (size_t i = 0; i < n; i++) order[i] = &items[i];
+            for (size_t i = 0; i < n; i++)
+                order[i] = &items[i];
             rng_shuffle(&g, order, n, sizeof *order);
             for (size_t i = 0; i < n && !rc; i++) {
                 rc = write_eg(&w, order[i]->key, &order[i]->eg);
@@ -261,7 +264,8 @@ int egs_shuffle(const char *in_rspec, const char *out_wspec, int buffer_size, ui
             }
             free(order);
         }
-        for (size_t i = 0; i < n; i++) item_release(&items[i]);
+        for (size_t i = 0; i < n; i++)
+            item_release(&items[i]);
     } else {
         items = xcalloc((size_t)buffer_size, sizeof *items);
         struct item fresh;
@@ -324,7 +328,8 @@ int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, i
             break;
         }
         for (int c = 0; c < count && !rc; c++) {
-            int o = random ? (int)rng_below(&g, (uint32_t)num_out) : (int)(st->num_written % num_out);
+            int o =
+                random ? (int)rng_below(&g, (uint32_t)num_out) : (int)(st->num_written % num_out);
             rc = write_eg(&w[o], table_reader_key(&r), &eg);
             if (!rc) st->num_written++;
         }
@@ -332,7 +337,8 @@ int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, i
     if (!rc && got < 0) rc = error_wrap("reading '%s': ", in_rspec);
     example_release(&eg);
     rc = finish(&r, NULL, rc);
-    for (int o = 0; o < opened; o++) rc = finish(NULL, &w[o], rc);
+    for (int o = 0; o < opened; o++)
+        rc = finish(NULL, &w[o], rc);
     free(w);
     return rc;
 }
@@ -368,7 +374,8 @@ int egs_subset(const char *in_rspec, const char *out_wspec, int n, uint64_t sran
     if (got < 0) rc = error_wrap("reading '%s': ", in_rspec);
     if (!rc && randomize_order) {
         int *order = xmalloc(sizeof(int) * (kept ? kept : 1));
-        for (int i = 0; i < kept; i++) order[i] = i;
+        for (int i = 0; i < kept; i++)
+            order[i] = i;
         rng_shuffle(&g, order, (size_t)kept, sizeof *order);
         for (int i = 0; i < kept && !rc; i++) {
             rc = write_eg(&w, items[order[i]].key, &items[order[i]].eg);
@@ -381,7 +388,8 @@ int egs_subset(const char *in_rspec, const char *out_wspec, int n, uint64_t sran
             if (!rc) st->num_written++;
         }
     }
-    for (int i = 0; i < kept; i++) item_release(&items[i]);
+    for (int i = 0; i < kept; i++)
+        item_release(&items[i]);
     free(items);
     example_release(&eg);
     return finish(&r, &w, rc);
@@ -471,15 +479,18 @@ int egs_info_compute(const char *in_rspec, struct egs_info *info) {
     }
     if (!rc && got < 0) rc = error_wrap("reading '%s': ", in_rspec);
     /* trim the histogram to the largest index seen */
-    while (info->label_dim > 0 && info->label_count[info->label_dim - 1] == 0) info->label_dim--;
+    while (info->label_dim > 0 && info->label_count[info->label_dim - 1] == 0)
+        info->label_dim--;
     matrix_release(&m);
     example_release(&eg);
     return finish(&r, NULL, rc);
 }
 
 static void print_range(FILE *f, const char *name, int lo, int hi) {
-    if (lo == hi) fprintf(f, "%s %d\n", name, lo);
-    else fprintf(f, "%s %d..%d\n", name, lo, hi);
+    if (lo == hi)
+        fprintf(f, "%s %d\n", name, lo);
+    else
+        fprintf(f, "%s %d..%d\n", name, lo, hi);
 }
 
 void egs_info_print(FILE *f, const struct egs_info *info) {
@@ -502,9 +513,11 @@ void egs_info_print(FILE *f, const struct egs_info *info) {
     fprintf(f, "decode-seconds %.6f\n", info->decode_seconds);
     fprintf(f, "label-dim %d\n", info->label_dim);
     fprintf(f, "label-counts [");
-    for (int i = 0; i < info->label_dim; i++) fprintf(f, " %lld", info->label_count[i]);
+    for (int i = 0; i < info->label_dim; i++)
+        fprintf(f, " %lld", info->label_count[i]);
     fprintf(f, " ]\nlabel-weights [");
-    for (int i = 0; i < info->label_dim; i++) fprintf(f, " %g", info->label_weight[i]);
+    for (int i = 0; i < info->label_dim; i++)
+        fprintf(f, " %g", info->label_weight[i]);
     fprintf(f, " ]\n");
 }
 

@@ -69,18 +69,18 @@ enum egs_compress {
 #define EXAMPLE_ZLIB_VERSION 1
 
 struct example {
-    int num_frames;          /* T >= 1: labelled frames */
-    int left_context;        /* L >= 0 */
-    int rows, cols;          /* input frames: L + T + R rows, cols features each */
-    int storage;             /* enum example_storage */
-    struct matrix input;     /* FLOAT: host (rows, cols), owned */
+    int num_frames;              /* T >= 1: labelled frames */
+    int left_context;            /* L >= 0 */
+    int rows, cols;              /* input frames: L + T + R rows, cols features each */
+    int storage;                 /* enum example_storage */
+    struct matrix input;         /* FLOAT: host (rows, cols), owned */
     struct compressed_matrix cm; /* CM: (rows, cols) */
-    unsigned char *zdata;    /* ZLIB: (zsize) deflated bytes */
+    unsigned char *zdata;        /* ZLIB: (zsize) deflated bytes */
     size_t zsize;
-    int *label_start;        /* (num_frames + 1): frame t owns labels [start[t], start[t+1]) */
-    int32_t *label_index;    /* (label_start[num_frames]) */
-    float *label_weight;     /* (label_start[num_frames]) */
-    float *spk_info;         /* (spk_dim), appended to every input row; NULL when spk_dim == 0 */
+    int *label_start;     /* (num_frames + 1): frame t owns labels [start[t], start[t+1]) */
+    int32_t *label_index; /* (label_start[num_frames]) */
+    float *label_weight;  /* (label_start[num_frames]) */
+    float *spk_info;      /* (spk_dim), appended to every input row; NULL when spk_dim == 0 */
     int spk_dim;
 };
 
@@ -99,8 +99,8 @@ static inline int example_num_labels(const struct example *eg) {
 
 /* Labels. start has num_frames + 1 entries (start[0] == 0, non-decreasing); index/weight have
  * start[num_frames] entries. Copies. num_frames >= 1. */
-void example_set_labels(struct example *eg, int num_frames, const int *start,
-                        const int32_t *index, const float *weight);
+void example_set_labels(struct example *eg, int num_frames, const int *start, const int32_t *index,
+                        const float *weight);
 /* One label of weight 1 per frame (as from ali-to-pdf). */
 void example_set_labels_simple(struct example *eg, int num_frames, const int32_t *index);
 
@@ -136,13 +136,13 @@ int egs_compress_parse(const char *s, int *compress);
  * [k * rows_per_eg, (k+1) * rows_per_eg), and the labels as (row, index, weight) triples where
  * row = k * frames_per_eg + t is the network output row of frame t of example k. */
 struct egs_minibatch {
-    struct matrix input;   /* (num_egs * rows_per_eg, input_dim), host, owned */
+    struct matrix input; /* (num_egs * rows_per_eg, input_dim), host, owned */
     int num_egs, rows_per_eg, frames_per_eg, input_dim;
     int left_context, right_context; /* of the rows in input (after trimming) */
     int num_labels;
-    int *label_row;        /* (num_labels) */
-    int32_t *label_index;  /* (num_labels) */
-    float *label_weight;   /* (num_labels) */
+    int *label_row;       /* (num_labels) */
+    int32_t *label_index; /* (num_labels) */
+    float *label_weight;  /* (num_labels) */
     int label_cap;
 };
 void egs_minibatch_init(struct egs_minibatch *mb);
@@ -151,8 +151,8 @@ void egs_minibatch_release(struct egs_minibatch *mb);
  * (the network's context); left = right = -1 keeps the examples' own context, which must then
  * agree. Returns 0, or -1 (error_set naming the example) when shapes differ, context is too
  * short or an input is corrupt. Storage is reused between calls. */
-int egs_minibatch_build(struct egs_minibatch *mb, const struct example *const *egs, int n,
-                        int left, int right);
+int egs_minibatch_build(struct egs_minibatch *mb, const struct example *const *egs, int n, int left,
+                        int right);
 
 /* ---- the programs' library calls ---- */
 struct egs_get_opts {
@@ -161,9 +161,9 @@ struct egs_get_opts {
     int compress;                    /* enum egs_compress (not KEEP) */
 };
 struct egs_stats {
-    long long num_read;      /* examples (or utterances for egs_get) read */
-    long long num_written;   /* examples written (egs_copy: over all outputs) */
-    long long num_skipped;   /* egs_get: utterances skipped with a warning */
+    long long num_read;    /* examples (or utterances for egs_get) read */
+    long long num_written; /* examples written (egs_copy: over all outputs) */
+    long long num_skipped; /* egs_get: utterances skipped with a warning */
 };
 
 /* Cut one utterance (feats: host T x D; labels: T int32) into examples: blocks of num_frames
@@ -172,9 +172,9 @@ struct egs_stats {
  * emit with the key "<utt>-<start>"; emit returns 0 or -1 (stops). */
 int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t *labels,
                       const struct egs_get_opts *opts,
-                      int (*emit)(void *ctx, const char *key, const struct example *eg),
-                      void *ctx);
-/* nnet-get-egs: features (matrices) + per-frame int32 labels (random access by key) -> examples.
+                      int (*emit)(void *ctx, const char *key, const struct example *eg), void *ctx);
+/* nnet-get-egs: features (matrices) + per-frame int32 labels -> examples. The labels table is
+ * read whole into memory first (small; so it may be a pipe in any order, as Kaldi allows).
  * An utterance without labels, or whose label count differs from its frame count, is skipped
  * with a warning and counted (num_skipped); num_read counts utterances processed. */
 int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_wspec,
@@ -197,15 +197,15 @@ int egs_subset(const char *in_rspec, const char *out_wspec, int n, uint64_t sran
  * decode time measured. label_weight[i] is the total weight of label index i (dim label_dim). */
 struct egs_info {
     long long num_egs, num_frames, num_labels;
-    int input_dim, cols, spk_dim;        /* of the first example */
+    int input_dim, cols, spk_dim; /* of the first example */
     int min_left, max_left, min_right, max_right, min_frames, max_frames;
-    long long storage_count[5];          /* float, cm, cm2, cm3, zlib */
-    double *label_weight;                /* (label_dim) */
-    long long *label_count;              /* (label_dim) */
+    long long storage_count[5]; /* float, cm, cm2, cm3, zlib */
+    double *label_weight;       /* (label_dim) */
+    long long *label_count;     /* (label_dim) */
     int label_dim;
-    double stored_bytes;                 /* input payload bytes as stored */
-    double decoded_bytes;                /* float bytes after decoding */
-    double decode_seconds;               /* time inside example_input_decode */
+    double stored_bytes;   /* input payload bytes as stored */
+    double decoded_bytes;  /* float bytes after decoding */
+    double decode_seconds; /* time inside example_input_decode */
 };
 int egs_info_compute(const char *in_rspec, struct egs_info *info);
 void egs_info_print(FILE *f, const struct egs_info *info);

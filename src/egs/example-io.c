@@ -17,8 +17,8 @@ static int check_count(struct kin *in, int binary, int64_t count, int64_t bytes_
     if (left >= 0 && count > left / need)
         return kin_error(in, "%s count %lld exceeds the %lld bytes left", what, (long long)count,
                          (long long)left);
-    if (count > IO_MAX_ELEMENTS / 2) return kin_error(in, "%s count %lld too large", what,
-                                                      (long long)count);
+    if (count > IO_MAX_ELEMENTS / 2)
+        return kin_error(in, "%s count %lld too large", what, (long long)count);
     return 0;
 }
 
@@ -79,8 +79,7 @@ static int read_zm(struct kin *in, struct example *eg) {
     if (version != EXAMPLE_ZLIB_VERSION)
         return kin_error(in, "unsupported ZM version %d (this build reads %d)", (int)version,
                          EXAMPLE_ZLIB_VERSION);
-    if (io_read_int32(in, 1, &rows) || io_read_int32(in, 1, &cols) ||
-        io_read_int32(in, 1, &nbytes))
+    if (io_read_int32(in, 1, &rows) || io_read_int32(in, 1, &cols) || io_read_int32(in, 1, &nbytes))
         return -1;
     if (rows < 1 || cols < 1 || (int64_t)rows * cols > IO_MAX_ELEMENTS)
         return kin_error(in, "bad ZM shape %d x %d", (int)rows, (int)cols);
@@ -145,8 +144,7 @@ int example_read(struct kin *in, int binary, struct example *eg) {
         goto fail;
     }
     int32_t left;
-    if (io_expect_token(in, binary, "<LeftContext>") || io_read_int32(in, binary, &left))
-        goto fail;
+    if (io_expect_token(in, binary, "<LeftContext>") || io_read_int32(in, binary, &left)) goto fail;
     if (left < 0 || (int64_t)left + eg->num_frames > eg->rows) {
         kin_error(in, "left context %d with %d labelled frames does not fit %d input rows",
                   (int)left, eg->num_frames, eg->rows);

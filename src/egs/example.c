@@ -46,8 +46,7 @@ void example_copy(struct example *dst, const struct example *src) {
             matrix_init_on(&dst->input, src->rows, src->cols, MATRIX_CPU);
             for (int r = 0; r < src->rows; r++)
                 memcpy(dst->input.data + (size_t)r * dst->input.stride,
-                       src->input.data + (size_t)r * src->input.stride,
-                       sizeof(float) * src->cols);
+                       src->input.data + (size_t)r * src->input.stride, sizeof(float) * src->cols);
         }
         break;
     case EXAMPLE_STORE_CM:
@@ -72,10 +71,11 @@ void example_copy(struct example *dst, const struct example *src) {
     dst->spk_info = dup_bytes(src->spk_info, sizeof(float) * src->spk_dim);
 }
 
-void example_set_labels(struct example *eg, int num_frames, const int *start,
-                        const int32_t *index, const float *weight) {
+void example_set_labels(struct example *eg, int num_frames, const int *start, const int32_t *index,
+                        const float *weight) {
     ASSERT(num_frames >= 1 && start[0] == 0);
-    for (int t = 0; t < num_frames; t++) ASSERT(start[t + 1] >= start[t]);
+    for (int t = 0; t < num_frames; t++)
+        ASSERT(start[t + 1] >= start[t]);
     int nl = start[num_frames];
     free(eg->label_start);
     free(eg->label_index);
@@ -93,8 +93,10 @@ void example_set_labels_simple(struct example *eg, int num_frames, const int32_t
     ASSERT(num_frames >= 1);
     int *start = xmalloc(sizeof(int) * (num_frames + 1));
     float *w = xmalloc(sizeof(float) * num_frames);
-    for (int t = 0; t <= num_frames; t++) start[t] = t;
-    for (int t = 0; t < num_frames; t++) w[t] = 1.0f;
+    for (int t = 0; t <= num_frames; t++)
+        start[t] = t;
+    for (int t = 0; t < num_frames; t++)
+        w[t] = 1.0f;
     example_set_labels(eg, num_frames, start, index, w);
     free(start);
     free(w);
@@ -129,8 +131,8 @@ int example_set_input(struct example *eg, const struct matrix *m, int left_conte
         eg->storage = EXAMPLE_STORE_FLOAT;
         matrix_init_on(&eg->input, m->rows, m->cols, MATRIX_CPU);
         for (int r = 0; r < m->rows; r++)
-            memcpy(eg->input.data + (size_t)r * eg->input.stride,
-                   m->data + (size_t)r * m->stride, sizeof(float) * m->cols);
+            memcpy(eg->input.data + (size_t)r * eg->input.stride, m->data + (size_t)r * m->stride,
+                   sizeof(float) * m->cols);
         break;
     case EGS_COMPRESS_8BIT:
     case EGS_COMPRESS_16BIT: {
@@ -190,18 +192,26 @@ const char *example_storage_name(const struct example *eg) {
     case EXAMPLE_STORE_FLOAT: return "float";
     case EXAMPLE_STORE_ZLIB: return "zlib";
     case EXAMPLE_STORE_CM:
-        return eg->cm.format == CM_FORMAT_CM ? "cm" : eg->cm.format == CM_FORMAT_CM2 ? "cm2" : "cm3";
+        return eg->cm.format == CM_FORMAT_CM    ? "cm"
+               : eg->cm.format == CM_FORMAT_CM2 ? "cm2"
+                                                : "cm3";
     }
     return "?";
 }
 
 int egs_compress_parse(const char *s, int *compress) {
-    if (!s || !*s || !strcmp(s, "keep")) *compress = EGS_COMPRESS_KEEP;
-    else if (!strcmp(s, "none")) *compress = EGS_COMPRESS_NONE;
-    else if (!strcmp(s, "8bit")) *compress = EGS_COMPRESS_8BIT;
-    else if (!strcmp(s, "16bit")) *compress = EGS_COMPRESS_16BIT;
-    else if (!strcmp(s, "zlib")) *compress = EGS_COMPRESS_ZLIB;
-    else return error_set("invalid compression '%s' (use none, 8bit, 16bit or zlib)", s);
+    if (!s || !*s || !strcmp(s, "keep"))
+        *compress = EGS_COMPRESS_KEEP;
+    else if (!strcmp(s, "none"))
+        *compress = EGS_COMPRESS_NONE;
+    else if (!strcmp(s, "8bit"))
+        *compress = EGS_COMPRESS_8BIT;
+    else if (!strcmp(s, "16bit"))
+        *compress = EGS_COMPRESS_16BIT;
+    else if (!strcmp(s, "zlib"))
+        *compress = EGS_COMPRESS_ZLIB;
+    else
+        return error_set("invalid compression '%s' (use none, 8bit, 16bit or zlib)", s);
     return 0;
 }
 
@@ -212,14 +222,11 @@ static inline float cm_u16(const struct compressed_matrix *cm, uint16_t u) {
     return cm->min_value + cm->range * (1.0f / 65535.0f) * (float)u;
 }
 
-static inline uint16_t load_u16(const unsigned char *p) {
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
+static inline uint16_t load_u16(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
 /* CM: column headers (p0, p25, p75, p100) then bytes column-major; byte v maps piecewise
  * linearly 0..64 -> p0..p25, 64..192 -> p25..p75, 192..255 -> p75..p100. */
-static void decode_cm(const struct compressed_matrix *cm, int row0, int n, float *dst,
-                      int stride) {
+static void decode_cm(const struct compressed_matrix *cm, int row0, int n, float *dst, int stride) {
     const unsigned char *hdr = cm->data;
     const unsigned char *bytes = cm->data + (size_t)8 * cm->cols;
     for (int c = 0; c < cm->cols; c++) {
@@ -227,13 +234,15 @@ static void decode_cm(const struct compressed_matrix *cm, int row0, int n, float
         float p0 = cm_u16(cm, load_u16(h)), p25 = cm_u16(cm, load_u16(h + 2));
         float p75 = cm_u16(cm, load_u16(h + 4)), p100 = cm_u16(cm, load_u16(h + 6));
         float table[256];
-        for (int v = 0; v <= 64; v++) table[v] = p0 + (p25 - p0) * (float)v * (1.0f / 64.0f);
+        for (int v = 0; v <= 64; v++)
+            table[v] = p0 + (p25 - p0) * (float)v * (1.0f / 64.0f);
         for (int v = 65; v <= 192; v++)
             table[v] = p25 + (p75 - p25) * (float)(v - 64) * (1.0f / 128.0f);
         for (int v = 193; v < 256; v++)
             table[v] = p75 + (p100 - p75) * (float)(v - 192) * (1.0f / 63.0f);
         const unsigned char *col = bytes + (size_t)c * cm->rows + row0;
-        for (int r = 0; r < n; r++) dst[(size_t)r * stride + c] = table[col[r]];
+        for (int r = 0; r < n; r++)
+            dst[(size_t)r * stride + c] = table[col[r]];
     }
 }
 
@@ -243,18 +252,21 @@ static void decode_cm2(const struct compressed_matrix *cm, int row0, int n, floa
     for (int r = 0; r < n; r++) {
         const unsigned char *p = cm->data + ((size_t)(row0 + r) * cm->cols) * 2;
         float *d = dst + (size_t)r * stride;
-        for (int c = 0; c < cm->cols; c++) d[c] = cm->min_value + scale * (float)load_u16(p + 2 * c);
+        for (int c = 0; c < cm->cols; c++)
+            d[c] = cm->min_value + scale * (float)load_u16(p + 2 * c);
     }
 }
 
 static void decode_cm3(const struct compressed_matrix *cm, int row0, int n, float *dst,
                        int stride) {
     float table[256];
-    for (int v = 0; v < 256; v++) table[v] = cm->min_value + cm->range * (float)v * (1.0f / 255.0f);
+    for (int v = 0; v < 256; v++)
+        table[v] = cm->min_value + cm->range * (float)v * (1.0f / 255.0f);
     for (int r = 0; r < n; r++) {
         const unsigned char *p = cm->data + (size_t)(row0 + r) * cm->cols;
         float *d = dst + (size_t)r * stride;
-        for (int c = 0; c < cm->cols; c++) d[c] = table[p[c]];
+        for (int c = 0; c < cm->cols; c++)
+            d[c] = table[p[c]];
     }
 }
 
@@ -271,9 +283,12 @@ int example_input_decode_rows(const struct example *eg, int row0, int n, struct 
                    sizeof(float) * eg->cols);
         break;
     case EXAMPLE_STORE_CM:
-        if (eg->cm.format == CM_FORMAT_CM) decode_cm(&eg->cm, row0, n, d, stride);
-        else if (eg->cm.format == CM_FORMAT_CM2) decode_cm2(&eg->cm, row0, n, d, stride);
-        else decode_cm3(&eg->cm, row0, n, d, stride);
+        if (eg->cm.format == CM_FORMAT_CM)
+            decode_cm(&eg->cm, row0, n, d, stride);
+        else if (eg->cm.format == CM_FORMAT_CM2)
+            decode_cm2(&eg->cm, row0, n, d, stride);
+        else
+            decode_cm3(&eg->cm, row0, n, d, stride);
         break;
     case EXAMPLE_STORE_ZLIB: {
         size_t want = (size_t)eg->rows * eg->cols * sizeof(float);

@@ -14,8 +14,8 @@ void egs_minibatch_release(struct egs_minibatch *mb) {
     memset(mb, 0, sizeof *mb);
 }
 
-int egs_minibatch_build(struct egs_minibatch *mb, const struct example *const *egs, int n,
-                        int left, int right) {
+int egs_minibatch_build(struct egs_minibatch *mb, const struct example *const *egs, int n, int left,
+                        int right) {
     ASSERT(n >= 1);
     ASSERT((left < 0) == (right < 0));
     const struct example *e0 = egs[0];
@@ -30,15 +30,15 @@ int egs_minibatch_build(struct egs_minibatch *mb, const struct example *const *e
         const struct example *eg = egs[k];
         if (eg->num_frames != frames || example_input_dim(eg) != dim)
             return error_set("example %d of the minibatch has %d frames of dim %d, example 0 has "
-                             "%d of dim %d", k, eg->num_frames, example_input_dim(eg), frames,
-                             dim);
+                             "%d of dim %d",
+                             k, eg->num_frames, example_input_dim(eg), frames, dim);
         if (eg->left_context < left || example_right_context(eg) < right)
-            return error_set("example %d of the minibatch has context (%d, %d), needs (%d, %d)",
-                             k, eg->left_context, example_right_context(eg), left, right);
+            return error_set("example %d of the minibatch has context (%d, %d), needs (%d, %d)", k,
+                             eg->left_context, example_right_context(eg), left, right);
         if (!trim && (eg->left_context != left || example_right_context(eg) != right))
             return error_set("example %d of the minibatch has context (%d, %d), example 0 has "
-                             "(%d, %d)", k, eg->left_context, example_right_context(eg), left,
-                             right);
+                             "(%d, %d)",
+                             k, eg->left_context, example_right_context(eg), left, right);
         total_labels += example_num_labels(eg);
     }
     int rows_per_eg = left + frames + right;

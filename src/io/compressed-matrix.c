@@ -31,18 +31,26 @@ void compressed_matrix_release(struct compressed_matrix *cm) {
     memset(cm, 0, sizeof *cm);
 }
 
+/* (int)x as Kaldi's static_cast, but defined for NaN and huge values (degenerate headers from
+ * corrupt input): NaN -> 0, and out-of-range values saturate. Same result in the normal case. */
+static int to_int(double x) {
+    if (!(x >= -1e9)) return x < 0 ? -1000000000 : 0;
+    if (x > 1e9) return 1000000000;
+    return (int)x;
+}
+
 static uint16_t float_to_u16(float min, float range, float value) {
     float f = (value - min) / range;
     if (f > 1.0f) f = 1.0f;
     if (f < 0.0f) f = 0.0f;
-    return (uint16_t)(int)((double)(f * 65535.0f) + 0.499);
+    return (uint16_t)to_int((double)(f * 65535.0f) + 0.499);
 }
 
 static uint8_t float_to_u8(float min, float range, float value) {
     float f = (value - min) / range;
     if (f > 1.0f) f = 1.0f;
     if (f < 0.0f) f = 0.0f;
-    return (uint8_t)(int)((double)(f * 255.0f) + 0.499);
+    return (uint8_t)to_int((double)(f * 255.0f) + 0.499);
 }
 
 /* 1.52590218966964e-05 is 1/65535 (Kaldi's constant, as a float). */
@@ -54,17 +62,17 @@ static uint8_t float_to_char(float p0, float p25, float p75, float p100, float v
     int ans;
     if (value < p25) {
         float f = (value - p0) / (p25 - p0);
-        ans = (int)((double)(f * 64.0f) + 0.5);
+        ans = to_int((double)(f * 64.0f) + 0.5);
         if (ans < 0) ans = 0;
         if (ans > 64) ans = 64;
     } else if (value < p75) {
         float f = (value - p25) / (p75 - p25);
-        ans = 64 + (int)((double)(f * 128.0f) + 0.5);
+        ans = 64 + to_int((double)(f * 128.0f) + 0.5);
         if (ans < 64) ans = 64;
         if (ans > 192) ans = 192;
     } else {
         float f = (value - p75) / (p100 - p75);
-        ans = 192 + (int)((double)(f * 63.0f) + 0.5);
+        ans = 192 + to_int((double)(f * 63.0f) + 0.5);
         if (ans < 192) ans = 192;
         if (ans > 255) ans = 255;
     }
@@ -133,6 +141,11 @@ int compressed_matrix_compress(struct compressed_matrix *cm, const struct matrix
         if (hi == lo) hi = (float)(lo + (1.0 + fabs(lo)));
         cm->min_value = lo;
         cm->range = hi - lo;
+        if (!isfinite(cm->range)) {
+            cm->format = CM_FORMAT_CM;
+            cm->min_value = cm->range = 0;
+            return error_set("cannot compress a matrix whose range overflows a float");
+        }
         break;
     }
     cm->rows = rows;

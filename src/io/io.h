@@ -291,6 +291,10 @@ struct table_reader {
 /* Parse an rspecifier and open it for sequential reading (random access loads lazily). */
 int table_reader_open(struct table_reader *r, const char *rspecifier,
                       const struct holder_ops *ops);
+/* The same over an already-open stream (fmemopen in tests and fuzzers), which the reader takes
+ * over (and closes). The rspecifier gives kind and options; its filename part is ignored. */
+int table_reader_open_stream(struct table_reader *r, const char *rspecifier, struct kin *in,
+                             const struct holder_ops *ops);
 /* Next item: 1 with the object in *obj (zeroed or a previous object of this holder, which is
  * released first) and the key in table_reader_key(); 0 at the end; -1 on error (file, key,
  * byte offset and reason in error_get()). After 0 or -1 every call returns the same. */

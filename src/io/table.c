@@ -297,10 +297,10 @@ static int kv_cmp(const void *a, const void *b) {
     return strcmp(((const struct kv *)a)->key, ((const struct kv *)b)->key);
 }
 
-/* Load a whole scp into sorted arrays. */
-static int load_scp(const char *rx, char ***keys, char ***values, int *count) {
-    struct kin in;
-    if (kin_open(&in, rx)) return -1;
+/* Load a whole scp (the rest of an open stream) into sorted arrays. */
+static int load_scp_stream(struct kin *inp, char ***keys, char ***values, int *count) {
+    struct kin in = *inp;
+    const char *rx = in.name;
     struct kv *kv = NULL;
     int n = 0, cap = 0, rc = 0;
     char *line = NULL;
@@ -325,9 +325,9 @@ static int load_scp(const char *rx, char ***keys, char ***values, int *count) {
         n++;
     }
     free(line);
-    if (kin_close(&in) && !rc) rc = -1;
+    *inp = in;
     if (!rc) {
-        qsort(kv, (size_t)n, sizeof *kv, kv_cmp);
+        if (n) qsort(kv, (size_t)n, sizeof *kv, kv_cmp);
         for (int i = 1; i < n; i++)
             if (!strcmp(kv[i - 1].key, kv[i].key)) {
                 rc = error_set("'%s': duplicate key '%s'", rx, kv[i].key);
@@ -342,6 +342,14 @@ static int load_scp(const char *rx, char ***keys, char ***values, int *count) {
     }
     *count = n;
     free(kv);
+    return rc;
+}
+
+static int load_scp(const char *rx, char ***keys, char ***values, int *count) {
+    struct kin in;
+    if (kin_open(&in, rx)) return -1;
+    int rc = load_scp_stream(&in, keys, values, count);
+    if (kin_close(&in) && !rc) rc = -1;
     return rc;
 }
 
@@ -632,6 +640,7 @@ static int next_plain(struct table_reader *r, void *obj, char *key) {
             key[n] = '\0';
             return kin_error(in, "key too long");
         }
+        if (c == 0) return kin_error(in, "invalid key (NUL byte)");
         key[n++] = (char)kin_getc(in);
     }
     key[n] = '\0';
@@ -676,11 +685,14 @@ static void *bg_main(void *arg) {
     return NULL;
 }
 
-int table_reader_open(struct table_reader *r, const char *rspecifier,
-                      const struct holder_ops *ops) {
+static int reader_setup(struct table_reader *r, const char *rspecifier, struct kin *given,
+                        const struct holder_ops *ops) {
     memset(r, 0, sizeof *r);
     struct spec s;
-    if (parse_spec(rspecifier, 0, &s)) return -1;
+    if (parse_spec(rspecifier, 0, &s)) {
+        if (given) kin_close(given);
+        return -1;
+    }
     r->ops = ops;
     r->rspecifier = xstrdup(rspecifier);
     r->kind = s.ark ? TABLE_ARK : TABLE_SCP;
@@ -689,7 +701,9 @@ int table_reader_open(struct table_reader *r, const char *rspecifier,
     r->called_sorted = s.called_sorted;
     r->permissive = s.permissive;
     r->background = s.background;
-    int rc = kin_open(&r->in, s.first);
+    int rc = 0;
+    if (given) r->in = *given;
+    else rc = kin_open(&r->in, s.first);
     spec_free(&s);
     if (rc) {
         error_wrap("cannot open '%s': ", rspecifier);
@@ -699,6 +713,16 @@ int table_reader_open(struct table_reader *r, const char *rspecifier,
     }
     if (r->kind == TABLE_SCP) r->scp = xcalloc(1, sizeof *r->scp);
     return 0;
+}
+
+int table_reader_open(struct table_reader *r, const char *rspecifier,
+                      const struct holder_ops *ops) {
+    return reader_setup(r, rspecifier, NULL, ops);
+}
+
+int table_reader_open_stream(struct table_reader *r, const char *rspecifier, struct kin *in,
+                             const struct holder_ops *ops) {
+    return reader_setup(r, rspecifier, in, ops);
 }
 
 int table_reader_next(struct table_reader *r, void *obj) {
@@ -752,11 +776,8 @@ static int ra_load(struct table_reader *r) {
     if (r->ra_loaded) return 0;
     r->ra_loaded = 1;
     if (r->kind == TABLE_SCP) {
-        /* Re-read the scp as a whole; the sequential stream is not used. */
-        char *name = xstrdup(r->in.name);
-        int rc = load_scp(name, &r->ra_keys, &r->ra_values, &r->ra_count);
-        free(name);
-        return rc;
+        /* The whole scp, from the stream the sequential reader would have used. */
+        return load_scp_stream(&r->in, &r->ra_keys, &r->ra_values, &r->ra_count);
     }
     if (r->in.kind != KIN_FILE)
         return error_set("'%s': random access to an archive needs a plain file", r->in.name);
@@ -783,7 +804,7 @@ static int ra_load(struct table_reader *r) {
     }
     r->ops->release(obj);
     free(obj);
-    qsort(kv, (size_t)n, sizeof *kv, kv_cmp);
+    if (n) qsort(kv, (size_t)n, sizeof *kv, kv_cmp);
     r->ra_keys = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
     r->ra_values = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) {

@@ -63,16 +63,16 @@ static void kaldi_fixture(struct bytes *s) {
     s->n = 0;
     put(s, "\0B", 2);
     put_str(s, "<NnetExample> <Lab1> ");
-    put(s, "\x04", 1);   /* WriteIntegerVector: size byte, then the raw count */
+    put(s, "\x04", 1); /* WriteIntegerVector: size byte, then the raw count */
     put_raw32(s, 3);
     put_raw32(s, 5);
     put_raw32(s, 7);
     put_raw32(s, 9);
     put_str(s, "<InputFrames> CM ");
-    put_rawf(s, -1.0f);  /* min */
-    put_rawf(s, 2.0f);   /* range */
-    put_raw32(s, 5);     /* rows */
-    put_raw32(s, 2);     /* cols */
+    put_rawf(s, -1.0f); /* min */
+    put_rawf(s, 2.0f);  /* range */
+    put_raw32(s, 5);    /* rows */
+    put_raw32(s, 2);    /* cols */
     /* per-column (p0, p25, p75, p100) */
     put_u16(s, 0), put_u16(s, 16384), put_u16(s, 49151), put_u16(s, 65535);
     put_u16(s, 32768), put_u16(s, 40000), put_u16(s, 50000), put_u16(s, 60000);
@@ -239,8 +239,8 @@ static void test_roundtrip_modes(void) {
                 CHECK(back.label_index[1] == 0 && back.label_weight[2] == 0.5f);
                 CHECK(back.spk_dim == 2 && back.spk_info[1] == -0.25f);
                 /* binary keeps the stored form; text always comes back as float */
-                CHECK(!strcmp(example_storage_name(&back),
-                              binary ? formats[compress][si] : "float"));
+                CHECK(
+                    !strcmp(example_storage_name(&back), binary ? formats[compress][si] : "float"));
                 struct matrix a, b;
                 matrix_init_on(&a, m.rows, 9, MATRIX_CPU);
                 matrix_init_on(&b, m.rows, 9, MATRIX_CPU);
@@ -411,7 +411,8 @@ static void test_cut_utterance_context(void) {
     c.n = 0;
     CHECK(egs_cut_utterance("utt", &f, labels, &opts, collect, &c) == 0);
     CHECK(c.n == 3);
-    CHECK(!strcmp(c.keys[0], "utt-0") && !strcmp(c.keys[1], "utt-2") && !strcmp(c.keys[2], "utt-4"));
+    CHECK(!strcmp(c.keys[0], "utt-0") && !strcmp(c.keys[1], "utt-2") &&
+          !strcmp(c.keys[2], "utt-4"));
     /* rows are frames t0-2 .. t0+2, clamped to [0, 4] */
     static const int want[3][5] = {{0, 0, 0, 1, 2}, {0, 1, 2, 3, 4}, {2, 3, 4, 4, 4}};
     for (int k = 0; k < 3; k++) {
@@ -428,7 +429,8 @@ static void test_cut_utterance_context(void) {
     /* the last block has one real frame; the padding frame has no labels */
     CHECK(example_num_labels(&c.egs[2]) == 1 && c.egs[2].label_index[0] == 14);
     CHECK(c.egs[2].label_start[1] == 1 && c.egs[2].label_start[2] == 1);
-    for (int k = 0; k < c.n; k++) example_release(&c.egs[k]);
+    for (int k = 0; k < c.n; k++)
+        example_release(&c.egs[k]);
     matrix_release(&f);
 }
 
@@ -549,7 +551,8 @@ static void test_corrupt(void) {
     /* a ZM claiming an impossible shape, then one with a damaged stream */
     struct matrix m;
     matrix_init_on(&m, 5, 100, MATRIX_CPU);
-    for (int i = 0; i < 500; i++) m.data[i] = (float)(i % 7);
+    for (int i = 0; i < 500; i++)
+        m.data[i] = (float)(i % 7);
     struct example z;
     make_example(&z, &m, EGS_COMPRESS_ZLIB, 0);
     struct membuf buf;
@@ -563,7 +566,7 @@ static void test_corrupt(void) {
     CHECK(read_example_mem(buf.data, buf.size, &eg) == -1);
     CHECK(strstr(error_get(), "impossible") != NULL);
     memcpy(zm + 9, &rows, 4);
-    zm[3 + 20 + 10] ^= 0x5a; /* inside the deflated bytes */
+    zm[3 + 20 + 10] ^= 0x5a;                               /* inside the deflated bytes */
     CHECK(read_example_mem(buf.data, buf.size, &eg) == 0); /* read keeps the bytes... */
     struct matrix d;
     matrix_init_on(&d, 5, 100, MATRIX_CPU);

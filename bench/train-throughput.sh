@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Training throughput, measured side by side in one run: samples/s of nnet-train (Affine and
+# NaturalGradientAffine) against PyTorch on the CPU (Debian's python3-torch, its fastest setting:
+# torch.set_num_threads(1), OpenBLAS with the given threads) and against the OpenBLAS sgemm bound
+# (the three GEMMs per layer of one step, bench/sgemm-bound.c), for ReLU MLPs, minibatch sizes and
+# thread counts. Each figure is the median of --repeats runs.
+#   bench/train-throughput.sh [--repeats 3] [--seconds 4] [--quick]
+# Needs: make, python3-torch (tools/install-deps.sh --bench). Prints a Markdown table.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+repeats=3 seconds=4 quick=false
+while [ $# -gt 0 ]; do
+    case $1 in
+        --repeats) repeats=$2; shift 2 ;;
+        --seconds) seconds=$2; shift 2 ;;
+        --quick) quick=true; shift ;;
+        *) echo "usage: $0 [--repeats N] [--seconds S] [--quick]" >&2; exit 2 ;;
+    esac
+done
+export PATH=$top/bin:$PATH LC_ALL=C
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$top/build/bench"
+cc -O2 "$top/bench/sgemm-bound.c" -lopenblas -o "$top/build/bench/sgemm-bound"
+have_torch=true
+/usr/bin/python3 -c 'import torch' 2>/dev/null || have_torch=false
+
+median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+
+# Random examples: enough for `seconds` of training at a generous rate.
+make_egs() { # input-dim num-classes count out
+    /usr/bin/python3 - "$@" <<'PY'
+import random, struct, sys
+dim, classes, count, out = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+random.seed(1)
+with open(out + ".feats.ark", "wb") as f, open(out + ".labels.ark", "wb") as l:
+    for i in range(count):
+        key = f"u{i:06d} ".encode()
+        row = struct.pack(f"<{dim}f", *[random.gauss(0, 1) for _ in range(dim)])
+        f.write(key + b"\0BFM \x04" + struct.pack("<i", 1) + b"\x04" + struct.pack("<i", dim) + row)
+        l.write(key + b"\0B\x04" + struct.pack("<i", 1) + b"\x04" + struct.pack("<i", random.randrange(classes)))
+PY
+    nnet-get-egs --compress=none ark:$4.feats.ark ark:$4.labels.ark ark:$4.egs 2>/dev/null
+}
+
+config() { # type dims...
+    local type=$1; shift
+    local dims=("$@") n=$(($# - 1))
+    for ((i = 0; i < n; i++)); do
+        echo "$type input-dim=${dims[i]} output-dim=${dims[i+1]} learning-rate=0.0001"
+        [ $i -lt $((n - 1)) ] && echo "RectifiedLinearComponent dim=${dims[i+1]}"
+    done
+    echo "SoftmaxComponent dim=${dims[n]}"
+}
+
+parnet_rate() { # model egs mb threads
+    nnet-train --minibatch-size=$3 --num-threads=$4 --minibatches-per-phase=0 $1 ark:$2 $work/out.mdl 2>&1 \
+        | grep -o '[0-9]* frames/s' | awk '{print $1}'
+}
+
+nets=("784 1024 1024 1024 10" "440 1024 1024 1024 1024 2000")
+mbs=(128 512)
+threads=(1 2)
+$quick && { mbs=(512); threads=(2); repeats=1; }
+
+echo "| network | mb | threads | parnet Affine | parnet NG | PyTorch | sgemm bound | Affine/PyTorch | NG/PyTorch | Affine/bound | NG cost |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+for net in "${nets[@]}"; do
+    read -r -a d <<<"$net"
+    name=$(echo "$net" | tr ' ' '-')
+    config AffineComponent "${d[@]}" > $work/affine.config
+    config NaturalGradientAffineComponent "${d[@]}" > $work/ng.config
+    nnet-init $work/affine.config $work/affine.mdl 2>/dev/null
+    nnet-init $work/ng.config $work/ng.mdl 2>/dev/null
+    count=$((d[0] > 500 ? 12000 : 8000))
+    make_egs ${d[0]} ${d[-1]} $count $work/data
+    for mb in "${mbs[@]}"; do
+        for t in "${threads[@]}"; do
+            a=() g=() p=() b=()
+            for r in $(seq $repeats); do
+                a+=("$(parnet_rate $work/affine.mdl $work/data.egs $mb $t)")
+                g+=("$(parnet_rate $work/ng.mdl $work/data.egs $mb $t)")
+                if $have_torch; then
+                    p+=("$(OPENBLAS_NUM_THREADS=$t /usr/bin/python3 $top/bench/torch_mlp.py \
+                        --dims $(echo $net | tr ' ' ,) --minibatch $mb --threads 1 --seconds $seconds \
+                        | cut -d= -f2)")
+                fi
+                b+=("$($top/build/bench/sgemm-bound $mb $t $(echo $net | tr ' ' ,) $seconds | sed 's/samples_per_sec=\([0-9.]*\).*/\1/')")
+            done
+            A=$(printf '%s\n' "${a[@]}" | median) G=$(printf '%s\n' "${g[@]}" | median)
+            B=$(printf '%s\n' "${b[@]}" | median)
+            P=n/a
+            $have_torch && P=$(printf '%s\n' "${p[@]}" | median)
+            ratio() { [ "$2" = n/a ] && echo n/a || awk -v a=$1 -v b=$2 'BEGIN { printf "%.2f", a / b }'; }
+            cost=$(awk -v a=$A -v g=$G 'BEGIN { printf "%+.0f%%", (a / g - 1) * 100 }')
+            printf "| %s | %d | %d | %.0f | %.0f | %s | %.0f | %s | %s | %s | %s |\n" $name $mb $t $A $G \
+                "$( [ $P = n/a ] && echo n/a || printf %.0f $P)" $B "$(ratio $A $P)" "$(ratio $G $P)" \
+                "$(ratio $A $B)" "$cost"
+        done
+    done
+done
+echo
+echo "samples/s, median of $repeats; NG cost = time per sample of NG over Affine; $(nproc) cores, $(date -u +%F)"
