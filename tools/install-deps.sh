@@ -4,14 +4,22 @@
 #   tools/install-deps.sh            build + tests (compiler, OpenBLAS, zlib, clang for fuzzing, ...)
 #   tools/install-deps.sh --bench    also the benchmark peers (python3-torch)
 #   tools/install-deps.sh --mpi      also Open MPI (nnet-train-mpi; libpmix2 for srun --mpi=pmix)
+#   tools/install-deps.sh --engines  also Slurm and Grid Engine, for tools/slurm-local.sh and
+#                                    tools/sge-local.sh (tests t0510, t0520; CI). No daemon is
+#                                    started: those scripts start and stop them.
 set -euo pipefail
 
 pkgs=(make gcc libopenblas-dev zlib1g-dev clang libclang-rt-14-dev python3 gawk bc perl gzip
       dataset-fashion-mnist gnuplot-nox)
+engines=false
 for arg in "$@"; do
     case $arg in
         --bench) pkgs+=(python3-torch python3-numpy) ;;
         --mpi) pkgs+=(openmpi-bin libopenmpi-dev libpmix2) ;;
+        --engines)
+            engines=true
+            pkgs+=(slurmctld slurmd slurm-client munge gridengine-master gridengine-exec
+                   gridengine-client) ;;
         *) echo "$0: unknown option '$arg'" >&2; exit 2 ;;
     esac
 done
@@ -28,6 +36,25 @@ SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 echo "$0: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if $engines; then
+    # gridengine's postinst creates the cell from these answers (no questions asked).
+    h=$(hostname)
+    for p in gridengine-common gridengine-master gridengine-exec gridengine-client; do
+        printf '%s shared/gridengineconfig boolean true\n' $p
+        printf '%s shared/gridenginecell string default\n' $p
+        printf '%s shared/gridenginemaster string %s\n' $p "$h"
+    done | $SUDO debconf-set-selections
+fi
+# Package scripts must not start daemons (no systemd in CI; the engines' scripts start them).
+made_policy=false
+if $engines && [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+    $SUDO chmod +x /usr/sbin/policy-rc.d
+    made_policy=true
+fi
+rc=0
+$SUDO apt-get update -qq || rc=$?
+[ $rc -eq 0 ] && { $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || rc=$?; }
+$made_policy && $SUDO rm -f /usr/sbin/policy-rc.d
+[ $rc -eq 0 ] || { echo "$0: apt-get failed (status $rc)" >&2; exit $rc; }
 echo "$0: done"

@@ -27,6 +27,9 @@ while true; do
             exit 1 ;;
         --*)
             name=$(echo "$1" | sed 's/^--//' | sed 's/-/_/g')
+            if ! [[ $name =~ ^[a-zA-Z_][a-zA-Z0-9_]*$ ]]; then
+                echo "$0: invalid option $1" 1>&2; exit 1
+            fi
             eval '[ -z "${'"$name"'+xxx}" ]' && echo "$0: invalid option $1" 1>&2 && exit 1
             if [ $# -lt 2 ]; then echo "$0: option $1 needs a value" 1>&2; exit 1; fi
             oldval=$(eval echo "\$$name")

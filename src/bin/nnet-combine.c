@@ -2,36 +2,58 @@
 #include "train/train.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static const char *usage =
     "Combine models of the same structure with one weight per (model, updatable component),\n"
     "chosen by L-BFGS to maximise the log-probability of validation examples, starting from the\n"
     "plain average. The result is never worse on those examples than the best input.\n"
+    "--method=twa trains instead in the span of the models (TWA): an orthonormal basis\n"
+    "(Gram-Schmidt in double), start at their mean, projected-gradient ascent on the validation\n"
+    "examples (TWA-v) or on --twa-train-egs (TWA-t); never worse than the mean on validation.\n"
     "Usage:  nnet-combine [options] <model1> ... <modelN> <valid-egs-rspecifier> <model-out>\n"
     "e.g.:   nnet-combine 8.mdl 9.mdl 10.mdl ark:combine.egs final.mdl\n";
 
 int main(int argc, char **argv) {
     struct combine_options o;
     combine_options_default(&o);
+    struct twa_options t;
+    twa_options_default(&t);
     int binary = 1, num_threads = 1;
+    const char *method = "per-layer", *twa_train = "";
     struct option_spec specs[] = {
         {"num-iters", OPT_INT, &o.num_iters, "L-BFGS iterations"},
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per evaluation minibatch"},
         {"max-examples", OPT_INT, &o.max_examples, "Validation examples used at most"},
         {"num-threads", OPT_INT, &num_threads, "BLAS threads"},
         {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
+        {"method", OPT_STRING, &method, "per-layer (L-BFGS weights) or twa"},
+        {"twa-epochs", OPT_INT, &t.num_epochs, "TWA: passes over the fitting examples"},
+        {"twa-learning-rate", OPT_FLOAT, &t.learning_rate,
+         "TWA: rate on the per-frame log-probability (x0.1 at 50% and 75% of the epochs)"},
+        {"twa-momentum", OPT_FLOAT, &t.momentum, "TWA: heavy-ball momentum"},
+        {"twa-train-egs", OPT_STRING, &twa_train,
+         "TWA: fit on these examples (TWA-t) instead of the validation examples (TWA-v)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc < 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
     if (o.minibatch_size < 1 || o.max_examples < 1 || o.num_iters < 0)
         die("--minibatch-size and --max-examples must be positive, --num-iters >= 0");
+    if (strcmp(method, "per-layer") && strcmp(method, "twa"))
+        die("--method='%s': expected per-layer or twa", method);
+    if (t.num_epochs < 0 || !(t.learning_rate >= 0) || !(t.momentum >= 0 && t.momentum < 1))
+        die("--twa-epochs and --twa-learning-rate must not be negative, --twa-momentum in [0, 1)");
+    t.minibatch_size = o.minibatch_size < 256 ? o.minibatch_size : 256;
+    t.max_examples = o.max_examples;
+    if (*twa_train) t.train_rspec = twa_train;
     matrix_set_num_threads(num_threads);
     int num = argc - 3;
     struct nnet **models = xcalloc(num, sizeof *models);
     for (int i = 0; i < num; i++)
         if (!(models[i] = nnet_read_file(argv[i + 1])))
             die("cannot read model '%s': %s", argv[i + 1], error_get());
-    struct nnet *out = combine_models(models, num, argv[argc - 2], &o);
+    struct nnet *out = *method == 't' ? twa_combine(models, num, argv[argc - 2], &t)
+                                      : combine_models(models, num, argv[argc - 2], &o);
     if (!out) die("%s", error_get());
     if (nnet_write_file(out, argv[argc - 1], binary))
         die("cannot write '%s': %s", argv[argc - 1], error_get());

@@ -1,10 +1,15 @@
 /* nnet-train: one pass of SGD (NG-SGD in NaturalGradientAffine components) over examples. */
 #include "train/train.h"
 
+#include <string.h>
+
 static const char *usage =
     "Train a neural network with SGD (natural-gradient SGD in NaturalGradientAffine components) on\n"
     "the examples of an archive: the gradient is summed over each minibatch, so learning rates are\n"
     "per sample (as Kaldi). The last line on stderr is log-prob-per-frame=X.\n"
+    "--gaf-microbatches=M filters gradients by agreement (GAF): one update per M minibatches\n"
+    "at the same parameters. --proximal-model pulls toward a reference (EASGD/Parle);\n"
+    "--entropy-inner-steps runs Entropy-SGD's inner loop (reference/averaging-methods.md).\n"
     "Usage:  nnet-train [options] <model-in> <egs-rspecifier> <model-out>\n"
     "e.g.:   nnet-shuffle-egs --srand=1 ark:egs.1.0.ark ark:- | nnet-train 1.mdl ark:- 2.1.mdl\n";
 
@@ -13,6 +18,7 @@ int main(int argc, char **argv) {
     train_options_default(&o);
     int binary = 1, num_threads = 1, srand_seed = 0;
     float max_change = 0;
+    const char *fusion = "halving", *gaf_on = "gradient", *proximal = "";
     struct option_spec specs[] = {
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per minibatch"},
         {"srand", OPT_INT, &srand_seed, "Seed for the random draws of training (Dropout)"},
@@ -22,16 +28,54 @@ int main(int argc, char **argv) {
         {"max-change", OPT_FLOAT, &max_change,
          "Global max-change: largest norm of one minibatch's whole step (0: no limit)"},
         {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
+        {"gaf-microbatches", OPT_INT, &o.gaf_microbatches,
+         "GAF: minibatches per update, filtered by agreement (0 or 1: off)"},
+        {"gaf-threshold", OPT_FLOAT, &o.gaf_threshold,
+         "GAF: largest cosine distance 1-cos accepted (0.97: cos >= 0.03; >= 2 accepts all)"},
+        {"gaf-fusion", OPT_STRING, &fusion,
+         "GAF: halving (G=(G+g)/2, the reference code) or mean (uniform mean of the accepted)"},
+        {"gaf-on", OPT_STRING, &gaf_on,
+         "GAF: filter raw gradients (gradient; NaturalGradientAffine then trains as plain SGD) or "
+         "each minibatch's preconditioned step (step)"},
+        {"proximal-model", OPT_STRING, &proximal,
+         "Reference model for the proximal/elastic pull x <- x - c (x - ref) after each update"},
+        {"proximal-coupling", OPT_FLOAT, &o.proximal_coupling,
+         "c of --proximal-model, per update (per outer update with --entropy-inner-steps)"},
+        {"entropy-inner-steps", OPT_INT, &o.entropy_inner_steps,
+         "Entropy-SGD: inner (SGLD) updates per outer update (0: off)"},
+        {"entropy-coupling", OPT_FLOAT, &o.entropy_coupling,
+         "Entropy-SGD: pull y <- y - g (y - x) of the inner iterate toward x per inner update"},
+        {"entropy-ema", OPT_FLOAT, &o.entropy_ema, "Entropy-SGD: EMA factor of the inner mean"},
+        {"entropy-noise", OPT_FLOAT, &o.entropy_noise,
+         "Entropy-SGD: Langevin noise stddev per parameter per inner update"},
+        {"entropy-outer-rate", OPT_FLOAT, &o.entropy_outer_rate,
+         "Entropy-SGD: outer step x <- x - eta (x - mu) (1: x becomes the inner mean)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc != 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
     if (o.minibatch_size < 1) die("--minibatch-size must be at least 1");
+    if (o.gaf_microbatches < 0 || !(o.gaf_threshold >= 0))
+        die("--gaf-microbatches and --gaf-threshold must not be negative");
+    if (!strcmp(fusion, "halving")) o.gaf_fusion = GAF_FUSION_HALVING;
+    else if (!strcmp(fusion, "mean")) o.gaf_fusion = GAF_FUSION_MEAN;
+    else die("--gaf-fusion='%s': expected halving or mean", fusion);
+    if (!strcmp(gaf_on, "gradient") || !strcmp(gaf_on, "step")) o.gaf_on_steps = *gaf_on == 's';
+    else die("--gaf-on='%s': expected gradient or step", gaf_on);
+    if (!(o.proximal_coupling >= 0 && o.proximal_coupling <= 1) ||
+        !(o.entropy_coupling >= 0 && o.entropy_coupling <= 1) ||
+        !(o.entropy_ema >= 0 && o.entropy_ema < 1) || !(o.entropy_noise >= 0) ||
+        !(o.entropy_outer_rate >= 0 && o.entropy_outer_rate <= 1) || o.entropy_inner_steps < 0)
+        die("couplings and --entropy-outer-rate must lie in [0, 1], --entropy-ema in [0, 1), "
+            "--entropy-noise and --entropy-inner-steps must not be negative");
+    if (o.proximal_coupling > 0 && !*proximal) die("--proximal-coupling needs --proximal-model");
     o.srand = (uint64_t)srand_seed;
     matrix_set_num_threads(num_threads);
 
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read model '%s': %s", argv[1], error_get());
     if (max_change > 0) nnet_set_max_change(n, max_change);
+    if (*proximal && !(o.proximal_model = nnet_read_file(proximal)))
+        die("cannot read model '%s': %s", proximal, error_get());
     struct train_stats st;
     if (train_sgd(n, argv[2], &o, &st)) die("%s", error_get());
     if (st.num_egs == 0) die("no examples in '%s': nothing trained", argv[2]);
@@ -40,7 +84,15 @@ int main(int argc, char **argv) {
         "%.0f frames/s; accuracy %.4f", st.num_egs, st.num_frames, st.num_minibatches,
         st.num_skipped, st.seconds, st.num_frames / (st.seconds > 0 ? st.seconds : 1),
         st.correct / st.weight);
+    if (o.gaf_microbatches >= 2)
+        LOG("GAF: %lld steps, %lld skipped (nothing agreed), %lld updates; accept rate %.4f "
+            "(%lld of %lld microbatches after the first of each step)", st.gaf_steps,
+            st.gaf_skipped, st.num_updates,
+            st.gaf_offered ? (double)st.gaf_accepted / st.gaf_offered : 0.0, st.gaf_accepted,
+            st.gaf_offered);
+    if (o.entropy_inner_steps > 0) LOG("Entropy-SGD: %lld outer updates", st.outer_steps);
     LOG("[this line is to be parsed by a script:] log-prob-per-frame=%.6f", st.objf / st.weight);
     nnet_free(n);
+    nnet_free(o.proximal_model);
     return 0;
 }

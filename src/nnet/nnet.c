@@ -318,6 +318,17 @@ static double clip_step(struct nnet *n) {
     return total;
 }
 
+/* Clip n->delta, then add it to the parameters unless it is not finite (then 1). */
+static int apply_delta(struct nnet *n) {
+    double norm = clip_step(n);
+    if (!isfinite(norm)) {
+        WARN("non-finite parameter step (norm %g): skipping this update", norm);
+        return 1;
+    }
+    vector_add(&n->params, 1, &n->delta);
+    return 0;
+}
+
 int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_backward_mode mode) {
     ASSERT(n->forwarded);
     const struct matrix *out = &n->acts[n->num];
@@ -346,17 +357,26 @@ int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_back
         if (!d_in) break;
         d_out = d_in;
     }
-    return mode == NNET_UPDATE ? nnet_apply_step(n) : 0;
+    if (mode != NNET_UPDATE) return 0;
+    return apply_delta(n);
 }
 
-int nnet_apply_step(struct nnet *n) {
-    double norm = clip_step(n);
-    if (!isfinite(norm)) {
-        WARN("non-finite parameter step (norm %g): skipping this update", norm);
-        return 1;
+int nnet_apply_step(struct nnet *n, const struct vector *step) {
+    ASSERT(step->dim == n->delta.dim);
+    if (step->data != n->delta.data) vector_copy(&n->delta, step);
+    return apply_delta(n);
+}
+
+int nnet_apply_gradient(struct nnet *n, const struct vector *grad, float scale) {
+    ASSERT(grad->dim == n->delta.dim);
+    if (grad->data != n->delta.data) vector_copy(&n->delta, grad);
+    for (int i = 0; i < n->num; i++) {
+        struct component *c = n->comps[i];
+        if (!c->ops->updatable || !c->num_params) continue;
+        struct vector d = vector_range(&n->delta, c->param_offset, c->num_params);
+        vector_scale(&d, scale * c->learning_rate);
     }
-    vector_add(&n->params, 1, &n->delta);
-    return 0;
+    return apply_delta(n);
 }
 
 double nnet_objective_xent(struct nnet *n, int num, const int *rows, const int *cols,

@@ -225,17 +225,26 @@ const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, in
 enum nnet_backward_mode {
     NNET_GRADIENT = 0, /* nnet_delta(n) = gradient of the objective (no update) */
     NNET_UPDATE = 1,   /* compute the step into nnet_delta(n), clip, and add it to the params */
-    NNET_STEP = 2,     /* the step into nnet_delta(n) (learning rates, natural gradient and its
-                        * max-change-per-sample applied), not clipped, params untouched */
+    NNET_STEP = 2,     /* compute the step (learning rates, preconditioning, max-change-per-sample)
+                        * into nnet_delta(n), unclipped, without applying it */
 };
 /* Backward after nnet_forward. out_deriv: d objective / d output (rows and dim of the output).
  * Returns 0, or 1 if NNET_UPDATE skipped a non-finite step (warned; parameters untouched).
- * NNET_UPDATE is NNET_STEP followed by nnet_apply_step. */
+ * NNET_UPDATE is NNET_STEP followed by nnet_apply_step on nnet_delta(n) itself. */
 int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_backward_mode mode);
-/* Clip the step in nnet_delta(n) to the components' and the global max-change and add it to the
- * parameters. Lets a trainer combine steps (e.g. sum them over MPI ranks) before applying them.
- * Returns 0, or 1 if the step is not finite (warned; parameters untouched). */
-int nnet_apply_step(struct nnet *n);
+
+/* Apply an externally formed update, with the same safety as NNET_UPDATE: clip to each
+ * component's max-change, then to the global max-change, skip (warn, return 1) if not finite,
+ * else add to the parameters and return 0. Both take a vector of the block's layout (it may be
+ * nnet_delta(n) itself; it is not modified unless it is that block). They let a trainer combine
+ * steps or gradients (GAF's fusion, a sum over MPI ranks) before applying them.
+ *   nnet_apply_step: step is already a parameter change (e.g. fused or summed NNET_STEP outputs).
+ *   nnet_apply_gradient: step = scale * learning_rate_c * grad on component c's slice. This is
+ *     plain SGD for every component: NaturalGradientAffine preconditions the per-sample input and
+ *     output derivatives of a minibatch, which a given (e.g. fused) gradient no longer carries, so
+ *     neither its preconditioning nor its max-change-per-sample is applied here. */
+int nnet_apply_step(struct nnet *n, const struct vector *step);
+int nnet_apply_gradient(struct nnet *n, const struct vector *grad, float scale);
 
 /* Weighted cross-entropy against sparse labels on the last forward's output: label i is
  * (rows[i], cols[i], weights[i]); weights NULL means all 1. Returns sum_i w_i log p(rows[i],

@@ -1,7 +1,7 @@
 /* nnet-combine: per-(model, updatable component) weights by L-BFGS on validation examples, as
  * Kaldi's nnet-combine-fast (reference/kaldi-nnet2.md §1.7), without its Fisher preconditioning.
  * The weights are not constrained to sum to 1. */
-#include "train/train.h"
+#include "train/train-internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -18,9 +18,7 @@ struct combiner {
     int num_models, num_comps;
     int *offset, *size;             /* (num_comps) slices of the parameter block */
     struct nnet *work;              /* the combined network */
-    struct egs_minibatch *mbs;      /* validation minibatches, host */
-    int num_mbs;
-    double total_weight;
+    struct mb_set set;              /* validation minibatches, host */
     struct vector grad;             /* summed gradient over the validation set */
     struct matrix deriv, dev_input;
     int num_evals;
@@ -47,17 +45,8 @@ static double evaluate(struct combiner *c, const double *alpha, double *grad) {
     double objf = 0;
     if (grad) vector_set_zero(&c->grad);
     struct vector delta = nnet_delta(c->work);
-    for (int b = 0; b < c->num_mbs; b++) {
-        const struct egs_minibatch *mb = &c->mbs[b];
-        const struct matrix *in = &mb->input;
-        if (matrix_default_device != MATRIX_CPU) {
-            matrix_resize(&c->dev_input, mb->input.rows, mb->input.cols);
-            matrix_copy(&c->dev_input, &mb->input);
-            in = &c->dev_input;
-        }
-        nnet_forward(c->work, in, mb->num_egs, 0);
-        objf += nnet_objective_xent(c->work, mb->num_labels, mb->label_row,
-                                    (const int *)mb->label_index, mb->label_weight, &c->deriv);
+    for (int b = 0; b < c->set.num; b++) {
+        objf += mb_set_forward(&c->set, b, c->work, &c->dev_input, &c->deriv);
         if (grad) {
             nnet_backward(c->work, &c->deriv, NNET_GRADIENT);
             vector_add(&c->grad, 1.0f, &delta);
@@ -69,52 +58,11 @@ static double evaluate(struct combiner *c, const double *alpha, double *grad) {
             for (int k = 0; k < c->num_comps; k++) {
                 struct vector g = vector_range(&c->grad, c->offset[k], c->size[k]);
                 struct vector p = vector_range(&mp, c->offset[k], c->size[k]);
-                grad[m * c->num_comps + k] = vector_dot(&g, &p) / c->total_weight;
+                grad[m * c->num_comps + k] = vector_dot(&g, &p) / c->set.total_weight;
             }
         }
     }
-    return objf / c->total_weight;
-}
-
-static int load_examples(struct combiner *c, const char *rspec, const struct combine_options *o) {
-    struct minibatch_source *src = minibatch_source_new(
-        rspec, o->minibatch_size, nnet_left_context(c->work), nnet_right_context(c->work));
-    if (!src) return -1;
-    const struct egs_minibatch *mb;
-    int rc, cap = 0, num_egs = 0;
-    while (num_egs < o->max_examples && (rc = minibatch_source_next(src, &mb)) == 1) {
-        if (c->num_mbs == cap) {
-            cap = cap ? 2 * cap : 8;
-            c->mbs = xrealloc(c->mbs, sizeof *c->mbs * cap);
-        }
-        struct egs_minibatch *dst = &c->mbs[c->num_mbs++];
-        egs_minibatch_init(dst);
-        *dst = *mb; /* take a deep copy of what the source will reuse */
-        dst->input = (struct matrix){0};
-        matrix_init_on(&dst->input, mb->input.rows, mb->input.cols, MATRIX_CPU);
-        matrix_copy(&dst->input, &mb->input);
-        dst->label_row = xmalloc(sizeof(int) * (mb->num_labels + 1));
-        dst->label_index = xmalloc(sizeof(int32_t) * (mb->num_labels + 1));
-        dst->label_weight = xmalloc(sizeof(float) * (mb->num_labels + 1));
-        dst->label_cap = mb->num_labels + 1;
-        memcpy(dst->label_row, mb->label_row, sizeof(int) * mb->num_labels);
-        memcpy(dst->label_index, mb->label_index, sizeof(int32_t) * mb->num_labels);
-        memcpy(dst->label_weight, mb->label_weight, sizeof(float) * mb->num_labels);
-        for (int i = 0; i < mb->num_labels; i++) {
-            if (mb->label_index[i] < 0 || mb->label_index[i] >= nnet_output_dim(c->work)) {
-                minibatch_source_free(src);
-                return error_set("'%s': label %d out of range for a network with %d outputs",
-                                 rspec, (int)mb->label_index[i], nnet_output_dim(c->work));
-            }
-            c->total_weight += mb->label_weight[i];
-        }
-        num_egs += mb->num_egs;
-    }
-    if (minibatch_source_free(src) || rc < 0) return -1;
-    if (!(c->total_weight > 0)) return error_set("'%s': no labelled validation examples", rspec);
-    LOG("Read %d validation examples (%d minibatches, total weight %g)", num_egs, c->num_mbs,
-        c->total_weight);
-    return 0;
+    return objf / c->set.total_weight;
 }
 
 static double dot(const double *a, const double *b, int n) {
@@ -222,7 +170,9 @@ struct nnet *combine_models(struct nnet *const *models, int num, const char *val
     vector_init(&c.grad, nnet_num_params(c.work));
     struct nnet *result = NULL;
     double *alpha = NULL, *best_alpha = NULL;
-    if (load_examples(&c, valid_rspec, o)) goto done;
+    if (mb_set_load(&c.set, valid_rspec, o->minibatch_size, o->max_examples, c.work)) goto done;
+    LOG("Read %d validation examples (%d minibatches, total weight %g)", c.set.num_egs, c.set.num,
+        c.set.total_weight);
 
     int dim = num * c.num_comps;
     alpha = xmalloc(sizeof(double) * (dim ? dim : 1));
@@ -262,8 +212,7 @@ struct nnet *combine_models(struct nnet *const *models, int num, const char *val
     result = c.work;
     c.work = NULL;
 done:
-    for (int b = 0; b < c.num_mbs; b++) egs_minibatch_release(&c.mbs[b]);
-    free(c.mbs);
+    mb_set_release(&c.set);
     free(c.offset);
     free(c.size);
     free(alpha);

@@ -7,9 +7,135 @@
 #include <string.h>
 
 void train_options_default(struct train_options *o) {
+    memset(o, 0, sizeof *o);
     o->minibatch_size = 512;
     o->srand = 0;
     o->progress_every = 50;
+    o->gaf_threshold = 0.97f;
+    o->gaf_fusion = GAF_FUSION_HALVING;
+    o->entropy_coupling = 0.01f;
+    o->entropy_ema = 0.75f;
+    o->entropy_outer_rate = 1;
+}
+
+/* State of the methods layered on the update: GAF, the proximal pull, Entropy-SGD. */
+struct extras {
+    const struct train_options *o;
+    struct nnet *n;
+    struct gaf gaf;
+    int gaf_on, entropy_on;
+    struct vector ref;          /* view of the proximal model's block, dim 0 when off */
+    struct vector outer, mu;    /* Entropy-SGD: x and the running mean of the inner iterates */
+    struct vector noise;
+    struct rng rng;
+    int inner_count;
+};
+
+static void extras_init(struct extras *e, struct nnet *n, const struct train_options *o) {
+    memset(e, 0, sizeof *e);
+    e->o = o;
+    e->n = n;
+    int dim = nnet_num_params(n);
+    e->gaf_on = o->gaf_microbatches >= 2;
+    if (e->gaf_on) gaf_init(&e->gaf, dim, o->gaf_threshold, o->gaf_fusion);
+    if (o->proximal_model) e->ref = nnet_params(o->proximal_model);
+    e->entropy_on = o->entropy_inner_steps >= 1;
+    if (e->entropy_on) {
+        struct vector p = nnet_params(n);
+        vector_init(&e->outer, dim);
+        vector_init(&e->mu, dim);
+        vector_copy(&e->outer, &p);
+        vector_copy(&e->mu, &p);
+        if (o->entropy_noise > 0) vector_init(&e->noise, dim);
+    }
+    rng_seed(&e->rng, o->srand ^ 0x5eed0e17ULL);
+}
+
+static void extras_release(struct extras *e) {
+    if (e->gaf_on) gaf_release(&e->gaf);
+    vector_release(&e->outer);
+    vector_release(&e->mu);
+    vector_release(&e->noise);
+}
+
+/* Entropy-SGD's outer step: x <- x - eta (x - mu), the elastic pull of x, then y = mu = x. */
+static void outer_step(struct extras *e, struct train_stats *st) {
+    const struct train_options *o = e->o;
+    struct vector p = nnet_params(e->n);
+    proximal_pull(&e->outer, &e->mu, o->entropy_outer_rate);
+    if (e->ref.dim) proximal_pull(&e->outer, &e->ref, o->proximal_coupling);
+    vector_copy(&p, &e->outer);
+    vector_copy(&e->mu, &e->outer);
+    e->inner_count = 0;
+    st->outer_steps++;
+}
+
+/* After an update attempt (skipped: the network refused a non-finite step). */
+static void after_update(struct extras *e, int skipped, struct train_stats *st) {
+    const struct train_options *o = e->o;
+    if (skipped) {
+        st->num_skipped++;
+        return;
+    }
+    st->num_updates++;
+    struct vector p = nnet_params(e->n);
+    if (e->entropy_on) {
+        /* SGLD inner step: the coupling -gamma (y - x) and the noise, then the running mean */
+        proximal_pull(&p, &e->outer, o->entropy_coupling);
+        if (o->entropy_noise > 0) {
+            vector_set_randn(&e->noise, &e->rng, o->entropy_noise);
+            vector_add(&p, 1, &e->noise);
+        }
+        vector_ema(&e->mu, &p, o->entropy_ema);
+        if (++e->inner_count == o->entropy_inner_steps) outer_step(e, st);
+    } else if (e->ref.dim) {
+        proximal_pull(&p, &e->ref, o->proximal_coupling);
+    }
+}
+
+/* Close the GAF step: apply num_accepted x the fusion if anything agreed. At the end of the data
+ * a lone last microbatch (nothing to compare it with) is dropped, not counted as a step. */
+static void gaf_finish(struct extras *e, struct train_stats *st) {
+    struct gaf *g = &e->gaf;
+    if (g->num_offered == 0) return;
+    if (g->num_offered == 1 && e->o->gaf_microbatches > 1) {
+        VLOG(1, "GAF: the last microbatch has nothing to agree with: dropped");
+        gaf_begin(g);
+        return;
+    }
+    st->gaf_steps++;
+    st->gaf_offered += g->num_offered - 1;
+    if (g->num_accepted < 2) {
+        st->gaf_skipped++;
+        VLOG(1, "GAF: no microbatch agreed with the first of %d: step skipped", g->num_offered);
+    } else {
+        st->gaf_accepted += g->num_accepted - 1;
+        int skipped;
+        if (e->o->gaf_on_steps) {
+            vector_scale(&g->fused, (float)g->num_accepted);
+            skipped = nnet_apply_step(e->n, &g->fused);
+        } else {
+            skipped = nnet_apply_gradient(e->n, &g->fused, (float)g->num_accepted);
+        }
+        after_update(e, skipped, st);
+    }
+    gaf_begin(g);
+}
+
+/* The update for one minibatch after its forward and scoring. */
+static void update_minibatch(struct extras *e, const struct matrix *deriv, struct train_stats *st) {
+    if (!e->gaf_on) {
+        after_update(e, nnet_backward(e->n, deriv, NNET_UPDATE), st);
+        return;
+    }
+    nnet_backward(e->n, deriv, e->o->gaf_on_steps ? NNET_STEP : NNET_GRADIENT);
+    struct vector d = nnet_delta(e->n);
+    double dist;
+    int taken = gaf_offer(&e->gaf, &d, &dist);
+    if (e->gaf.num_offered > 1)
+        VLOG(2, "GAF: microbatch %d: cosine distance %.4f, %s", e->gaf.num_offered, dist,
+             taken ? "accepted" : "rejected");
+    if (e->gaf.num_offered == e->o->gaf_microbatches) gaf_finish(e, st);
 }
 
 const struct matrix *train_input_on_device(const struct egs_minibatch *mb, struct matrix *dev) {
@@ -56,13 +182,16 @@ int train_check_labels(const struct egs_minibatch *mb, int output_dim) {
     return 0;
 }
 
-static int run_pass(struct nnet *n, const char *egs_rspec, int minibatch_size, int update,
-                    int progress_every, struct train_stats *st) {
+static int run_pass(struct nnet *n, const char *egs_rspec, int minibatch_size,
+                    const struct train_options *update, int progress_every,
+                    struct train_stats *st) {
     memset(st, 0, sizeof *st);
     double start = time_now();
     struct minibatch_source *src = minibatch_source_new(
         egs_rspec, minibatch_size, nnet_left_context(n), nnet_right_context(n));
     if (!src) return -1;
+    struct extras ex;
+    if (update) extras_init(&ex, n, update);
     struct matrix deriv = {0}, dev_input = {0};
     int *argmax = NULL, argmax_cap = 0, rc;
     const struct egs_minibatch *mb;
@@ -78,11 +207,11 @@ static int run_pass(struct nnet *n, const char *egs_rspec, int minibatch_size, i
             rc = error_wrap("'%s': ", egs_rspec);
             break;
         }
-        const struct matrix *out =
-            nnet_forward(n, train_input_on_device(mb, &dev_input), mb->num_egs, update);
+        const struct matrix *out = nnet_forward(n, train_input_on_device(mb, &dev_input),
+                                                mb->num_egs, update != NULL);
         double correct_before = st->correct, o, w;
         train_score_minibatch(n, out, mb, &deriv, &argmax, &argmax_cap, st, &o, &w);
-        if (update && nnet_backward(n, &deriv, NNET_UPDATE)) st->num_skipped++;
+        if (update) update_minibatch(&ex, &deriv, st);
         phase_objf += o;
         phase_weight += w;
         phase_correct += st->correct - correct_before;
@@ -99,6 +228,11 @@ static int run_pass(struct nnet *n, const char *egs_rspec, int minibatch_size, i
         }
     }
     if (minibatch_source_free(src) && rc == 0) rc = -1;
+    if (update) {
+        if (rc == 0 && ex.gaf_on) gaf_finish(&ex, st); /* a short last step */
+        if (rc == 0 && ex.entropy_on && ex.inner_count > 0) outer_step(&ex, st);
+        extras_release(&ex);
+    }
     matrix_release(&deriv);
     matrix_release(&dev_input);
     free(argmax);
@@ -109,11 +243,13 @@ static int run_pass(struct nnet *n, const char *egs_rspec, int minibatch_size, i
 int train_sgd(struct nnet *n, const char *egs_rspec, const struct train_options *o,
               struct train_stats *st) {
     nnet_set_seed(n, o->srand);
-    return run_pass(n, egs_rspec, o->minibatch_size, 1, o->progress_every, st);
+    if (o->proximal_model && !nnet_same_structure(n, o->proximal_model))
+        return error_set("the proximal model does not have the structure of the model trained");
+    return run_pass(n, egs_rspec, o->minibatch_size, o, o->progress_every, st);
 }
 
 int eval_prob(struct nnet *n, const char *egs_rspec, int minibatch_size, struct train_stats *st) {
-    return run_pass(n, egs_rspec, minibatch_size, 0, 0, st);
+    return run_pass(n, egs_rspec, minibatch_size, NULL, 0, st);
 }
 
 void forward_utterance(struct nnet *n, const struct matrix *feats, int apply_log,

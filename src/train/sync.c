@@ -153,7 +153,7 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
                 rc = -1;
                 break;
             }
-            if (nnet_apply_step(n)) ls->num_skipped++;
+            if (nnet_apply_step(n, &delta)) ls->num_skipped++;
             if (o->check_sync &&
                 (rc = check_identical(n, comm, &scratch, "after the step of minibatch",
                                       ls->num_minibatches - 1)))

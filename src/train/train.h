@@ -11,6 +11,20 @@
  * Reading ahead. train_sgd and eval_prob read examples and assemble minibatches (decoding stored
  * inputs) on a second thread, so the next minibatch is ready while the current one computes.
  *
+ * Beyond plain averaging (reference/averaging-methods.md): every rule below is a vector operation
+ * over the whole parameter block (STYLE.md §3); the pure rules (gaf_*, cosine_distance,
+ * agreement_select, proximal_pull, vector_ema, gram_schmidt, basis_project) are exposed so that
+ * unit tests can check them on tiny vectors.
+ *   GAF (Chaubard et al. 2024): a step takes M microbatches at the same parameters; each
+ *     microgradient is compared with the fusion so far by the cosine distance over the whole
+ *     flattened gradient, D = 1 - <G,g>/(|G||g|), accepted when D <= tau; nothing agreed = no step.
+ *   Job-level agreement (parnet's own, no anchor in the literature): each job's change since the
+ *     previous model is compared with the consensus (mean) change; disagreeing jobs are left out.
+ *   EASGD / Parle / Entropy-SGD: a proximal pull toward a reference model, an elastic centre
+ *     update, and the local-entropy inner loop (an EMA of SGLD iterates).
+ *   HWA: the offline level is a window average of synchronised models (average_model_files on
+ *     the last W). TWA: training inside the span of the last K models (twa_combine).
+ *
  * Errors: functions return 0, or -1 with error_set (bad input: file, key and reason); they never
  * exit. A non-finite step is skipped by the network (counted in num_skipped), never applied.
  */
@@ -29,6 +43,10 @@ struct train_stats {
     double weight;        /* sum of w */
     double correct;       /* sum of w where argmax == label */
     long long num_egs, num_frames, num_minibatches, num_skipped;
+    long long num_updates;           /* updates applied (not skipped) */
+    long long gaf_steps, gaf_skipped; /* GAF steps attempted, and those where nothing agreed */
+    long long gaf_offered, gaf_accepted; /* non-anchor microgradients offered / accepted */
+    long long outer_steps;           /* Entropy-SGD outer updates */
     double seconds;
 };
 
@@ -43,11 +61,69 @@ int minibatch_source_next(struct minibatch_source *s, const struct egs_minibatch
 /* Stops the thread and closes the archive; returns -1 if closing reported an error. */
 int minibatch_source_free(struct minibatch_source *s);
 
+/* ---- GAF: gradient agreement filtering ---- */
+/* 1 - <a,b> / (|a| |b|) in double, in [0, 2]; 1 (orthogonal) if either vector is zero; NaN if
+ * either is not finite (NaN never passes a "<= tau" test). */
+double cosine_distance(const struct vector *a, const struct vector *b);
+
+enum gaf_fusion {
+    GAF_FUSION_HALVING = 0, /* G <- (G + g) / 2: the reference code (step_GAF) */
+    GAF_FUSION_MEAN = 1,    /* G <- uniform mean of the accepted microgradients */
+};
+/* One GAF step: gaf_begin, then gaf_offer for each microgradient in a fixed order. The first one
+ * is the anchor (always taken); each later g is compared with the current fusion G and fused
+ * when cosine_distance(G, g) <= threshold, else dropped (G unchanged: with halving, a rejected g
+ * leaves the anchor as the comparison point). The step is applied only if num_accepted >= 2. */
+struct gaf {
+    float threshold;          /* tau (0.97; >= 2 accepts everything) */
+    enum gaf_fusion fusion;
+    struct vector fused;      /* G, block layout */
+    int num_offered;          /* this step, the anchor included */
+    int num_accepted;         /* this step, the anchor included */
+};
+void gaf_init(struct gaf *g, int dim, float threshold, enum gaf_fusion fusion);
+void gaf_release(struct gaf *g);
+void gaf_begin(struct gaf *g);
+/* Returns 1 if taken (the anchor, or agreed), 0 if rejected; *distance (may be NULL) receives
+ * D(G, grad), 0 for the anchor. */
+int gaf_offer(struct gaf *g, const struct vector *grad, double *distance);
+
+/* ---- update rules of the elastic and local-entropy methods ---- */
+/* x <- x - c (x - ref) = (1 - c) x + c ref: the proximal/elastic pull (EASGD worker step, Parle's
+ * coupling to the reference, Entropy-SGD's outer step toward the inner mean with c = eta). */
+void proximal_pull(struct vector *x, const struct vector *ref, float c);
+/* mu <- beta mu + (1 - beta) y (Entropy-SGD's running mean of the inner iterates). */
+void vector_ema(struct vector *mu, const struct vector *y, float beta);
+
 /* ---- training ---- */
 struct train_options {
-    int minibatch_size;       /* examples per minibatch (512) */
-    uint64_t srand;           /* seeds the network's random draws (Dropout) */
+    int minibatch_size;       /* examples per minibatch (512); the microbatch under GAF */
+    uint64_t srand;           /* seeds the network's random draws (Dropout) and Langevin noise */
     int progress_every;       /* a progress line every this many minibatches (0: none) */
+    /* GAF, on when gaf_microbatches >= 2: one update per gaf_microbatches minibatches. The fused
+     * gradient is a mean; with per-sample learning rates (Kaldi) the update is
+     * num_accepted x lr x fused, so that with tau >= 2 and the mean fusion a GAF step is exactly
+     * one SGD step on the M minibatches together. gaf_on_steps compares and fuses each
+     * microbatch's step (NNET_STEP: natural-gradient preconditioning and max-change-per-sample
+     * included) instead of its raw gradient (then NaturalGradientAffine trains as plain SGD).
+     * The last step of a pass may be short; a lone last microbatch is dropped. */
+    int gaf_microbatches;     /* M (0: off) */
+    float gaf_threshold;      /* tau (0.97) */
+    enum gaf_fusion gaf_fusion;
+    int gaf_on_steps;         /* 0: raw gradients (the paper), 1: preconditioned steps */
+    /* Proximal (elastic) coupling to a reference model of the same structure (NULL: off): after
+     * every update (every outer update under Entropy-SGD) x <- x - proximal_coupling (x - ref). */
+    struct nnet *proximal_model;
+    float proximal_coupling;
+    /* Entropy-SGD inner loop, on when entropy_inner_steps L >= 1: the updates move an inner
+     * iterate y that starts at the outer x; after each update y <- y - entropy_coupling (y - x)
+     * + N(0, entropy_noise^2 I) (SGLD), mu <- ema mu + (1 - ema) y; every L updates (and at the
+     * end of the data) x <- x - entropy_outer_rate (x - mu), then y = mu = x. Output: x. */
+    int entropy_inner_steps;
+    float entropy_coupling;   /* gamma-coupling per inner step (0.01) */
+    float entropy_ema;        /* beta_1 (0.75) */
+    float entropy_noise;      /* stddev per parameter per inner step (0) */
+    float entropy_outer_rate; /* eta (1: x becomes mu) */
 };
 void train_options_default(struct train_options *o);
 
@@ -143,6 +219,24 @@ void forward_utterance(struct nnet *n, const struct matrix *feats, int apply_log
  * (learning rates, fixed components) comes from the first model. Structures must match. */
 struct nnet *average_model_files(const char *const *rxfilenames, int num, const float *weights);
 
+/* Job-level agreement. changes[j] = model_j - previous; the consensus is their weighted mean c.
+ * Job j is kept when cosine_distance(changes[j], c) <= tau. keep[j] (0/1) and distance[j] (may be
+ * NULL) are filled; returns the number kept. Sum_j w_j <c_j, c> = |c|^2 >= 0, so with tau >= 1 at
+ * least one job is kept unless every change is zero. */
+int agreement_select(const struct vector *changes, int num, const float *weights, float tau,
+                     int *keep, double *distance);
+/* The file form, streaming (previous, consensus and one job in memory): the weighted average of
+ * the jobs kept by agreement_select against previous_rxfilename. Logs each job's distance and
+ * which were left out; if none is kept the previous model is returned (the step is skipped).
+ * *num_kept (may be NULL) receives the count. */
+struct nnet *average_model_files_agreement(const char *const *rxfilenames, int num,
+                                           const float *weights, const char *previous_rxfilename,
+                                           float tau, int *num_kept);
+/* EASGD's centre update, x~ <- x~ + alpha sum_i (x_i - x~), over files (streaming); alpha = 1/num
+ * gives the plain average. Structures must match the centre's. */
+struct nnet *elastic_center_files(const char *center_rxfilename, const char *const *rxfilenames,
+                                  int num, float alpha);
+
 /* ---- combination (Kaldi nnet-combine-fast) ---- */
 struct combine_options {
     int num_iters;            /* L-BFGS iterations (20) */
@@ -156,5 +250,30 @@ void combine_options_default(struct combine_options *o);
  * returned if the search does not beat it). Logs the weights and the objective. */
 struct nnet *combine_models(struct nnet *const *models, int num, const char *valid_rspec,
                             const struct combine_options *o);
+
+/* ---- TWA: trainable weight averaging (Li et al., ICLR 2023) ---- */
+/* Modified Gram-Schmidt in double over num vectors of length dim (rows of v, row-major, in place):
+ * on return rows 0..k-1 are orthonormal, spanning the input rows, k is returned. A row whose
+ * remaining norm is below 1e-9 of its original norm is dropped as linearly dependent. */
+int gram_schmidt(double *v, int num, int dim);
+/* alpha = P x (k values) and x = P^T alpha, P being k orthonormal rows of length dim. */
+void basis_project(const double *p, int k, int dim, const double *x, double *alpha);
+void basis_expand(const double *p, int k, int dim, const double *alpha, double *x);
+
+struct twa_options {
+    int num_epochs;           /* passes over the examples (10) */
+    float learning_rate;      /* on the per-frame average log-probability (0.5) */
+    float momentum;           /* heavy ball (0.9) */
+    int minibatch_size;       /* (256) */
+    int max_examples;         /* kept in memory (10000) */
+    const char *train_rspec;  /* NULL: fit on the validation examples (TWA-v), else on these */
+};
+void twa_options_default(struct twa_options *o);
+/* Orthonormal basis of the models' parameter blocks (Gram-Schmidt in double), start at their
+ * mean, then gradient ascent on the coefficients alpha with the projected gradient P g; returns
+ * the best of (mean, trained) on the validation examples (always the trained one when fitting on
+ * the validation examples and it improved). */
+struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_rspec,
+                         const struct twa_options *o);
 
 #endif

@@ -37,7 +37,11 @@ steps/train.sh --num-epochs 3 --minibatch-size 16 --initial-learning-rate 0.004 
 runner=$!
 killed=0
 for i in $(seq 1 3000); do
-    pid=$(pgrep -f '^nnet-train .*exp/crash/2\.mdl' | head -n 1)
+    # only our own job: other worktrees may run this test at the same time (same command line)
+    pid=
+    for p in $(pgrep -f '^nnet-train .*exp/crash/2\.mdl'); do
+        [ "$(readlink /proc/$p/cwd 2>/dev/null)" = "$(pwd -P)" ] && { pid=$p; break; }
+    done
     if [ -n "$pid" ]; then kill -9 $pid 2>/dev/null && killed=1; break; fi
     kill -0 $runner 2>/dev/null || break
     sleep 0.02

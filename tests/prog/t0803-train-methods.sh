@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# steps/train.sh with --averaging agreement|elastic|parle, --offline-window (HWA) and
+# --combine-method twa, and steps/hwa.sh, on 3 Gaussian classes in 8 dimensions (2 jobs).
+. "$PARNET_TOP/tests/prog/lib.sh"
+ln -s $PARNET_TOP/steps steps
+ln -s $PARNET_TOP/utils utils
+
+python3 - <<'PY'
+import os, random
+random.seed(5)
+means = [[random.gauss(0, 1.5) for _ in range(8)] for _ in range(3)]
+def write(d, n):
+    os.makedirs(d, exist_ok=True)
+    with open(d + "/feats.txt", "w") as f, open(d + "/labels.txt", "w") as l:
+        for i in range(n):
+            c = i % 3
+            f.write(f"u{i:04d}  [\n  " + " ".join(f"{m + random.gauss(0, 1):.5f}" for m in means[c]) + " ]\n")
+            l.write(f"u{i:04d} {c}\n")
+write("data/train", 800)
+write("data/valid", 150)
+PY
+for d in train valid; do
+    copy-feats ark,t:data/$d/feats.txt ark,scp:$PWD/data/$d/feats.ark,data/$d/feats.scp 2>/dev/null
+    copy-int-vector ark,t:data/$d/labels.txt ark,scp:$PWD/data/$d/labels.ark,data/$d/labels.scp 2>/dev/null
+done
+steps/get_egs.sh --num-jobs 2 --samples-per-iter 200 --valid-data-dir data/valid --num-utts-subset 100 \
+    data/train egs >egs.log 2>&1 || { fail "get_egs.sh"; tail -n 5 egs.log; exit 1; }
+cat > nnet.config <<'CFG'
+AffineComponent input-dim=8 output-dim=16 learning-rate=0.01
+RectifiedLinearComponent dim=16
+AffineComponent input-dim=16 output-dim=3 learning-rate=0.01 param-stddev=0 bias-stddev=0
+SoftmaxComponent dim=3
+CFG
+opts="--num-epochs 2 --minibatch-size 16 --initial-learning-rate 0.003 --final-learning-rate 0.001 --cleanup false"
+valid_acc() { grep -o 'accuracy is [0-9.]*' $1/log/compute_prob_valid.final.log | awk '{print $3}'; }
+check_acc() {
+    local a=$(valid_acc $1)
+    if awk -v a="$a" 'BEGIN { exit !(a > 0.85) }'; then pass "$1: valid accuracy $a > 0.85"; else fail "$1: valid accuracy '$a'"; fi
+}
+
+expect_status "agreement" 0 steps/train.sh $opts --averaging agreement --agreement-threshold 1.0 egs nnet.config agree
+grep -q 'cosine distance to the consensus change' agree/log/average.1.log && pass "agreement logs distances" || fail "no distances in the averaging log"
+check_acc agree
+
+expect_status "elastic" 0 steps/train.sh $opts --averaging elastic --combine false egs nnet.config elastic
+grep -q 'Moved the centre' elastic/log/average.1.log && pass "elastic centre update" || fail "no centre update"
+[ -f elastic/log/pull.1.2.log ] && pass "replicas pulled toward the centre" || fail "no replica pull"
+check_acc elastic
+
+expect_status "parle" 0 steps/train.sh $opts --averaging parle --parle-inner-steps 3 --combine false egs nnet.config parle
+grep -q -- '--entropy-inner-steps=3 .*--proximal-model=parle/1.mdl' parle/log/train.1.1.log && pass "parle job options" || fail "parle job options"
+c0=$(grep -o 'proximal-coupling=[0-9.e-]*' parle/log/train.0.1.log | head -n 1 | cut -d= -f2)
+c3=$(grep -o 'proximal-coupling=[0-9.e-]*' parle/log/train.3.1.log | head -n 1 | cut -d= -f2)
+awk -v a=$c0 -v b=$c3 'BEGIN { exit !(b > a) }' && pass "couplings are scoped ($c0 -> $c3)" || fail "coupling $c0 -> $c3"
+check_acc parle
+
+expect_status "hwa" 0 steps/train.sh $opts --offline-window 2 egs nnet.config hwa
+nnet-average hwa/3.mdl hwa/4.mdl by-hand.mdl 2>/dev/null
+nnet-copy --binary=false hwa/final.mdl a.txt 2>/dev/null; nnet-copy --binary=false by-hand.mdl b.txt 2>/dev/null
+expect_same "final.mdl = average of the last 2 models" a.txt b.txt
+expect_status "hwa.sh" 0 steps/hwa.sh --window 2 hwa hwa2.mdl
+nnet-copy --binary=false hwa2.mdl c.txt 2>/dev/null
+expect_same "steps/hwa.sh gives the same model" a.txt c.txt
+expect_status "hwa.sh missing model" 1 steps/hwa.sh --window 9 hwa x.mdl
+
+expect_status "twa combine" 0 steps/train.sh $opts --stage 4 --combine-method twa egs nnet.config hwa
+grep -q 'TWA: 4 models span 4 dimensions' hwa/log/combine.log && pass "TWA over the last models" || fail "no TWA in combine.log"
+expect_status "bad averaging" 1 steps/train.sh $opts --averaging mean egs nnet.config bad
