@@ -93,33 +93,50 @@ static void after_update(struct extras *e, int skipped, struct train_stats *st) 
     }
 }
 
-/* Close the GAF step: apply num_accepted x the fusion if anything agreed. At the end of the data
- * a lone last microbatch (nothing to compare it with) is dropped, not counted as a step. */
-static void gaf_finish(struct extras *e, struct train_stats *st) {
-    struct gaf *g = &e->gaf;
-    if (g->num_offered == 0) return;
-    if (g->num_offered == 1 && e->o->gaf_microbatches > 1) {
+enum nnet_backward_mode train_gaf_backward_mode(const struct train_options *o) {
+    return o->gaf_on_steps ? NNET_STEP : NNET_GRADIENT;
+}
+
+int train_gaf_offer(struct gaf *g, const struct vector *micro) {
+    double dist;
+    int taken = gaf_offer(g, micro, &dist);
+    if (g->num_offered > 1)
+        VLOG(2, "GAF: microbatch %d: cosine distance %.4f, %s", g->num_offered, dist,
+             taken ? "accepted" : "rejected");
+    return taken;
+}
+
+int train_gaf_finish(struct gaf *g, struct nnet *n, const struct train_options *o,
+                     struct train_stats *st, int *skipped) {
+    int attempted = 0;
+    if (g->num_offered == 1) {
         VLOG(1, "GAF: the last microbatch has nothing to agree with: dropped");
-        gaf_begin(g);
-        return;
-    }
-    st->gaf_steps++;
-    st->gaf_offered += g->num_offered - 1;
-    if (g->num_accepted < 2) {
-        st->gaf_skipped++;
-        VLOG(1, "GAF: no microbatch agreed with the first of %d: step skipped", g->num_offered);
-    } else {
-        st->gaf_accepted += g->num_accepted - 1;
-        int skipped;
-        if (e->o->gaf_on_steps) {
-            vector_scale(&g->fused, (float)g->num_accepted);
-            skipped = nnet_apply_step(e->n, &g->fused);
+    } else if (g->num_offered > 1) {
+        st->gaf_steps++;
+        st->gaf_offered += g->num_offered - 1;
+        if (g->num_accepted < 2) {
+            st->gaf_skipped++;
+            VLOG(1, "GAF: no microbatch agreed with the first of %d: step skipped",
+                 g->num_offered);
         } else {
-            skipped = nnet_apply_gradient(e->n, &g->fused, (float)g->num_accepted);
+            st->gaf_accepted += g->num_accepted - 1;
+            attempted = 1;
+            if (o->gaf_on_steps) {
+                vector_scale(&g->fused, (float)g->num_accepted);
+                *skipped = nnet_apply_step(n, &g->fused);
+            } else {
+                *skipped = nnet_apply_gradient(n, &g->fused, (float)g->num_accepted);
+            }
         }
-        after_update(e, skipped, st);
     }
     gaf_begin(g);
+    return attempted;
+}
+
+/* Close the GAF step (train_gaf_finish) and follow an applied update with the extras. */
+static void gaf_finish(struct extras *e, struct train_stats *st) {
+    int skipped;
+    if (train_gaf_finish(&e->gaf, e->n, e->o, st, &skipped)) after_update(e, skipped, st);
 }
 
 /* The update for one minibatch after its forward and scoring. */
@@ -128,13 +145,9 @@ static void update_minibatch(struct extras *e, const struct matrix *deriv, struc
         after_update(e, nnet_backward(e->n, deriv, NNET_UPDATE), st);
         return;
     }
-    nnet_backward(e->n, deriv, e->o->gaf_on_steps ? NNET_STEP : NNET_GRADIENT);
+    nnet_backward(e->n, deriv, train_gaf_backward_mode(e->o));
     struct vector d = nnet_delta(e->n);
-    double dist;
-    int taken = gaf_offer(&e->gaf, &d, &dist);
-    if (e->gaf.num_offered > 1)
-        VLOG(2, "GAF: microbatch %d: cosine distance %.4f, %s", e->gaf.num_offered, dist,
-             taken ? "accepted" : "rejected");
+    train_gaf_offer(&e->gaf, &d);
     if (e->gaf.num_offered == e->o->gaf_microbatches) gaf_finish(e, st);
 }
 

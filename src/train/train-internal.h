@@ -20,6 +20,21 @@ void train_score_minibatch(struct nnet *n, const struct matrix *out, const struc
 /* 0 if every label indexes one of output_dim outputs, else -1 (error_set names the label). */
 int train_check_labels(const struct egs_minibatch *mb, int output_dim);
 
+/* GAF's step, shared by train_sgd (M microbatches in sequence) and train_sync (microbatches of
+ * all ranks, gathered): gaf_begin, then train_gaf_offer for every microbatch in a fixed order, then
+ * train_gaf_finish. Each microbatch's vector is nnet_delta(n) after nnet_backward with
+ * train_gaf_backward_mode(o): its raw gradient, or its step with --gaf-on=step. */
+enum nnet_backward_mode train_gaf_backward_mode(const struct train_options *o);
+/* gaf_offer, logging the distance at verbose level 2; returns 1 if taken. */
+int train_gaf_offer(struct gaf *g, const struct vector *micro);
+/* Close the step and gaf_begin the next. A lone microbatch (nothing to agree with: the end of the
+ * data) is dropped without counting a step; if nothing agreed with the anchor, the step counts as
+ * skipped; else num_accepted x the fusion is applied with nnet_apply_step (steps) or
+ * nnet_apply_gradient (gradients). Returns 1 if an update was attempted, *skipped then being 1 if
+ * the network refused it as non-finite; 0 otherwise. The caller counts num_updates/num_skipped. */
+int train_gaf_finish(struct gaf *g, struct nnet *n, const struct train_options *o,
+                     struct train_stats *st, int *skipped);
+
 struct mb_set {
     struct egs_minibatch *mbs; /* (num) host copies */
     int num, num_egs;
