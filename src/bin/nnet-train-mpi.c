@@ -21,6 +21,12 @@ static const char *usage =
     "    single-process learning rate, as with Kaldi's parameter averaging.\n"
     "  --mode=gradients: every minibatch the ranks' steps are summed and applied by all\n"
     "    (synchronous SGD on N x minibatch-size examples at the same learning rate).\n"
+    "  --gaf-microbatches=M (implies gradients mode): gradient agreement filtering across\n"
+    "    ranks, as nnet-train's GAF. One update per M minibatches per rank: the N x M\n"
+    "    microgradients (M per rank; M=1: each rank's minibatch is one microbatch) are gathered\n"
+    "    and offered in rank order, rank 0's M first; the same --gaf-threshold/-fusion/-on rule\n"
+    "    then keeps those that agree, on every rank alike (N=1: nnet-train --gaf-microbatches=M).\n"
+    "    The gather moves N x M x the parameters per rank per update.\n"
     "Natural-gradient state stays local to each rank: in gradients mode each rank preconditions\n"
     "its own gradient before the sum. Ranks stop together when the first archive ends. Rank 0\n"
     "writes the model. With CUDA, GPU buffers are all-reduced with NCCL. The last line on stderr\n"
@@ -123,7 +129,7 @@ int main(int argc, char **argv) {
     train_sync_options_default(&o);
     int binary = 1, num_threads = 1, srand_seed = 0;
     float max_change = 0;
-    const char *mode = "params";
+    const char *mode = "", *fusion = "halving", *gaf_on = "gradient";
     struct option_spec specs[] = {
         {"mode", OPT_STRING, &mode,
          "params: average the parameters every --average-every minibatches (local SGD); "
@@ -140,13 +146,33 @@ int main(int argc, char **argv) {
         {"max-change", OPT_FLOAT, &max_change,
          "Global max-change: largest norm of one minibatch's whole step (0: no limit)"},
         {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
+        {"gaf-microbatches", OPT_INT, &o.train.gaf_microbatches,
+         "GAF across ranks: minibatches per rank per update (0: off; implies gradients mode)"},
+        {"gaf-threshold", OPT_FLOAT, &o.train.gaf_threshold,
+         "GAF: largest cosine distance 1-cos accepted (0.97: cos >= 0.03; >= 2 accepts all)"},
+        {"gaf-fusion", OPT_STRING, &fusion,
+         "GAF: halving (G=(G+g)/2, the reference code) or mean (uniform mean of the accepted)"},
+        {"gaf-on", OPT_STRING, &gaf_on,
+         "GAF: filter raw gradients (gradient; NaturalGradientAffine then trains as plain SGD) or "
+         "each minibatch's preconditioned step (step)"},
     };
     int num_specs = sizeof specs / sizeof specs[0];
     options_parse(&argc, argv, usage, specs, num_specs);
     if (argc != 4) options_usage_exit(usage, specs, num_specs);
+    if (!*mode) mode = o.train.gaf_microbatches > 0 ? "gradients" : "params";
     if (!strcmp(mode, "params")) o.mode = TRAIN_SYNC_PARAMS;
     else if (!strcmp(mode, "gradients")) o.mode = TRAIN_SYNC_STEPS;
     else die("--mode must be params or gradients, not '%s'", mode);
+    if (o.train.gaf_microbatches < 0 || !(o.train.gaf_threshold >= 0))
+        die("--gaf-microbatches and --gaf-threshold must not be negative");
+    if (o.train.gaf_microbatches > 0 && o.mode != TRAIN_SYNC_STEPS)
+        die("--gaf-microbatches needs --mode=gradients (the ranks apply one common update)");
+    if (!strcmp(fusion, "halving")) o.train.gaf_fusion = GAF_FUSION_HALVING;
+    else if (!strcmp(fusion, "mean")) o.train.gaf_fusion = GAF_FUSION_MEAN;
+    else die("--gaf-fusion='%s': expected halving or mean", fusion);
+    if (!strcmp(gaf_on, "gradient") || !strcmp(gaf_on, "step"))
+        o.train.gaf_on_steps = *gaf_on == 's';
+    else die("--gaf-on='%s': expected gradient or step", gaf_on);
     if (o.train.minibatch_size < 1) die("--minibatch-size must be at least 1");
     if (o.average_every < 0) die("--average-every must be at least 0");
     o.train.srand = (uint64_t)srand_seed;
@@ -175,10 +201,25 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (max_change > 0) nnet_set_max_change(n, max_change);
+    if (o.train.gaf_microbatches > 0 && comm.size * o.train.gaf_microbatches < 2) {
+        if (comm.rank == 0)
+            log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__,
+                        "GAF needs at least 2 microbatches per update: %d rank(s) x "
+                        "--gaf-microbatches=%d", comm.size, o.train.gaf_microbatches);
+        nnet_free(n);
+        free(egs);
+        MPI_Finalize();
+        return 1;
+    }
     if (comm.rank == 0)
         LOG("%d ranks, mode %s, average every %d minibatches, %d examples per minibatch per rank, "
             "%d parameters", comm.size, mode, o.mode == TRAIN_SYNC_STEPS ? 1 : o.average_every,
             o.train.minibatch_size, nnet_num_params(n));
+    if (comm.rank == 0 && o.train.gaf_microbatches > 0)
+        LOG("GAF on %s: %d microbatches per update (%d per rank), threshold %g, %s fusion",
+            o.train.gaf_on_steps ? "steps" : "raw gradients",
+            comm.size * o.train.gaf_microbatches, o.train.gaf_microbatches,
+            o.train.gaf_threshold, fusion);
 
     struct train_sync_stats st;
     int ok = train_sync(n, egs, &o, &comm, &st) == 0; /* the same on every rank */
@@ -202,12 +243,21 @@ int main(int argc, char **argv) {
             t->num_frames / (t->seconds > 0 ? t->seconds : 1), t->correct / t->weight);
         LOG("Exchanges (rank 0): %lld all-reduces of the %s, %.3f MB of payload per rank, "
             "%.3f s (%.1f%% of the loop); %.3f s (%.1f%%) in the per-minibatch flag all-reduce",
-            st.num_exchanges, o.mode == TRAIN_SYNC_PARAMS ? "parameters" : "steps",
+            st.num_exchanges,
+            o.mode == TRAIN_SYNC_PARAMS      ? "parameters"
+            : o.train.gaf_microbatches > 0 ? "gathered microgradients"
+                                             : "steps",
             st.exchange_bytes / 1e6, st.exchange_seconds, 100 * st.exchange_seconds / loop,
             st.flag_seconds, 100 * st.flag_seconds / loop);
         if (o.check_sync)
             LOG("Checked: all %d ranks held bitwise the same parameters after each of the %lld "
                 "exchanges", comm.size, st.num_exchanges);
+        if (o.train.gaf_microbatches > 0)
+            LOG("GAF: %lld steps, %lld skipped (nothing agreed), %lld updates; accept rate %.4f "
+                "(%lld of %lld microbatches after the first of each step)", t->gaf_steps,
+                t->gaf_skipped, t->num_updates,
+                t->gaf_offered ? (double)t->gaf_accepted / t->gaf_offered : 0.0, t->gaf_accepted,
+                t->gaf_offered);
         if (st.num_stopped_early)
             LOG("%lld rank(s) stopped with examples left (the shortest archive ends the pass)",
                 st.num_stopped_early);

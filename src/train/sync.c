@@ -3,6 +3,7 @@
 #include "train/train.h"
 #include "train/train-internal.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,11 +80,39 @@ static int gather_stats(const struct train_comm *c, enum train_sync_mode mode, i
     t->num_egs = (long long)v[3];
     t->num_frames = (long long)v[4];
     t->num_minibatches = (long long)v[5];
-    /* Summed steps are applied (or skipped) by every rank alike: count them once. */
+    /* Summed steps and GAF steps are applied (or skipped) by every rank alike: count them once. */
     t->num_skipped = mode == TRAIN_SYNC_STEPS ? l->num_skipped : (long long)v[6];
+    t->num_updates = l->num_updates;
+    t->gaf_steps = l->gaf_steps;
+    t->gaf_skipped = l->gaf_skipped;
+    t->gaf_offered = l->gaf_offered;
+    t->gaf_accepted = l->gaf_accepted;
     t->seconds = secs;
     st->num_stopped_early = (long long)v[7];
     st->num_close_failed = (long long)v[8];
+    return 0;
+}
+
+/* GAF across ranks: all holds N x M slots of the block's size, slot r x M + j for rank r's j-th
+ * microbatch of the step; each rank has filled its own `count` slots, the rest are zero, so the
+ * all-reduce sum is an all-gather (x + 0 = x: bitwise). Every rank then offers the same vectors in
+ * the same order (rank 0's, then rank 1's, ...) and applies the same update. */
+static int gaf_step(struct nnet *n, const struct train_sync_options *o,
+                    const struct train_comm *c, struct gaf *g, struct vector *all, int count,
+                    struct train_sync_stats *st) {
+    if (exchange(c, all, 1, st)) return -1;
+    int dim = nnet_num_params(n), m = o->train.gaf_microbatches, skipped;
+    gaf_begin(g);
+    for (int r = 0; r < c->size; r++)
+        for (int j = 0; j < count; j++) {
+            struct vector slot = vector_range(all, (r * m + j) * dim, dim);
+            train_gaf_offer(g, &slot);
+        }
+    if (train_gaf_finish(g, n, &o->train, &st->local, &skipped)) {
+        if (skipped) st->local.num_skipped++;
+        else st->local.num_updates++;
+    }
+    vector_set_zero(all);
     return 0;
 }
 
@@ -99,6 +128,22 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
                         0)) {
         free(scratch);
         return -1;
+    }
+
+    /* GAF: this rank's microbatches of the step so far, the gathered slots, the agreement */
+    const int gaf_m = o->mode == TRAIN_SYNC_STEPS ? o->train.gaf_microbatches : 0;
+    int gaf_count = 0;
+    struct vector gaf_all = {0};
+    struct gaf gaf = {0};
+    if (gaf_m > 0) {
+        long long slots = (long long)comm->size * gaf_m * nnet_num_params(n);
+        if (slots > INT_MAX) {
+            free(scratch);
+            return error_set("GAF: %d ranks x %d microbatches x %d parameters do not fit one "
+                             "vector", comm->size, gaf_m, nnet_num_params(n));
+        }
+        vector_init(&gaf_all, (int)slots);
+        gaf_init(&gaf, nnet_num_params(n), o->train.gaf_threshold, o->train.gaf_fusion);
     }
 
     struct minibatch_source *src = minibatch_source_new(
@@ -147,7 +192,23 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
             nnet_forward(n, train_input_on_device(mb, &dev_input), mb->num_egs, 1);
         double correct_before = ls->correct, objf, weight;
         train_score_minibatch(n, out, mb, &deriv, &argmax, &argmax_cap, ls, &objf, &weight);
-        if (o->mode == TRAIN_SYNC_STEPS) {
+        if (gaf_m > 0) {
+            nnet_backward(n, &deriv, train_gaf_backward_mode(&o->train));
+            struct vector slot = vector_range(
+                &gaf_all, (comm->rank * gaf_m + gaf_count) * nnet_num_params(n), delta.dim);
+            vector_copy(&slot, &delta);
+            if (++gaf_count == gaf_m) {
+                gaf_count = 0;
+                if (gaf_step(n, o, comm, &gaf, &gaf_all, gaf_m, st)) {
+                    rc = -1;
+                    break;
+                }
+                if (o->check_sync &&
+                    (rc = check_identical(n, comm, &scratch, "after the GAF step of minibatch",
+                                          ls->num_minibatches - 1)))
+                    break;
+            }
+        } else if (o->mode == TRAIN_SYNC_STEPS) {
             nnet_backward(n, &deriv, NNET_STEP);
             if (exchange(comm, &delta, 1, st)) {
                 rc = -1;
@@ -190,6 +251,17 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
             phase_first = ls->num_minibatches;
             phase_start = now;
         }
+    }
+    /* Every rank stopped at the same minibatch, so a short last GAF step is short everywhere. */
+    if (rc == 0 && gaf_m > 0 && gaf_count > 0) {
+        rc = gaf_step(n, o, comm, &gaf, &gaf_all, gaf_count, st);
+        if (rc == 0 && o->check_sync)
+            rc = check_identical(n, comm, &scratch, "after the last GAF step at minibatch",
+                                 ls->num_minibatches);
+    }
+    if (gaf_m > 0) {
+        gaf_release(&gaf);
+        vector_release(&gaf_all);
     }
     /* The pass ended on every rank at the same minibatch; leave every copy equal to the average. */
     if (rc == 0 && o->mode == TRAIN_SYNC_PARAMS && since_average > 0) {

@@ -150,7 +150,15 @@ int train_sgd(struct nnet *n, const char *egs_rspec, const struct train_options 
  *     NaturalGradientAffine component preconditions its gradient with its own rank's Fisher
  *     estimate (and applies max-change-per-sample locally) before the sum: the ranks still apply
  *     identical steps, but the result differs from single-process NG-SGD on the big minibatch.
- * The natural-gradient state is never communicated: it stays local to each rank in both modes.
+ *   GAF (TRAIN_SYNC_STEPS with train.gaf_microbatches = M >= 1): gradient agreement filtering
+ *     across ranks, the same rule and options as train_sgd's GAF (train.gaf_*). A step takes M
+ *     minibatches on every rank; each rank's M microgradients (or steps, gaf_on_steps) are
+ *     gathered by one all-reduce of N x M x num_params floats (own slots filled, others zero) and
+ *     every rank offers all N x M of them in the order rank 0's M, rank 1's M, ... to the same
+ *     GAF step, so every rank applies the same update. With N = 1 this is train_sgd's GAF with M
+ *     microbatches; with M = 1 each rank's minibatch is one microbatch (the paper's distributed
+ *     setting). N x M < 2 never trains (a lone microbatch is dropped). Ignored in params mode.
+ * The natural-gradient state is never communicated: it stays local to each rank in all modes.
  *
  * Stopping together. Before every minibatch the ranks all-reduce (MIN) a flag: 1 = have a
  * minibatch, 0 = archive ended, < 0 = this rank failed (bad or truncated input). The first rank
@@ -180,7 +188,9 @@ struct train_comm {
 enum train_sync_mode { TRAIN_SYNC_PARAMS = 0, TRAIN_SYNC_STEPS = 1 };
 
 struct train_sync_options {
-    struct train_options train; /* minibatch size, srand (+ rank for each rank), progress */
+    struct train_options train; /* minibatch size, srand (+ rank for each rank), progress, GAF
+                                 * (gaf_*: steps mode only; M per rank); the other methods of
+                                 * train_sgd (proximal, Entropy-SGD) are not used here */
     enum train_sync_mode mode;
     int average_every;          /* K >= 1 (params mode), or 0: average only at the end */
     int check_sync;             /* compare the ranks' parameters after every exchange */
@@ -189,8 +199,9 @@ void train_sync_options_default(struct train_sync_options *o);
 
 struct train_sync_stats {
     struct train_stats local;   /* this rank's examples */
-    struct train_stats total;   /* summed over ranks (seconds: the slowest rank's) */
-    long long num_exchanges;    /* parameter averages (params) or step sums (steps) */
+    struct train_stats total;   /* summed over ranks (seconds: the slowest rank's; GAF counts and
+                                 * num_updates: the same on every rank, taken once) */
+    long long num_exchanges;    /* parameter averages (params), step sums or GAF gathers */
     long long num_stopped_early; /* ranks that still had examples when the pass ended */
     long long num_close_failed; /* ranks whose archive failed on closing (then -1 everywhere) */
     double exchange_bytes;      /* payload of the parameter/step all-reduces, per rank */
