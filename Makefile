@@ -115,7 +115,7 @@ $(BUILD)/bin/nnet-train-mpi.o: src/bin/nnet-train-mpi.c $(STAMP)
 	$(MPICC) $(CFLAGS) -DHAVE_MPI=1 -c $< -o $@
 $(BIN)/nnet-train-mpi: $(BUILD)/bin/nnet-train-mpi.o $(LIBA)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(LDFLAGS) -pthread $< $(LIBA) $(LDLIBS) -o $@
+	$(MPICC) $(LDFLAGS) -pthread $< $(LIBA) $(LDLIBS) $(if $(filter 1,$(CUDA)),-lnccl) -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(LIBA)
 	@mkdir -p $(dir $@)
@@ -138,5 +138,5 @@ check-cuda:
 clean:
 	rm -rf build bin lib
 
--include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(PROG_SRC:src/%.c=$(BUILD)/%.d)
+-include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(PROG_SRC:src/%.c=$(BUILD)/%.d) $(BUILD)/bin/nnet-train-mpi.d
 .SECONDARY:

@@ -3,6 +3,7 @@
 # is missing and runs `apt-get update` only when something is.
 #   tools/install-deps.sh            build + tests (compiler, OpenBLAS, zlib, clang for fuzzing, ...)
 #   tools/install-deps.sh --bench    also the benchmark peers (python3-torch)
+#   tools/install-deps.sh --mpi      also Open MPI (nnet-train-mpi; libpmix2 for srun --mpi=pmix)
 #   tools/install-deps.sh --engines  also Slurm and Grid Engine, for tools/slurm-local.sh and
 #                                    tools/sge-local.sh (tests t0510, t0520; CI). No daemon is
 #                                    started: those scripts start and stop them.
@@ -14,6 +15,7 @@ engines=false
 for arg in "$@"; do
     case $arg in
         --bench) pkgs+=(python3-torch python3-numpy) ;;
+        --mpi) pkgs+=(openmpi-bin libopenmpi-dev libpmix2) ;;
         --engines)
             engines=true
             pkgs+=(slurmctld slurmd slurm-client munge gridengine-master gridengine-exec

@@ -7,7 +7,11 @@
 # Rows (each a steps/train.sh run, final.mdl = the last model unless the method says otherwise):
 #   single        1 job (examples cut for 1 job, the same examples per iteration in total), NG-SGD
 #   avg-sgd       2 jobs, plain average, SGD                avg-ng   the same with NG-SGD
-#   mpi-local-sgd nnet-train-mpi (steps/train_mpi.sh) when it is built, else "not run"
+#   mpi-local-sgd steps/train_mpi.sh: 2 MPI ranks, parameters averaged every 8 minibatches, NG-SGD
+#   mpi-sync-sgd  steps/train_mpi.sh --mode gradients (steps summed every minibatch), SGD: the
+#                 control for mpi-gaf (an mpi-gaf step where both ranks agree is one such step)
+#   mpi-gaf       mpi-sync-sgd + GAF across ranks (each rank's minibatch one microbatch, tau 0.97)
+#                 The mpi-* rows print "not run" where nnet-train-mpi or mpirun is missing.
 #   avg-sgd-mb128 avg-sgd with minibatches of 128: GAF's control (a GAF step of 2 x 64 examples
 #                 where both agree is exactly one such step)
 #   gaf           avg-sgd + GAF on raw gradients (--gaf-microbatches 2, tau 0.97)
@@ -19,6 +23,7 @@
 #   combine       avg-ng + per-layer nnet-combine of the last models;  twa: the same with TWA-v
 #   noise40-sgd / noise40-mb128 / noise40-gaf: avg-sgd, avg-sgd-mb128 and gaf with 40% symmetric
 #                 label noise on the training labels (validation and test labels clean)
+#   noise40-mpi-sync / noise40-mpi-gaf: mpi-sync-sgd and mpi-gaf with the same label noise
 cd "$(dirname "$0")"
 . ./path.sh
 
@@ -88,26 +93,49 @@ run() {
     local secs=$(echo "$(date +%s.%N) - $t0" | bc) N=$(cat $d/num_jobs)
     nnet-compute-prob $d/final.mdl ark:$dir/test.egs 2>$d/log/compute_prob_test.log >/dev/null
     local iters=$(cat $d/num_iters) size=$(stat -c %s $d/final.mdl)
-    printf "%-14s %9.2f %11.4f %8.1f %10.1f\n" $name \
+    printf "%-17s %9.2f %11.4f %8.1f %10.1f\n" $name \
         $(echo "$(field $d/log/compute_prob_test.log 'accuracy is') * 100" | bc -l) \
         $(field $d/log/compute_prob_valid.final.log 'average probability is') $secs \
         $(echo "n = $N; ($transfers) * $iters * $size / 1000000" | bc -l) | tee -a $table
 }
 
+# run_mpi NAME EGS CONFIG [train_mpi.sh options]: as run(), through steps/train_mpi.sh (one
+# mpirun of n ranks per iteration). MB moved: per iteration every rank reads the model, rank 0
+# writes the raw model, which nnet-copy reads and writes again (n+3 model files), plus the MPI
+# all-reduce payload of all ranks (from the training logs: payload per rank x n).
+run_mpi() {
+    local name=$1 egs=$2 config=$3; shift 3
+    want $name || return 0
+    if ! command -v nnet-train-mpi >/dev/null || ! command -v mpirun >/dev/null; then
+        printf "%-17s %9s %11s %8s %10s\n" $name "not run" "(no" "MPI" "here)" | tee -a $table
+        return 0
+    fi
+    local d=$dir/$name t0=$(date +%s.%N)
+    rm -rf $d
+    steps/train_mpi.sh --cmd "$cmd" --num-epochs $num_epochs --minibatch-size $minibatch_size \
+        --initial-learning-rate $initial_learning_rate --final-learning-rate $final_learning_rate \
+        --cleanup false --combine false "$@" $dir/$egs conf/$config $d >$d.log 2>&1 || { echo "$0: $name failed (see $d.log)"; return 1; }
+    local secs=$(echo "$(date +%s.%N) - $t0" | bc) N=$(cat $d/num_jobs)
+    nnet-compute-prob $d/final.mdl ark:$dir/test.egs 2>$d/log/compute_prob_test.log >/dev/null
+    local iters=$(cat $d/num_iters) size=$(stat -c %s $d/final.mdl)
+    local mpi_mb=$(cat $d/log/train.*.log | grep -o '[0-9.]* MB of payload per rank' |
+                   awk -v n=$N '{ s += $1 * n } END { printf "%.3f", s }')
+    printf "%-17s %9.2f %11.4f %8.1f %10.1f\n" $name \
+        $(echo "$(field $d/log/compute_prob_test.log 'accuracy is') * 100" | bc -l) \
+        $(field $d/log/compute_prob_valid.final.log 'average probability is') $secs \
+        $(echo "($N + 3) * $iters * $size / 1000000 + $mpi_mb" | bc -l) | tee -a $table
+}
+
 if [ $stage -le 2 ]; then
     [ -z "$only" ] && rm -f $table
-    [ -f $table ] || printf "%-14s %9s %11s %8s %10s\n" method test-acc% valid-logp wall-s MB-moved | tee $table
+    [ -f $table ] || printf "%-17s %9s %11s %8s %10s\n" method test-acc% valid-logp wall-s MB-moved | tee $table
     half=$num_epochs  # half of the 2 x num_epochs iterations
     run single    egs1 compare-ng.config  3*n+1 --num-jobs 1 --combine false
     run avg-sgd   egs2 compare-sgd.config 3*n+1 $sgd_lr --combine false
     run avg-ng    egs2 compare-ng.config  3*n+1 --combine false
-    if want mpi-local-sgd; then
-        if [ -x ../../bin/nnet-train-mpi ] && [ -f steps/train_mpi.sh ]; then
-            echo "$0: mpi-local-sgd: see docs/EXPERIMENTS.md for the command" # filled in when it lands
-        else
-            printf "%-14s %9s %11s %8s %10s\n" mpi-local-sgd "not run" "(nnet-train-mpi" "not on" "main)" | tee -a $table
-        fi
-    fi
+    run_mpi mpi-local-sgd egs2 compare-ng.config --mode params --average-every 8
+    run_mpi mpi-sync-sgd egs2 compare-sgd.config $sgd_lr --mode gradients
+    run_mpi mpi-gaf   egs2 compare-sgd.config $sgd_lr --mode gradients --train-opts "--gaf-microbatches=1"
     run avg-sgd-mb128 egs2 compare-sgd.config 3*n+1 $sgd_lr --combine false --minibatch-size 128
     run gaf       egs2 compare-sgd.config 3*n+1 $sgd_lr --combine false --train-opts "--gaf-microbatches=2"
     run agreement egs2 compare-ng.config  4*n+2 --combine false --averaging agreement
@@ -122,5 +150,8 @@ if [ $stage -le 2 ]; then
     run noise40-sgd egs2n compare-sgd.config 3*n+1 $sgd_lr --combine false
     run noise40-mb128 egs2n compare-sgd.config 3*n+1 $sgd_lr --combine false --minibatch-size 128
     run noise40-gaf egs2n compare-sgd.config 3*n+1 $sgd_lr --combine false --train-opts "--gaf-microbatches=2"
+    run_mpi noise40-mpi-sync egs2n compare-sgd.config $sgd_lr --mode gradients
+    run_mpi noise40-mpi-gaf egs2n compare-sgd.config $sgd_lr --mode gradients \
+        --train-opts "--gaf-microbatches=1"
     echo "$0: table in $table"
 fi

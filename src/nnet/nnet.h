@@ -229,14 +229,16 @@ enum nnet_backward_mode {
                         * into nnet_delta(n), unclipped, without applying it */
 };
 /* Backward after nnet_forward. out_deriv: d objective / d output (rows and dim of the output).
- * Returns 0, or 1 if NNET_UPDATE skipped a non-finite step (warned; parameters untouched). */
+ * Returns 0, or 1 if NNET_UPDATE skipped a non-finite step (warned; parameters untouched).
+ * NNET_UPDATE is NNET_STEP followed by nnet_apply_step on nnet_delta(n) itself. */
 int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_backward_mode mode);
 
 /* Apply an externally formed update, with the same safety as NNET_UPDATE: clip to each
  * component's max-change, then to the global max-change, skip (warn, return 1) if not finite,
  * else add to the parameters and return 0. Both take a vector of the block's layout (it may be
- * nnet_delta(n) itself; it is not modified unless it is that block).
- *   nnet_apply_step: step is already a parameter change (e.g. fused NNET_STEP outputs).
+ * nnet_delta(n) itself; it is not modified unless it is that block). They let a trainer combine
+ * steps or gradients (GAF's fusion, a sum over MPI ranks) before applying them.
+ *   nnet_apply_step: step is already a parameter change (e.g. fused or summed NNET_STEP outputs).
  *   nnet_apply_gradient: step = scale * learning_rate_c * grad on component c's slice. This is
  *     plain SGD for every component: NaturalGradientAffine preconditions the per-sample input and
  *     output derivatives of a minibatch, which a given (e.g. fused) gradient no longer carries, so

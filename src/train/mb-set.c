@@ -34,14 +34,12 @@ int mb_set_load(struct mb_set *s, const char *rspec, int minibatch_size, int max
         memcpy(dst->label_row, mb->label_row, sizeof(int) * mb->num_labels);
         memcpy(dst->label_index, mb->label_index, sizeof(int32_t) * mb->num_labels);
         memcpy(dst->label_weight, mb->label_weight, sizeof(float) * mb->num_labels);
-        for (int i = 0; i < mb->num_labels; i++) {
-            if (mb->label_index[i] < 0 || mb->label_index[i] >= nnet_output_dim(n)) {
-                minibatch_source_free(src);
-                return error_set("'%s': label %d out of range for a network with %d outputs", rspec,
-                                 (int)mb->label_index[i], nnet_output_dim(n));
-            }
-            s->total_weight += mb->label_weight[i];
+        if (train_check_labels(mb, nnet_output_dim(n))) {
+            minibatch_source_free(src);
+            return error_wrap("'%s': ", rspec);
         }
+        for (int i = 0; i < mb->num_labels; i++)
+            s->total_weight += mb->label_weight[i];
         s->num_egs += mb->num_egs;
     }
     if (minibatch_source_free(src) || rc < 0) return -1;
@@ -59,13 +57,7 @@ void mb_set_release(struct mb_set *s) {
 double mb_set_forward(struct mb_set *s, int b, struct nnet *n, struct matrix *dev_input,
                       struct matrix *deriv) {
     const struct egs_minibatch *mb = &s->mbs[b];
-    const struct matrix *in = &mb->input;
-    if (matrix_default_device != MATRIX_CPU) {
-        matrix_resize(dev_input, mb->input.rows, mb->input.cols);
-        matrix_copy(dev_input, &mb->input);
-        in = dev_input;
-    }
-    nnet_forward(n, in, mb->num_egs, 0);
+    nnet_forward(n, train_input_on_device(mb, dev_input), mb->num_egs, 0);
     return nnet_objective_xent(n, mb->num_labels, mb->label_row, (const int *)mb->label_index,
                                mb->label_weight, deriv);
 }

@@ -1,5 +1,6 @@
 /* The SGD loop (nnet-train), evaluation (nnet-compute-prob) and inference (nnet-forward). */
 #include "train/train.h"
+#include "train/train-internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -92,33 +93,50 @@ static void after_update(struct extras *e, int skipped, struct train_stats *st) 
     }
 }
 
-/* Close the GAF step: apply num_accepted x the fusion if anything agreed. At the end of the data
- * a lone last microbatch (nothing to compare it with) is dropped, not counted as a step. */
-static void gaf_finish(struct extras *e, struct train_stats *st) {
-    struct gaf *g = &e->gaf;
-    if (g->num_offered == 0) return;
-    if (g->num_offered == 1 && e->o->gaf_microbatches > 1) {
+enum nnet_backward_mode train_gaf_backward_mode(const struct train_options *o) {
+    return o->gaf_on_steps ? NNET_STEP : NNET_GRADIENT;
+}
+
+int train_gaf_offer(struct gaf *g, const struct vector *micro) {
+    double dist;
+    int taken = gaf_offer(g, micro, &dist);
+    if (g->num_offered > 1)
+        VLOG(2, "GAF: microbatch %d: cosine distance %.4f, %s", g->num_offered, dist,
+             taken ? "accepted" : "rejected");
+    return taken;
+}
+
+int train_gaf_finish(struct gaf *g, struct nnet *n, const struct train_options *o,
+                     struct train_stats *st, int *skipped) {
+    int attempted = 0;
+    if (g->num_offered == 1) {
         VLOG(1, "GAF: the last microbatch has nothing to agree with: dropped");
-        gaf_begin(g);
-        return;
-    }
-    st->gaf_steps++;
-    st->gaf_offered += g->num_offered - 1;
-    if (g->num_accepted < 2) {
-        st->gaf_skipped++;
-        VLOG(1, "GAF: no microbatch agreed with the first of %d: step skipped", g->num_offered);
-    } else {
-        st->gaf_accepted += g->num_accepted - 1;
-        int skipped;
-        if (e->o->gaf_on_steps) {
-            vector_scale(&g->fused, (float)g->num_accepted);
-            skipped = nnet_apply_step(e->n, &g->fused);
+    } else if (g->num_offered > 1) {
+        st->gaf_steps++;
+        st->gaf_offered += g->num_offered - 1;
+        if (g->num_accepted < 2) {
+            st->gaf_skipped++;
+            VLOG(1, "GAF: no microbatch agreed with the first of %d: step skipped",
+                 g->num_offered);
         } else {
-            skipped = nnet_apply_gradient(e->n, &g->fused, (float)g->num_accepted);
+            st->gaf_accepted += g->num_accepted - 1;
+            attempted = 1;
+            if (o->gaf_on_steps) {
+                vector_scale(&g->fused, (float)g->num_accepted);
+                *skipped = nnet_apply_step(n, &g->fused);
+            } else {
+                *skipped = nnet_apply_gradient(n, &g->fused, (float)g->num_accepted);
+            }
         }
-        after_update(e, skipped, st);
     }
     gaf_begin(g);
+    return attempted;
+}
+
+/* Close the GAF step (train_gaf_finish) and follow an applied update with the extras. */
+static void gaf_finish(struct extras *e, struct train_stats *st) {
+    int skipped;
+    if (train_gaf_finish(&e->gaf, e->n, e->o, st, &skipped)) after_update(e, skipped, st);
 }
 
 /* The update for one minibatch after its forward and scoring. */
@@ -127,19 +145,13 @@ static void update_minibatch(struct extras *e, const struct matrix *deriv, struc
         after_update(e, nnet_backward(e->n, deriv, NNET_UPDATE), st);
         return;
     }
-    nnet_backward(e->n, deriv, e->o->gaf_on_steps ? NNET_STEP : NNET_GRADIENT);
+    nnet_backward(e->n, deriv, train_gaf_backward_mode(e->o));
     struct vector d = nnet_delta(e->n);
-    double dist;
-    int taken = gaf_offer(&e->gaf, &d, &dist);
-    if (e->gaf.num_offered > 1)
-        VLOG(2, "GAF: microbatch %d: cosine distance %.4f, %s", e->gaf.num_offered, dist,
-             taken ? "accepted" : "rejected");
+    train_gaf_offer(&e->gaf, &d);
     if (e->gaf.num_offered == e->o->gaf_microbatches) gaf_finish(e, st);
 }
 
-/* The minibatch input where the network computes: the host matrix itself on the CPU, else a copy
- * on the device (kept between minibatches). */
-static const struct matrix *input_on_device(const struct egs_minibatch *mb, struct matrix *dev) {
+const struct matrix *train_input_on_device(const struct egs_minibatch *mb, struct matrix *dev) {
     if (matrix_default_device == MATRIX_CPU) return &mb->input;
     if (dev->rows != mb->input.rows || dev->cols != mb->input.cols) {
         matrix_release(dev);
@@ -149,10 +161,9 @@ static const struct matrix *input_on_device(const struct egs_minibatch *mb, stru
     return dev;
 }
 
-/* Objective, derivative and accuracy of the last forward against the minibatch's labels. */
-static void score_minibatch(struct nnet *n, const struct matrix *out, const struct egs_minibatch *mb,
-                            struct matrix *deriv, int **argmax, int *argmax_cap,
-                            struct train_stats *st, double *objf, double *weight) {
+void train_score_minibatch(struct nnet *n, const struct matrix *out, const struct egs_minibatch *mb,
+                           struct matrix *deriv, int **argmax, int *argmax_cap,
+                           struct train_stats *st, double *objf, double *weight) {
     const int *rows = mb->label_row, *cols = (const int *)mb->label_index;
     double o = nnet_objective_xent(n, mb->num_labels, rows, cols, mb->label_weight, deriv);
     if (*argmax_cap < out->rows) {
@@ -176,7 +187,7 @@ static void score_minibatch(struct nnet *n, const struct matrix *out, const stru
 }
 
 /* Labels must index the network's outputs: a bad label is bad input, named here. */
-static int check_labels(const struct egs_minibatch *mb, int output_dim) {
+int train_check_labels(const struct egs_minibatch *mb, int output_dim) {
     for (int i = 0; i < mb->num_labels; i++)
         if (mb->label_index[i] < 0 || mb->label_index[i] >= output_dim)
             return error_set("label %d out of range for a network with %d outputs",
@@ -188,12 +199,12 @@ static int run_pass(struct nnet *n, const char *egs_rspec, int minibatch_size,
                     const struct train_options *update, int progress_every,
                     struct train_stats *st) {
     memset(st, 0, sizeof *st);
-    struct extras ex;
-    if (update) extras_init(&ex, n, update);
     double start = time_now();
     struct minibatch_source *src = minibatch_source_new(
         egs_rspec, minibatch_size, nnet_left_context(n), nnet_right_context(n));
     if (!src) return -1;
+    struct extras ex;
+    if (update) extras_init(&ex, n, update);
     struct matrix deriv = {0}, dev_input = {0};
     int *argmax = NULL, argmax_cap = 0, rc;
     const struct egs_minibatch *mb;
@@ -205,14 +216,14 @@ static int run_pass(struct nnet *n, const char *egs_rspec, int minibatch_size,
                            egs_rspec, mb->input_dim, nnet_input_dim(n));
             break;
         }
-        if (check_labels(mb, nnet_output_dim(n))) {
+        if (train_check_labels(mb, nnet_output_dim(n))) {
             rc = error_wrap("'%s': ", egs_rspec);
             break;
         }
-        const struct matrix *out = nnet_forward(n, input_on_device(mb, &dev_input), mb->num_egs,
-                                                update != NULL);
+        const struct matrix *out = nnet_forward(n, train_input_on_device(mb, &dev_input),
+                                                mb->num_egs, update != NULL);
         double correct_before = st->correct, o, w;
-        score_minibatch(n, out, mb, &deriv, &argmax, &argmax_cap, st, &o, &w);
+        train_score_minibatch(n, out, mb, &deriv, &argmax, &argmax_cap, st, &o, &w);
         if (update) update_minibatch(&ex, &deriv, st);
         phase_objf += o;
         phase_weight += w;

@@ -1,9 +1,39 @@
-/* Private to src/train: a set of minibatches held in memory (validation examples for nnet-combine
+/* Private to src/train: helpers shared by the training loops of this module (sgd.c, sync.c,
+ * combine.c, twa.c), and a set of minibatches held in memory (validation examples for nnet-combine
  * and TWA), loaded once and passed over many times. */
 #ifndef PARNET_TRAIN_TRAIN_INTERNAL_H
 #define PARNET_TRAIN_TRAIN_INTERNAL_H
 
 #include "train/train.h"
+
+/* The minibatch input where the network computes: the host matrix itself on the CPU, else a copy
+ * in dev (on the device, kept between minibatches). */
+const struct matrix *train_input_on_device(const struct egs_minibatch *mb, struct matrix *dev);
+
+/* Objective, derivative (into deriv) and accuracy of the last forward (out) against the
+ * minibatch's labels; adds them to st and returns this minibatch's objf and weight. argmax is a
+ * scratch buffer of argmax_cap ints, grown as needed (free it after the loop). */
+void train_score_minibatch(struct nnet *n, const struct matrix *out, const struct egs_minibatch *mb,
+                           struct matrix *deriv, int **argmax, int *argmax_cap,
+                           struct train_stats *st, double *objf, double *weight);
+
+/* 0 if every label indexes one of output_dim outputs, else -1 (error_set names the label). */
+int train_check_labels(const struct egs_minibatch *mb, int output_dim);
+
+/* GAF's step, shared by train_sgd (M microbatches in sequence) and train_sync (microbatches of
+ * all ranks, gathered): gaf_begin, then train_gaf_offer for every microbatch in a fixed order, then
+ * train_gaf_finish. Each microbatch's vector is nnet_delta(n) after nnet_backward with
+ * train_gaf_backward_mode(o): its raw gradient, or its step with --gaf-on=step. */
+enum nnet_backward_mode train_gaf_backward_mode(const struct train_options *o);
+/* gaf_offer, logging the distance at verbose level 2; returns 1 if taken. */
+int train_gaf_offer(struct gaf *g, const struct vector *micro);
+/* Close the step and gaf_begin the next. A lone microbatch (nothing to agree with: the end of the
+ * data) is dropped without counting a step; if nothing agreed with the anchor, the step counts as
+ * skipped; else num_accepted x the fusion is applied with nnet_apply_step (steps) or
+ * nnet_apply_gradient (gradients). Returns 1 if an update was attempted, *skipped then being 1 if
+ * the network refused it as non-finite; 0 otherwise. The caller counts num_updates/num_skipped. */
+int train_gaf_finish(struct gaf *g, struct nnet *n, const struct train_options *o,
+                     struct train_stats *st, int *skipped);
 
 struct mb_set {
     struct egs_minibatch *mbs; /* (num) host copies */

@@ -131,6 +131,90 @@ void train_options_default(struct train_options *o);
 int train_sgd(struct nnet *n, const char *egs_rspec, const struct train_options *o,
               struct train_stats *st);
 
+/* ---- synchronous data-parallel training (nnet-train-mpi) ----
+ * N ranks each train a copy of the same network on their own examples and keep the copies in step
+ * through collective operations that the caller supplies (struct train_comm): MPI in
+ * nnet-train-mpi, NCCL for GPU buffers, threads in the unit tests. The library itself never links
+ * against MPI.
+ *
+ * Modes (reference/averaging-methods.md §3, §4, §7):
+ *   TRAIN_SYNC_PARAMS: local SGD / PR-SGD / Su & Chen. Each rank updates its own copy; every K
+ *     minibatches (average_every) the parameter blocks are averaged (all-reduce sum, then / N),
+ *     and once more at the end, so that every rank ends with the same model. With N ranks, use N x
+ *     the single-process learning rate (as Kaldi's parameter averaging): with K = 1 and plain SGD
+ *     this is exactly TRAIN_SYNC_STEPS.
+ *   TRAIN_SYNC_STEPS: synchronous data-parallel SGD. Each rank computes its step (NNET_STEP), the
+ *     steps are summed over ranks, and every rank applies the sum (max-change clipping after the
+ *     sum). For Affine components the step is lr x gradient, so this is single-process SGD on the
+ *     concatenated minibatch (N x minibatch_size examples) at the same learning rate. A
+ *     NaturalGradientAffine component preconditions its gradient with its own rank's Fisher
+ *     estimate (and applies max-change-per-sample locally) before the sum: the ranks still apply
+ *     identical steps, but the result differs from single-process NG-SGD on the big minibatch.
+ *   GAF (TRAIN_SYNC_STEPS with train.gaf_microbatches = M >= 1): gradient agreement filtering
+ *     across ranks, the same rule and options as train_sgd's GAF (train.gaf_*). A step takes M
+ *     minibatches on every rank; each rank's M microgradients (or steps, gaf_on_steps) are
+ *     gathered by one all-reduce of N x M x num_params floats (own slots filled, others zero) and
+ *     every rank offers all N x M of them in the order rank 0's M, rank 1's M, ... to the same
+ *     GAF step, so every rank applies the same update. With N = 1 this is train_sgd's GAF with M
+ *     microbatches; with M = 1 each rank's minibatch is one microbatch (the paper's distributed
+ *     setting). N x M < 2 never trains (a lone microbatch is dropped). Ignored in params mode.
+ * The natural-gradient state is never communicated: it stays local to each rank in all modes.
+ *
+ * Stopping together. Before every minibatch the ranks all-reduce (MIN) a flag: 1 = have a
+ * minibatch, 0 = archive ended, < 0 = this rank failed (bad or truncated input). The first rank
+ * to run out ends the pass for everyone (the others' remaining examples are not used: Kaldi cuts
+ * archives to equal sizes, so this is at most a minibatch or two there); a failure anywhere makes
+ * every rank return -1. So the function returns the same status on every rank and never leaves a
+ * rank waiting in a collective; only a rank that dies outright needs the launcher (mpirun, srun
+ * --kill-on-bad-exit) to end the job.
+ *
+ * Checks. At the start the ranks compare a hash of their parameter blocks (they must start from
+ * the same model); with check_sync they compare again after every averaging (params mode) or every
+ * step (steps mode) and fail if the copies differ in any bit.
+ */
+enum comm_type { COMM_FLOAT, COMM_DOUBLE, COMM_INT64 };
+enum comm_op { COMM_SUM, COMM_MIN, COMM_MAX };
+
+struct train_comm {
+    int rank, size;
+    void *ctx;
+    /* In place over all ranks: data[i] = op over ranks of data[i], count elements of type.
+     * device: where data lives (MATRIX_GPU only for COMM_FLOAT). Every rank must receive bitwise
+     * the same result. Returns 0, or -1 (error_set). */
+    int (*allreduce)(void *ctx, void *data, size_t count, enum comm_type type, enum comm_op op,
+                     int device);
+};
+
+enum train_sync_mode { TRAIN_SYNC_PARAMS = 0, TRAIN_SYNC_STEPS = 1 };
+
+struct train_sync_options {
+    struct train_options train; /* minibatch size, srand (+ rank for each rank), progress, GAF
+                                 * (gaf_*: steps mode only; M per rank); the other methods of
+                                 * train_sgd (proximal, Entropy-SGD) are not used here */
+    enum train_sync_mode mode;
+    int average_every;          /* K >= 1 (params mode), or 0: average only at the end */
+    int check_sync;             /* compare the ranks' parameters after every exchange */
+};
+void train_sync_options_default(struct train_sync_options *o);
+
+struct train_sync_stats {
+    struct train_stats local;   /* this rank's examples */
+    struct train_stats total;   /* summed over ranks (seconds: the slowest rank's; GAF counts and
+                                 * num_updates: the same on every rank, taken once) */
+    long long num_exchanges;    /* parameter averages (params), step sums or GAF gathers */
+    long long num_stopped_early; /* ranks that still had examples when the pass ended */
+    long long num_close_failed; /* ranks whose archive failed on closing (then -1 everywhere) */
+    double exchange_bytes;      /* payload of the parameter/step all-reduces, per rank */
+    double exchange_seconds;    /* in those all-reduces (includes waiting for slower ranks) */
+    double flag_seconds;        /* in the per-minibatch "have data" all-reduce */
+};
+
+/* One pass over this rank's examples (egs_rspec is already this rank's), updating n in place.
+ * Collective: every rank of comm must call it with the same options and a network of the same
+ * structure. Returns 0 or -1 (error_set) on every rank alike (see above). */
+int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_options *o,
+               const struct train_comm *comm, struct train_sync_stats *st);
+
 /* Objective and accuracy of n on the examples (no update), in minibatches of minibatch_size. */
 int eval_prob(struct nnet *n, const char *egs_rspec, int minibatch_size, struct train_stats *st);
 

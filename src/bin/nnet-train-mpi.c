@@ -1,0 +1,274 @@
+/* nnet-train-mpi: synchronous data-parallel training under mpirun/srun (train.h: train_sync).
+ * The only MPI (and NCCL) code of parnet: this file is compiled with mpicc and -DHAVE_MPI=1 and
+ * hands train_sync an all-reduce; the library never links against MPI. */
+#include <limits.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/train.h"
+
+#if HAVE_CUDA
+#include <cuda_runtime.h>
+#include <nccl.h>
+#endif
+
+static const char *usage =
+    "Train a neural network on N MPI ranks at once, each rank on its own examples (JOB in the\n"
+    "egs-rspecifier becomes rank + 1, as Kaldi numbers jobs from 1).\n"
+    "  --mode=params: each rank runs SGD on its own copy; the copies are averaged every\n"
+    "    --average-every minibatches and at the end (local SGD, as Su & Chen). Use N x the\n"
+    "    single-process learning rate, as with Kaldi's parameter averaging.\n"
+    "  --mode=gradients: every minibatch the ranks' steps are summed and applied by all\n"
+    "    (synchronous SGD on N x minibatch-size examples at the same learning rate).\n"
+    "  --gaf-microbatches=M (implies gradients mode): gradient agreement filtering across\n"
+    "    ranks, as nnet-train's GAF. One update per M minibatches per rank: the N x M\n"
+    "    microgradients (M per rank; M=1: each rank's minibatch is one microbatch) are gathered\n"
+    "    and offered in rank order, rank 0's M first; the same --gaf-threshold/-fusion/-on rule\n"
+    "    then keeps those that agree, on every rank alike (N=1: nnet-train --gaf-microbatches=M).\n"
+    "    The gather moves N x M x the parameters per rank per update.\n"
+    "Natural-gradient state stays local to each rank: in gradients mode each rank preconditions\n"
+    "its own gradient before the sum. Ranks stop together when the first archive ends. Rank 0\n"
+    "writes the model. With CUDA, GPU buffers are all-reduced with NCCL. The last line on stderr\n"
+    "is log-prob-per-frame=X.\n"
+    "Usage:  mpirun -np N nnet-train-mpi [options] <model-in> <egs-rspecifier> <model-out>\n"
+    "e.g.:   mpirun -np 4 nnet-train-mpi --average-every=8 1.mdl ark:egs.JOB.0.ark 2.mdl\n"
+    "        srun --mpi=pmix --kill-on-bad-exit=1 -n 4 nnet-train-mpi 1.mdl ark:e.JOB.ark 2.mdl\n";
+
+struct mpi_ctx {
+    MPI_Comm comm;
+#if HAVE_CUDA
+    ncclComm_t nccl;
+    int have_nccl;
+#endif
+};
+
+static int mpi_allreduce(void *ctx, void *data, size_t count, enum comm_type type,
+                         enum comm_op op, int device) {
+    struct mpi_ctx *c = ctx;
+#if HAVE_CUDA
+    if (device == MATRIX_GPU) {
+        ASSERT(c->have_nccl && type == COMM_FLOAT && op == COMM_SUM);
+        ncclResult_t r = ncclAllReduce(data, data, count, ncclFloat, ncclSum, c->nccl, 0);
+        if (r != ncclSuccess) return error_set("ncclAllReduce: %s", ncclGetErrorString(r));
+        cudaError_t e = cudaStreamSynchronize(0);
+        if (e != cudaSuccess) return error_set("ncclAllReduce: %s", cudaGetErrorString(e));
+        return 0;
+    }
+#endif
+    ASSERT(device == MATRIX_CPU);
+    MPI_Datatype t = type == COMM_FLOAT    ? MPI_FLOAT
+                     : type == COMM_DOUBLE ? MPI_DOUBLE
+                                           : MPI_INT64_T;
+    size_t elem = type == COMM_FLOAT ? sizeof(float) : 8;
+    MPI_Op o = op == COMM_SUM ? MPI_SUM : op == COMM_MIN ? MPI_MIN : MPI_MAX;
+    for (size_t done = 0; done < count;) { /* MPI counts are int */
+        int n = count - done > INT_MAX ? INT_MAX : (int)(count - done);
+        int rc = MPI_Allreduce(MPI_IN_PLACE, (char *)data + done * elem, n, t, o, c->comm);
+        if (rc != MPI_SUCCESS) {
+            char msg[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            MPI_Error_string(rc, msg, &len);
+            return error_set("MPI_Allreduce: %s", msg);
+        }
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+#if HAVE_CUDA
+/* One GPU per rank on a node (local rank modulo the GPUs), before anything is allocated. */
+static void select_gpu(MPI_Comm world) {
+    MPI_Comm node;
+    int local = 0, count = 0;
+    MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) cudaSetDevice(local % count);
+}
+
+static int nccl_setup(struct mpi_ctx *c, int rank, int size) {
+    ncclUniqueId id;
+    if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) memset(&id, 0, sizeof id);
+    MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, c->comm);
+    ncclResult_t r = ncclCommInitRank(&c->nccl, size, id, rank);
+    if (r != ncclSuccess) return error_set("ncclCommInitRank: %s", ncclGetErrorString(r));
+    c->have_nccl = 1;
+    return 0;
+}
+#endif
+
+/* An error only this rank knows of: a collective exit would hang the others, so abort the job. */
+#define die_alone(...) \
+    do { \
+        log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__, __VA_ARGS__); \
+        MPI_Abort(MPI_COMM_WORLD, 1); \
+        exit(1); \
+    } while (0)
+
+/* A copy of spec with every "JOB" replaced by job. */
+static char *replace_job(const char *spec, int job) {
+    char num[16];
+    int nlen = snprintf(num, sizeof num, "%d", job);
+    char *out = xmalloc(strlen(spec) * (size_t)nlen + 1), *p = out;
+    for (const char *s = spec; *s;) {
+        if (!strncmp(s, "JOB", 3)) {
+            memcpy(p, num, (size_t)nlen);
+            p += nlen;
+            s += 3;
+        } else {
+            *p++ = *s++;
+        }
+    }
+    *p = 0;
+    return out;
+}
+
+int main(int argc, char **argv) {
+    struct train_sync_options o;
+    train_sync_options_default(&o);
+    int binary = 1, num_threads = 1, srand_seed = 0;
+    float max_change = 0;
+    const char *mode = "", *fusion = "halving", *gaf_on = "gradient";
+    struct option_spec specs[] = {
+        {"mode", OPT_STRING, &mode,
+         "params: average the parameters every --average-every minibatches (local SGD); "
+         "gradients: sum the ranks' steps every minibatch (synchronous SGD)"},
+        {"average-every", OPT_INT, &o.average_every,
+         "Minibatches between parameter averages in params mode (0: only at the end)"},
+        {"check-sync", OPT_BOOL, &o.check_sync,
+         "After every exchange, check that all ranks hold bitwise the same parameters"},
+        {"minibatch-size", OPT_INT, &o.train.minibatch_size, "Examples per minibatch per rank"},
+        {"srand", OPT_INT, &srand_seed, "Seed for the random draws of training (+ rank)"},
+        {"num-threads", OPT_INT, &num_threads, "BLAS threads per rank"},
+        {"minibatches-per-phase", OPT_INT, &o.train.progress_every,
+         "Log progress (rank 0) every this many minibatches (0: never)"},
+        {"max-change", OPT_FLOAT, &max_change,
+         "Global max-change: largest norm of one minibatch's whole step (0: no limit)"},
+        {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
+        {"gaf-microbatches", OPT_INT, &o.train.gaf_microbatches,
+         "GAF across ranks: minibatches per rank per update (0: off; implies gradients mode)"},
+        {"gaf-threshold", OPT_FLOAT, &o.train.gaf_threshold,
+         "GAF: largest cosine distance 1-cos accepted (0.97: cos >= 0.03; >= 2 accepts all)"},
+        {"gaf-fusion", OPT_STRING, &fusion,
+         "GAF: halving (G=(G+g)/2, the reference code) or mean (uniform mean of the accepted)"},
+        {"gaf-on", OPT_STRING, &gaf_on,
+         "GAF: filter raw gradients (gradient; NaturalGradientAffine then trains as plain SGD) or "
+         "each minibatch's preconditioned step (step)"},
+    };
+    int num_specs = sizeof specs / sizeof specs[0];
+    options_parse(&argc, argv, usage, specs, num_specs);
+    if (argc != 4) options_usage_exit(usage, specs, num_specs);
+    if (!*mode) mode = o.train.gaf_microbatches > 0 ? "gradients" : "params";
+    if (!strcmp(mode, "params")) o.mode = TRAIN_SYNC_PARAMS;
+    else if (!strcmp(mode, "gradients")) o.mode = TRAIN_SYNC_STEPS;
+    else die("--mode must be params or gradients, not '%s'", mode);
+    if (o.train.gaf_microbatches < 0 || !(o.train.gaf_threshold >= 0))
+        die("--gaf-microbatches and --gaf-threshold must not be negative");
+    if (o.train.gaf_microbatches > 0 && o.mode != TRAIN_SYNC_STEPS)
+        die("--gaf-microbatches needs --mode=gradients (the ranks apply one common update)");
+    if (!strcmp(fusion, "halving")) o.train.gaf_fusion = GAF_FUSION_HALVING;
+    else if (!strcmp(fusion, "mean")) o.train.gaf_fusion = GAF_FUSION_MEAN;
+    else die("--gaf-fusion='%s': expected halving or mean", fusion);
+    if (!strcmp(gaf_on, "gradient") || !strcmp(gaf_on, "step"))
+        o.train.gaf_on_steps = *gaf_on == 's';
+    else die("--gaf-on='%s': expected gradient or step", gaf_on);
+    if (o.train.minibatch_size < 1) die("--minibatch-size must be at least 1");
+    if (o.average_every < 0) die("--average-every must be at least 0");
+    o.train.srand = (uint64_t)srand_seed;
+    matrix_set_num_threads(num_threads);
+
+    MPI_Init(&argc, &argv);
+    struct mpi_ctx ctx = {.comm = MPI_COMM_WORLD};
+    struct train_comm comm = {.ctx = &ctx, .allreduce = mpi_allreduce};
+    MPI_Comm_rank(MPI_COMM_WORLD, &comm.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &comm.size);
+#if HAVE_CUDA
+    select_gpu(MPI_COMM_WORLD);
+    if (matrix_default_device == MATRIX_GPU && nccl_setup(&ctx, comm.rank, comm.size))
+        die_alone("rank %d: %s", comm.rank, error_get());
+#endif
+    char *egs = replace_job(argv[2], comm.rank + 1);
+    struct nnet *n = nnet_read_file(argv[1]);
+    int read_ok = n != NULL;
+    MPI_Allreduce(MPI_IN_PLACE, &read_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!read_ok) { /* every rank leaves, the ones that failed say why */
+        if (!n)
+            log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__,
+                        "rank %d: cannot read model '%s': %s", comm.rank, argv[1], error_get());
+        nnet_free(n);
+        MPI_Finalize();
+        return 1;
+    }
+    if (max_change > 0) nnet_set_max_change(n, max_change);
+    if (o.train.gaf_microbatches > 0 && comm.size * o.train.gaf_microbatches < 2) {
+        if (comm.rank == 0)
+            log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__,
+                        "GAF needs at least 2 microbatches per update: %d rank(s) x "
+                        "--gaf-microbatches=%d", comm.size, o.train.gaf_microbatches);
+        nnet_free(n);
+        free(egs);
+        MPI_Finalize();
+        return 1;
+    }
+    if (comm.rank == 0)
+        LOG("%d ranks, mode %s, average every %d minibatches, %d examples per minibatch per rank, "
+            "%d parameters", comm.size, mode, o.mode == TRAIN_SYNC_STEPS ? 1 : o.average_every,
+            o.train.minibatch_size, nnet_num_params(n));
+    if (comm.rank == 0 && o.train.gaf_microbatches > 0)
+        LOG("GAF on %s: %d microbatches per update (%d per rank), threshold %g, %s fusion",
+            o.train.gaf_on_steps ? "steps" : "raw gradients",
+            comm.size * o.train.gaf_microbatches, o.train.gaf_microbatches,
+            o.train.gaf_threshold, fusion);
+
+    struct train_sync_stats st;
+    int ok = train_sync(n, egs, &o, &comm, &st) == 0; /* the same on every rank */
+    if (!ok) log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__, "%s", error_get());
+    if (ok && st.total.num_egs == 0) {
+        if (comm.rank == 0) WARN("no examples in '%s' (on some rank): nothing trained", argv[2]);
+        ok = 0;
+    }
+    if (ok && comm.rank == 0 && nnet_write_file(n, argv[3], binary)) {
+        log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__, "cannot write '%s': %s",
+                    argv[3], error_get());
+        ok = 0;
+    }
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (ok && comm.rank == 0) {
+        const struct train_stats *t = &st.total;
+        double loop = st.local.seconds > 0 ? st.local.seconds : 1e-9;
+        LOG("Trained on %lld examples (%lld frames, %lld minibatches over %d ranks, %lld steps "
+            "skipped) in %.1f s, %.0f frames/s; accuracy %.4f", t->num_egs, t->num_frames,
+            t->num_minibatches, comm.size, t->num_skipped, t->seconds,
+            t->num_frames / (t->seconds > 0 ? t->seconds : 1), t->correct / t->weight);
+        LOG("Exchanges (rank 0): %lld all-reduces of the %s, %.3f MB of payload per rank, "
+            "%.3f s (%.1f%% of the loop); %.3f s (%.1f%%) in the per-minibatch flag all-reduce",
+            st.num_exchanges,
+            o.mode == TRAIN_SYNC_PARAMS      ? "parameters"
+            : o.train.gaf_microbatches > 0 ? "gathered microgradients"
+                                             : "steps",
+            st.exchange_bytes / 1e6, st.exchange_seconds, 100 * st.exchange_seconds / loop,
+            st.flag_seconds, 100 * st.flag_seconds / loop);
+        if (o.check_sync)
+            LOG("Checked: all %d ranks held bitwise the same parameters after each of the %lld "
+                "exchanges", comm.size, st.num_exchanges);
+        if (o.train.gaf_microbatches > 0)
+            LOG("GAF: %lld steps, %lld skipped (nothing agreed), %lld updates; accept rate %.4f "
+                "(%lld of %lld microbatches after the first of each step)", t->gaf_steps,
+                t->gaf_skipped, t->num_updates,
+                t->gaf_offered ? (double)t->gaf_accepted / t->gaf_offered : 0.0, t->gaf_accepted,
+                t->gaf_offered);
+        if (st.num_stopped_early)
+            LOG("%lld rank(s) stopped with examples left (the shortest archive ends the pass)",
+                st.num_stopped_early);
+        LOG("[this line is to be parsed by a script:] log-prob-per-frame=%.6f",
+            t->objf / t->weight);
+    }
+    nnet_free(n);
+    free(egs);
+#if HAVE_CUDA
+    if (ctx.have_nccl) ncclCommDestroy(ctx.nccl);
+#endif
+    MPI_Finalize();
+    return ok ? 0 : 1;
+}

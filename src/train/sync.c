@@ -1,0 +1,292 @@
+/* Synchronous data-parallel training over a caller-supplied all-reduce (train.h: train_sync):
+ * local SGD with periodic parameter averaging, or summed steps every minibatch. */
+#include "train/train.h"
+#include "train/train-internal.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+void train_sync_options_default(struct train_sync_options *o) {
+    train_options_default(&o->train);
+    o->mode = TRAIN_SYNC_PARAMS;
+    o->average_every = 8;
+    o->check_sync = 0;
+}
+
+static int reduce(const struct train_comm *c, void *data, size_t count, enum comm_type type,
+                  enum comm_op op) {
+    if (c->allreduce(c->ctx, data, count, type, op, MATRIX_CPU))
+        return error_wrap("rank %d: all-reduce failed: ", c->rank);
+    return 0;
+}
+
+/* FNV-1a over the bits of the parameter block (host copy in *scratch). */
+static int64_t params_hash(struct nnet *n, float **scratch) {
+    struct vector p = nnet_params(n);
+    if (!*scratch) *scratch = xmalloc(sizeof(float) * (p.dim ? p.dim : 1));
+    vector_to_host(&p, *scratch);
+    const unsigned char *b = (const unsigned char *)*scratch;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < sizeof(float) * (size_t)p.dim; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
+    return (int64_t)(h >> 1); /* non-negative, so MIN and MAX compare plainly */
+}
+
+/* Collective: 0 if every rank holds bitwise the same parameters, else -1 on every rank. */
+static int check_identical(struct nnet *n, const struct train_comm *c, float **scratch,
+                           const char *when, long long minibatch) {
+    int64_t lo = params_hash(n, scratch), hi = lo;
+    if (reduce(c, &lo, 1, COMM_INT64, COMM_MIN) || reduce(c, &hi, 1, COMM_INT64, COMM_MAX))
+        return -1;
+    if (lo != hi)
+        return error_set("the ranks' parameters differ %s %lld (hashes %llx ... %llx)", when,
+                         minibatch, (unsigned long long)lo, (unsigned long long)hi);
+    return 0;
+}
+
+/* Sum v over ranks in place, then scale it: the one exchange of either mode. */
+static int exchange(const struct train_comm *c, struct vector *v, float scale,
+                    struct train_sync_stats *st) {
+    double t0 = time_now();
+    if (c->allreduce(c->ctx, v->data, (size_t)v->dim, COMM_FLOAT, COMM_SUM, v->device))
+        return error_wrap("rank %d: all-reduce of %d floats failed: ", c->rank, v->dim);
+    st->exchange_seconds += time_now() - t0;
+    st->exchange_bytes += sizeof(float) * (double)v->dim;
+    st->num_exchanges++;
+    if (scale != 1) vector_scale(v, scale);
+    return 0;
+}
+
+/* Sum the per-rank counts into st->total (the slowest rank's time). Collective. */
+static int gather_stats(const struct train_comm *c, enum train_sync_mode mode, int stopped_early,
+                        int close_failed, struct train_sync_stats *st) {
+    const struct train_stats *l = &st->local;
+    double v[9] = {l->objf,
+                   l->weight,
+                   l->correct,
+                   (double)l->num_egs,
+                   (double)l->num_frames,
+                   (double)l->num_minibatches,
+                   (double)l->num_skipped,
+                   (double)stopped_early,
+                   (double)close_failed};
+    double secs = l->seconds;
+    if (reduce(c, v, 9, COMM_DOUBLE, COMM_SUM) || reduce(c, &secs, 1, COMM_DOUBLE, COMM_MAX))
+        return -1;
+    struct train_stats *t = &st->total;
+    t->objf = v[0];
+    t->weight = v[1];
+    t->correct = v[2];
+    t->num_egs = (long long)v[3];
+    t->num_frames = (long long)v[4];
+    t->num_minibatches = (long long)v[5];
+    /* Summed steps and GAF steps are applied (or skipped) by every rank alike: count them once. */
+    t->num_skipped = mode == TRAIN_SYNC_STEPS ? l->num_skipped : (long long)v[6];
+    t->num_updates = l->num_updates;
+    t->gaf_steps = l->gaf_steps;
+    t->gaf_skipped = l->gaf_skipped;
+    t->gaf_offered = l->gaf_offered;
+    t->gaf_accepted = l->gaf_accepted;
+    t->seconds = secs;
+    st->num_stopped_early = (long long)v[7];
+    st->num_close_failed = (long long)v[8];
+    return 0;
+}
+
+/* GAF across ranks: all holds N x M slots of the block's size, slot r x M + j for rank r's j-th
+ * microbatch of the step; each rank has filled its own `count` slots, the rest are zero, so the
+ * all-reduce sum is an all-gather (x + 0 = x: bitwise). Every rank then offers the same vectors in
+ * the same order (rank 0's, then rank 1's, ...) and applies the same update. */
+static int gaf_step(struct nnet *n, const struct train_sync_options *o,
+                    const struct train_comm *c, struct gaf *g, struct vector *all, int count,
+                    struct train_sync_stats *st) {
+    if (exchange(c, all, 1, st)) return -1;
+    int dim = nnet_num_params(n), m = o->train.gaf_microbatches, skipped;
+    gaf_begin(g);
+    for (int r = 0; r < c->size; r++)
+        for (int j = 0; j < count; j++) {
+            struct vector slot = vector_range(all, (r * m + j) * dim, dim);
+            train_gaf_offer(g, &slot);
+        }
+    if (train_gaf_finish(g, n, &o->train, &st->local, &skipped)) {
+        if (skipped) st->local.num_skipped++;
+        else st->local.num_updates++;
+    }
+    vector_set_zero(all);
+    return 0;
+}
+
+int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_options *o,
+               const struct train_comm *comm, struct train_sync_stats *st) {
+    ASSERT(o->average_every >= 0 && comm->size >= 1 && comm->rank >= 0 && comm->rank < comm->size);
+    memset(st, 0, sizeof *st);
+    double start = time_now();
+    struct train_stats *ls = &st->local;
+    float *scratch = NULL;
+    nnet_set_seed(n, o->train.srand + (uint64_t)comm->rank); /* e.g. different Dropout masks */
+    if (check_identical(n, comm, &scratch, "at the start (same model-in everywhere?), minibatch",
+                        0)) {
+        free(scratch);
+        return -1;
+    }
+
+    /* GAF: this rank's microbatches of the step so far, the gathered slots, the agreement */
+    const int gaf_m = o->mode == TRAIN_SYNC_STEPS ? o->train.gaf_microbatches : 0;
+    int gaf_count = 0;
+    struct vector gaf_all = {0};
+    struct gaf gaf = {0};
+    if (gaf_m > 0) {
+        long long slots = (long long)comm->size * gaf_m * nnet_num_params(n);
+        if (slots > INT_MAX) {
+            free(scratch);
+            return error_set("GAF: %d ranks x %d microbatches x %d parameters do not fit one "
+                             "vector", comm->size, gaf_m, nnet_num_params(n));
+        }
+        vector_init(&gaf_all, (int)slots);
+        gaf_init(&gaf, nnet_num_params(n), o->train.gaf_threshold, o->train.gaf_fusion);
+    }
+
+    struct minibatch_source *src = minibatch_source_new(
+        egs_rspec, o->train.minibatch_size, nnet_left_context(n), nnet_right_context(n));
+    char *my_error = src ? NULL : xstrdup(error_get());
+    struct vector params = nnet_params(n), delta = nnet_delta(n);
+    struct matrix deriv = {0}, dev_input = {0};
+    int *argmax = NULL, argmax_cap = 0, rc = 0, since_average = 0, stopped_early = 0;
+    const float inv_size = 1.0f / (float)comm->size;
+    double phase_objf = 0, phase_weight = 0, phase_correct = 0, phase_start = start;
+    long long phase_first = 0;
+    for (;;) {
+        /* 1: a minibatch, 0: end of this rank's archive, -1 - rank: this rank failed. */
+        const struct egs_minibatch *mb = NULL;
+        int have = -1;
+        if (!my_error) {
+            have = minibatch_source_next(src, &mb);
+            if (have == 1 && mb->input_dim != nnet_input_dim(n)) {
+                error_set("'%s': examples have input dimension %d, the network expects %d",
+                          egs_rspec, mb->input_dim, nnet_input_dim(n));
+                have = -1;
+            } else if (have == 1 && train_check_labels(mb, nnet_output_dim(n))) {
+                error_wrap("'%s': ", egs_rspec);
+                have = -1;
+            }
+            if (have < 0) my_error = xstrdup(error_get());
+        }
+        int64_t flag = have < 0 ? -1 - (int64_t)comm->rank : have;
+        double t0 = time_now();
+        if (reduce(comm, &flag, 1, COMM_INT64, COMM_MIN)) {
+            rc = -1;
+            break;
+        }
+        st->flag_seconds += time_now() - t0;
+        if (flag < 0) {
+            if (my_error) rc = error_set("rank %d: %s", comm->rank, my_error);
+            else rc = error_set("rank %lld failed (see its error)", (long long)(-1 - flag));
+            break;
+        }
+        if (flag == 0) {
+            stopped_early = have == 1;
+            break;
+        }
+
+        const struct matrix *out =
+            nnet_forward(n, train_input_on_device(mb, &dev_input), mb->num_egs, 1);
+        double correct_before = ls->correct, objf, weight;
+        train_score_minibatch(n, out, mb, &deriv, &argmax, &argmax_cap, ls, &objf, &weight);
+        if (gaf_m > 0) {
+            nnet_backward(n, &deriv, train_gaf_backward_mode(&o->train));
+            struct vector slot = vector_range(
+                &gaf_all, (comm->rank * gaf_m + gaf_count) * nnet_num_params(n), delta.dim);
+            vector_copy(&slot, &delta);
+            if (++gaf_count == gaf_m) {
+                gaf_count = 0;
+                if (gaf_step(n, o, comm, &gaf, &gaf_all, gaf_m, st)) {
+                    rc = -1;
+                    break;
+                }
+                if (o->check_sync &&
+                    (rc = check_identical(n, comm, &scratch, "after the GAF step of minibatch",
+                                          ls->num_minibatches - 1)))
+                    break;
+            }
+        } else if (o->mode == TRAIN_SYNC_STEPS) {
+            nnet_backward(n, &deriv, NNET_STEP);
+            if (exchange(comm, &delta, 1, st)) {
+                rc = -1;
+                break;
+            }
+            if (nnet_apply_step(n, &delta)) ls->num_skipped++;
+            if (o->check_sync &&
+                (rc = check_identical(n, comm, &scratch, "after the step of minibatch",
+                                      ls->num_minibatches - 1)))
+                break;
+        } else {
+            if (nnet_backward(n, &deriv, NNET_UPDATE)) ls->num_skipped++;
+            if (o->average_every > 0 && ++since_average == o->average_every) {
+                since_average = 0;
+                if (exchange(comm, &params, inv_size, st)) {
+                    rc = -1;
+                    break;
+                }
+                if (o->check_sync &&
+                    (rc = check_identical(n, comm, &scratch, "after averaging at minibatch",
+                                          ls->num_minibatches - 1)))
+                    break;
+            } else if (o->average_every == 0) {
+                since_average = 1;
+            }
+        }
+
+        phase_objf += objf;
+        phase_weight += weight;
+        phase_correct += ls->correct - correct_before;
+        if (comm->rank == 0 && o->train.progress_every > 0 &&
+            ls->num_minibatches % o->train.progress_every == 0) {
+            double now = time_now();
+            LOG("Minibatches %lld-%lld (rank 0): average objective %.5f, accuracy %.4f over %.0f "
+                "frames, %.0f frames/s", phase_first, ls->num_minibatches - 1,
+                phase_weight > 0 ? phase_objf / phase_weight : 0.0,
+                phase_weight > 0 ? phase_correct / phase_weight : 0.0, phase_weight,
+                phase_weight / (now - phase_start > 1e-9 ? now - phase_start : 1e-9));
+            phase_objf = phase_weight = phase_correct = 0;
+            phase_first = ls->num_minibatches;
+            phase_start = now;
+        }
+    }
+    /* Every rank stopped at the same minibatch, so a short last GAF step is short everywhere. */
+    if (rc == 0 && gaf_m > 0 && gaf_count > 0) {
+        rc = gaf_step(n, o, comm, &gaf, &gaf_all, gaf_count, st);
+        if (rc == 0 && o->check_sync)
+            rc = check_identical(n, comm, &scratch, "after the last GAF step at minibatch",
+                                 ls->num_minibatches);
+    }
+    if (gaf_m > 0) {
+        gaf_release(&gaf);
+        vector_release(&gaf_all);
+    }
+    /* The pass ended on every rank at the same minibatch; leave every copy equal to the average. */
+    if (rc == 0 && o->mode == TRAIN_SYNC_PARAMS && since_average > 0) {
+        rc = exchange(comm, &params, inv_size, st);
+        if (rc == 0 && o->check_sync)
+            rc = check_identical(n, comm, &scratch, "after the final average at minibatch",
+                                 ls->num_minibatches);
+    }
+    /* A pipe we stopped reading early is not an error (table_reader_close knows); a fully read
+     * one whose command failed is (its data may be cut short), and only this rank sees it. */
+    int close_failed = src && minibatch_source_free(src);
+    if (close_failed && rc == 0) {
+        free(my_error);
+        my_error = xstrdup(error_get());
+    }
+    matrix_release(&deriv);
+    matrix_release(&dev_input);
+    free(argmax);
+    free(scratch);
+    ls->seconds = time_now() - start;
+    if (rc == 0) rc = gather_stats(comm, o->mode, stopped_early, close_failed, st);
+    if (rc == 0 && st->num_close_failed > 0) {
+        if (close_failed) rc = error_set("rank %d: %s", comm->rank, my_error);
+        else rc = error_set("%lld rank(s) failed to close their examples", st->num_close_failed);
+    }
+    free(my_error);
+    return rc < 0 ? -1 : 0;
+}

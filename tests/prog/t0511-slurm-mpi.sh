@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# nnet-train-mpi launched by a real single-node Slurm (tools/slurm-local.sh): srun --mpi=pmix -n 2
+# (direct launch: ranks from PMIx, no mpirun) gives bitwise the model mpirun gives and fails
+# cleanly when a rank fails; steps/train_mpi.sh --launcher srun and --launcher sbatch (sbatch
+# --wait running mpirun inside the allocation) train a short run. Starts Slurm if it is not up
+# and stops it afterwards; skipped where Open MPI or Slurm cannot be had.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/engine-lib.sh"
+
+if ! command -v mpirun >/dev/null; then
+    echo "SKIP t0511-slurm-mpi: mpirun not found (tools/install-deps.sh --mpi installs Open MPI)"
+    exit 0
+fi
+export LSAN_OPTIONS="suppressions=$TESTS/prog/lsan-openmpi.supp:print_suppressions=0"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+
+# 3 Gaussian classes in 8 dimensions, 320 examples per rank, 200 for validation.
+python3 - <<'PY'
+import random
+random.seed(11)
+means = [[random.gauss(0, 1.5) for _ in range(8)] for _ in range(3)]
+for name, n in (("a", 320), ("b", 320), ("valid", 200)):
+    with open(name + ".feats.txt", "w") as f, open(name + ".labels.txt", "w") as l:
+        for i in range(n):
+            x = [m + random.gauss(0, 1) for m in means[i % 3]]
+            f.write(f"{name}{i:04d}  [\n  " + " ".join(f"{v:.5f}" for v in x) + " ]\n")
+            l.write(f"{name}{i:04d} {i % 3}\n")
+PY
+for s in a b valid; do
+    copy-feats ark,t:$s.feats.txt ark:$s.feats.ark 2>/dev/null
+    copy-int-vector ark,t:$s.labels.txt ark:$s.labels.ark 2>/dev/null
+    nnet-get-egs ark:$s.feats.ark ark:$s.labels.ark ark:$s.egs 2>/dev/null
+done
+cp a.egs egs.1.ark; cp b.egs egs.2.ark
+cat > nnet.config <<'CFG'
+NaturalGradientAffineComponent input-dim=8 output-dim=16 learning-rate=0.02
+RectifiedLinearComponent dim=16
+NaturalGradientAffineComponent input-dim=16 output-dim=3 learning-rate=0.02
+SoftmaxComponent dim=3
+CFG
+nnet-init --srand=3 nnet.config 0.mdl 2>/dev/null
+# An examples directory as steps/get_egs.sh leaves it: 2 jobs, 1 archive per epoch.
+mkdir -p egs/info
+echo 1 > egs/info/iters_per_epoch; echo 2 > egs/info/num_jobs
+cp a.egs egs/egs.1.0.ark; cp b.egs egs/egs.2.0.ark
+for f in valid_diagnostic train_diagnostic combine; do cp valid.egs egs/$f.egs; done
+ln -s "$PARNET_TOP/steps" steps; ln -s "$PARNET_TOP/utils" utils
+
+engine_up slurm "$PARNET_TOP/tools/slurm-local.sh"
+
+# Direct launch: srun starts both ranks, Open MPI wires them up through PMIx.
+sr() { timeout 60 srun --mpi=pmix --kill-on-bad-exit=1 -n 2 "$@"; }
+expect_status "srun --mpi=pmix -n 2 nnet-train-mpi" 0 sr nnet-train-mpi --check-sync=true \
+    --average-every=4 --minibatch-size=32 0.mdl ark:egs.JOB.ark srun.mdl
+expect_err "2 ranks under srun" "2 ranks, mode params"
+expect_err "both ranks' examples" "Trained on 640 examples"
+expect_err "ranks identical after every average" "held bitwise the same parameters after each of the 3 exchanges"
+timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 nnet-train-mpi --average-every=4 \
+    --minibatch-size=32 0.mdl ark:egs.JOB.ark mpirun.mdl 2>/dev/null
+expect_same "srun and mpirun give the same model" srun.mdl mpirun.mdl
+head -c 3000 b.egs > bad.2.ark; cp a.egs bad.1.ark
+expect_status "a failing rank fails the srun step" 1 sr nnet-train-mpi 0.mdl ark:bad.JOB.ark x.mdl
+expect_err "names the rank and the archive" "rank 1: .*bad.2.ark"
+[ ! -e x.mdl ] && pass "no model after the failure" || fail "model written after a failure"
+
+# The recipe with each iteration launched by Slurm (2 iterations, no combination).
+for l in srun sbatch; do
+    expect_status "train_mpi.sh --launcher $l" 0 steps/train_mpi.sh --launcher $l --num-epochs 2 \
+        --minibatch-size 32 --average-every 4 --combine false --cleanup false \
+        --initial-learning-rate 0.02 --final-learning-rate 0.01 egs nnet.config exp-$l
+    expect_eq "$l: both iterations logged by 2 ranks" \
+        "$(grep -l 'Trained on 640 examples' exp-$l/log/train.0.log exp-$l/log/train.1.log | wc -l)" 2
+    acc=$(grep -o 'accuracy is [0-9.]*' exp-$l/log/compute_prob_valid.final.log 2>/dev/null | awk '{print $3}')
+    if awk -v a="${acc:-0}" 'BEGIN { exit !(a > 0.8) }'; then pass "$l: valid accuracy $acc"
+    else fail "$l: valid accuracy '$acc'"; fi
+done
+
+engine_down slurmctld slurmd

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# nnet-train-mpi under Open MPI (2 ranks on localhost): averaging keeps the ranks identical,
+# gradients mode equals one process on the concatenated minibatch, K=1 averaging at 2 x the rate
+# equals gradients mode, uneven archives end together, and a failing or killed rank fails the job
+# (with a message, no model, no hang). Skipped only where mpirun or the program is missing.
+. "$PARNET_TOP/tests/prog/lib.sh"
+
+if ! command -v mpirun >/dev/null; then
+    echo "SKIP t0700-mpi: mpirun not found (tools/install-deps.sh --mpi installs Open MPI)"; exit 0
+fi
+if ! command -v nnet-train-mpi >/dev/null; then
+    fail "mpirun is installed but nnet-train-mpi was not built (no mpicc?)"; exit 1
+fi
+# Under SAN=address, Open MPI's own allocations outlive MPI_Finalize: suppress those only.
+# (Full unwinding, so that every such stack shows its Open MPI frames.)
+export LSAN_OPTIONS="suppressions=$TESTS/prog/lsan-openmpi.supp:print_suppressions=0"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+# As root (CI), Open MPI wants --allow-run-as-root; --oversubscribe lets 2 ranks share 1 core.
+mpi() { timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$@"; }
+
+# 3 Gaussian classes in 8 dimensions; a/b: the two ranks' data (600 each); ab: the two
+# interleaved in blocks of 16 (a's 16, then b's 16, ...) for the single-process comparison.
+python3 - <<'PY'
+import random
+random.seed(5)
+means = [[random.gauss(0, 1.5) for _ in range(8)] for _ in range(3)]
+def utts(prefix, n):
+    out = []
+    for i in range(n):
+        c = i % 3
+        x = [m + random.gauss(0, 1) for m in means[c]]
+        out.append((f"{prefix}{i:04d}", x, c))
+    return out
+def write(name, us):
+    with open(name + ".feats.txt", "w") as f, open(name + ".labels.txt", "w") as l:
+        for key, x, c in us:
+            f.write(f"{key}  [\n  " + " ".join(f"{v:.5f}" for v in x) + " ]\n")
+            l.write(f"{key} {c}\n")
+a, b, v = utts("a", 600), utts("b", 600), utts("va", 300)
+write("a", a); write("b", b); write("valid", v)
+write("ab", [u for k in range(0, 600, 16) for u in a[k:k + 16] + b[k:k + 16]])
+write("short", b[:300])
+PY
+for s in a b ab valid short; do
+    copy-feats ark,t:$s.feats.txt ark:$s.feats.ark 2>/dev/null
+    copy-int-vector ark,t:$s.labels.txt ark:$s.labels.ark 2>/dev/null
+    nnet-get-egs ark:$s.feats.ark ark:$s.labels.ark ark:$s.egs 2>/dev/null
+done
+cp a.egs egs.1.ark; cp b.egs egs.2.ark; cp a.egs uneven.1.ark; cp short.egs uneven.2.ark
+cat > ng.config <<'CFG'
+NaturalGradientAffineComponent input-dim=8 output-dim=32 learning-rate=0.02
+RectifiedLinearComponent dim=32
+NaturalGradientAffineComponent input-dim=32 output-dim=3 learning-rate=0.02 param-stddev=0 bias-stddev=0
+SoftmaxComponent dim=3
+CFG
+cat > sgd.config <<'CFG'
+AffineComponent input-dim=8 output-dim=32 learning-rate=0.01
+RectifiedLinearComponent dim=32
+AffineComponent input-dim=32 output-dim=3 learning-rate=0.01
+SoftmaxComponent dim=3
+CFG
+nnet-init --srand=3 ng.config ng.mdl 2>/dev/null
+nnet-init --srand=3 sgd.config sgd.mdl 2>/dev/null
+
+expect_status "--help works without mpirun" 0 nnet-train-mpi --help
+expect_err "help says NG state is local" "Natural-gradient state stays local"
+
+# params mode, K = 4: 19 minibatches per rank -> 4 averages + the final one, all checked identical
+expect_status "params mode, 2 ranks" 0 mpi nnet-train-mpi --check-sync=true --minibatch-size=32 \
+    --average-every=4 ng.mdl ark:egs.JOB.ark p.mdl
+expect_err "ranks identical after every averaging" "Checked: all 2 ranks held bitwise the same parameters after each of the 5 exchanges"
+expect_err "bytes are reported" "5 all-reduces of the parameters, 0.008 MB of payload per rank"
+expect_err "both ranks' examples counted" "Trained on 1200 examples"
+expect_err "parseable objective" "log-prob-per-frame=-[0-9.]+"
+nnet-compute-prob p.mdl ark:valid.egs >out 2>err
+acc=$(grep -o 'accuracy is [0-9.]*' err | awk '{print $3}')
+if awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'; then pass "params-mode accuracy $acc > 0.9"; else fail "params-mode accuracy '$acc'"; fi
+
+# gradients mode with NG components: identical ranks after every summed step
+expect_status "gradients mode, NG, 2 ranks" 0 mpi nnet-train-mpi --mode=gradients --check-sync=true \
+    --minibatch-size=32 ng.mdl ark:egs.JOB.ark g.mdl
+expect_err "ranks identical after every step" "held bitwise the same parameters after each of the 19 exchanges"
+
+# gradients mode, plain SGD: equals one process with minibatches of 2 x 16 from the interleaved archive
+mpi nnet-train-mpi --mode=gradients --minibatch-size=16 sgd.mdl ark:egs.JOB.ark g2.mdl 2>err
+expect_err "gradients mode ran" "Trained on 1200 examples \(1200 frames, 76 minibatches"
+nnet-train --minibatch-size=32 sgd.mdl ark:ab.egs single.mdl 2>/dev/null
+nnet-copy --binary=false g2.mdl g2.txt 2>/dev/null; nnet-copy --binary=false single.mdl single.txt 2>/dev/null
+nnet-copy --binary=false sgd.mdl init.txt 2>/dev/null
+# largest |a - b| over all numbers of two text models
+maxdiff() { paste -d' ' <(tr -s ' []' '\n' <"$1" | grep -E '^-?[0-9]') <(tr -s ' []' '\n' <"$2" | grep -E '^-?[0-9]') |
+    awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d } END { printf "%.3g\n", m }'; }
+d=$(maxdiff g2.txt single.txt); moved=$(maxdiff single.txt init.txt)
+if awk -v d="$d" -v m="$moved" 'BEGIN { exit !(d < 1e-4 && m > 0.05) }'; then
+    pass "gradients mode == single process on the concatenated minibatch (max diff $d, moved $moved)"
+else fail "gradients mode vs single process: max diff $d (moved $moved)"; fi
+
+# params mode with K = 1 at twice the learning rate is the same algorithm (plain SGD)
+nnet-copy --learning-rate=0.02 sgd.mdl sgd2.mdl 2>/dev/null
+mpi nnet-train-mpi --average-every=1 --minibatch-size=16 sgd2.mdl ark:egs.JOB.ark k1.mdl 2>/dev/null
+nnet-copy --binary=false --learning-rate=0.01 k1.mdl k1.txt 2>/dev/null  # same rate token as g2
+d=$(maxdiff k1.txt g2.txt)
+if awk -v d="$d" 'BEGIN { exit !(d < 1e-4) }'; then pass "K=1 averaging at 2x rate == gradients mode (max diff $d)"
+else fail "K=1 averaging vs gradients mode: max diff $d"; fi
+
+# uneven archives: 19 and 10 minibatches -> both ranks stop after 10, cleanly
+expect_status "uneven archives end cleanly" 0 mpi nnet-train-mpi --check-sync=true --minibatch-size=32 \
+    ng.mdl ark:uneven.JOB.ark u.mdl
+expect_err "stopped together" "Trained on 6[0-9][0-9] examples \([0-9]+ frames, 20 minibatches over 2 ranks"
+expect_err "says a rank had examples left" "1 rank\(s\) stopped with examples left"
+
+# a rank with a truncated archive: the job fails with the rank's message and writes nothing
+head -c 5000 b.egs > bad.2.ark; cp a.egs bad.1.ark
+expect_status "a failing rank fails the job" 1 mpi nnet-train-mpi ng.mdl ark:bad.JOB.ark x.mdl
+expect_err "names the rank and the archive" "rank 1: .*bad.2.ark.*truncated"
+expect_err "the other rank says which failed" "rank 1 failed"
+# a rank killed outright (its input command kills it): no hang, non-zero exit, Open MPI says so
+mpi nnet-train-mpi ng.mdl 'ark:cat egs.JOB.ark; if [ JOB = 2 ]; then kill -9 $PPID; fi |' x.mdl >out 2>err
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ]; then pass "a killed rank fails the job (exit $rc, no hang)"
+else fail "killed rank: exit $rc (124 = hung until the timeout)"; fi
+expect_err "mpirun names the dead rank" "process rank 1 .*exited on signal 9"
+expect_status "missing model" 1 mpi nnet-train-mpi nosuch.mdl ark:egs.JOB.ark x.mdl
+expect_err "names the model" "cannot read model 'nosuch.mdl'"
+[ ! -e x.mdl ] && pass "no model written after failures" || fail "model written after a failure"
+expect_status "bad --mode" 1 nnet-train-mpi --mode=sideways ng.mdl ark:egs.JOB.ark x.mdl
+expect_status "usage error" 2 nnet-train-mpi ng.mdl

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# steps/train_mpi.sh end to end on a tiny synthetic task with 2 ranks under mpirun: both modes
+# train to a good model; a missing launcher is refused. Skipped only where mpirun is missing.
+. "$PARNET_TOP/tests/prog/lib.sh"
+
+if ! command -v mpirun >/dev/null; then
+    echo "SKIP t0701-train-mpi: mpirun not found (tools/install-deps.sh --mpi installs Open MPI)"
+    exit 0
+fi
+export LSAN_OPTIONS="suppressions=$TESTS/prog/lsan-openmpi.supp:print_suppressions=0"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+ln -s "$PARNET_TOP/steps" steps
+ln -s "$PARNET_TOP/utils" utils
+
+# A Kaldi data directory: 1600 one-frame utterances of 3 Gaussian classes in 8 dimensions.
+mkdir -p data/train
+python3 - <<'PY'
+import random
+random.seed(7)
+means = [[random.gauss(0, 1.5) for _ in range(8)] for _ in range(3)]
+with open("feats.txt", "w") as f, open("labels.txt", "w") as l:
+    for i in range(1600):
+        c = i % 3
+        x = [m + random.gauss(0, 1) for m in means[c]]
+        f.write(f"u{i:04d}  [\n  " + " ".join(f"{v:.5f}" for v in x) + " ]\n")
+        l.write(f"u{i:04d} {c}\n")
+PY
+copy-feats ark,t:feats.txt ark,scp:data/train/feats.ark,data/train/feats.scp 2>/dev/null
+copy-int-vector ark,t:labels.txt ark,scp:data/train/labels.ark,data/train/labels.scp 2>/dev/null
+cat > nnet.config <<'CFG'
+NaturalGradientAffineComponent input-dim=8 output-dim=32 learning-rate=0.01
+RectifiedLinearComponent dim=32
+NaturalGradientAffineComponent input-dim=32 output-dim=3 learning-rate=0.01 param-stddev=0 bias-stddev=0
+SoftmaxComponent dim=3
+CFG
+expect_status "get_egs for 2 jobs" 0 steps/get_egs.sh --num-jobs 2 --samples-per-iter 400 \
+    --num-utts-subset 200 --num-frames-diagnostic 200 --num-frames-combine 300 data/train egs
+
+for mode in params gradients; do
+    expect_status "train_mpi.sh --mode $mode" 0 steps/train_mpi.sh --num-jobs 2 --num-epochs 2 \
+        --mode $mode --average-every 4 --minibatch-size 32 --initial-learning-rate 0.02 \
+        --final-learning-rate 0.005 egs nnet.config exp/$mode
+    grep -q "iteration 1 / 4" out && pass "$mode: iterations logged" || fail "$mode: no iteration 1 / 4"
+    grep -q 'log-prob-per-frame=' exp/$mode/log/train.0.log && pass "$mode: rank 0's summary in the log" \
+        || fail "$mode: no summary in exp/$mode/log/train.0.log"
+    acc=$(grep -o 'accuracy is [0-9.]*' exp/$mode/log/compute_prob_valid.final.log | awk '{print $3}')
+    if awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'; then pass "$mode: validation accuracy $acc > 0.9"
+    else fail "$mode: validation accuracy '$acc'"; fi
+done
+grep -q 'learning-rate=0.04' <(nnet-info exp/params/0.mdl 2>/dev/null) && pass "params: rate x num_jobs" \
+    || fail "params mode: initial per-rank rate is not 2 x 0.02"
+expect_status "unknown launcher" 1 steps/train_mpi.sh --launcher qsub egs nnet.config exp/x
+grep -q "must be mpirun, srun or sbatch" out && pass "says which launchers" || fail "no launcher message"

@@ -1,0 +1,454 @@
+/* Unit tests for train_sync (the loop behind nnet-train-mpi) with an in-process communicator:
+ * each "rank" is a thread and the all-reduce goes through shared memory with barriers. Checks that
+ * averaged copies are bitwise equal, that the average is the mean of independent runs, that summed
+ * steps equal one process on the concatenated minibatch, that uneven archives end together, and
+ * that a failure on one rank (or different start models) fails every rank. */
+#include "train/train.h"
+#include "test.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+enum { MAX_RANKS = 4, DIM = 6, CLASSES = 3 };
+
+/* ---- a communicator of threads ---- */
+struct thread_group {
+    int size;
+    pthread_barrier_t barrier;
+    void *bufs[MAX_RANKS];
+};
+
+struct thread_comm {
+    struct thread_group *g;
+    int rank;
+};
+
+static double get_elem(const void *p, size_t i, enum comm_type t) {
+    if (t == COMM_FLOAT) return ((const float *)p)[i];
+    if (t == COMM_DOUBLE) return ((const double *)p)[i];
+    return (double)((const int64_t *)p)[i];
+}
+
+/* Every rank reduces all buffers in rank order, so the results are bitwise identical. */
+static int thread_allreduce(void *ctx, void *data, size_t count, enum comm_type type,
+                            enum comm_op op, int device) {
+    struct thread_comm *c = ctx;
+    struct thread_group *g = c->g;
+    ASSERT(device == MATRIX_CPU);
+    size_t elem = type == COMM_FLOAT ? 4 : 8;
+    void *tmp = xmalloc(count * elem + 1);
+    g->bufs[c->rank] = data;
+    pthread_barrier_wait(&g->barrier);
+    for (size_t i = 0; i < count; i++) {
+        if (type == COMM_INT64) {
+            int64_t v = ((int64_t *)g->bufs[0])[i];
+            for (int r = 1; r < g->size; r++) {
+                int64_t x = ((int64_t *)g->bufs[r])[i];
+                v = op == COMM_SUM ? v + x : op == COMM_MIN ? (x < v ? x : v) : (x > v ? x : v);
+            }
+            ((int64_t *)tmp)[i] = v;
+        } else if (type == COMM_FLOAT) {
+            float v = ((float *)g->bufs[0])[i];
+            for (int r = 1; r < g->size; r++) {
+                float x = ((float *)g->bufs[r])[i];
+                v = op == COMM_SUM ? v + x : op == COMM_MIN ? (x < v ? x : v) : (x > v ? x : v);
+            }
+            ((float *)tmp)[i] = v;
+        } else {
+            double v = get_elem(g->bufs[0], i, type);
+            for (int r = 1; r < g->size; r++) {
+                double x = get_elem(g->bufs[r], i, type);
+                v = op == COMM_SUM ? v + x : op == COMM_MIN ? (x < v ? x : v) : (x > v ? x : v);
+            }
+            ((double *)tmp)[i] = v;
+        }
+    }
+    pthread_barrier_wait(&g->barrier); /* everyone has read every buffer */
+    memcpy(data, tmp, count * elem);
+    free(tmp);
+    return 0;
+}
+
+/* ---- data: 3 Gaussian classes in DIM dimensions, one frame per example ---- */
+static float means[CLASSES][DIM];
+static char dir[] = "/tmp/train-sync-test-XXXXXX";
+
+static void make_means(void) {
+    struct rng r;
+    rng_seed(&r, 5);
+    for (int c = 0; c < CLASSES; c++)
+        for (int d = 0; d < DIM; d++) means[c][d] = 1.5f * rng_gauss(&r);
+}
+
+/* Example i of stream seed: deterministic, so the same example can go to several archives. */
+static void make_example(struct example *eg, uint64_t seed, int i) {
+    struct rng r;
+    rng_seed(&r, seed * 100003 + (uint64_t)i);
+    int32_t label = i % CLASSES;
+    struct matrix m;
+    matrix_init_on(&m, 1, DIM, MATRIX_CPU);
+    for (int d = 0; d < DIM; d++) m.data[d] = means[label][d] + rng_gauss(&r);
+    example_init(eg);
+    example_set_labels_simple(eg, 1, &label);
+    ASSERT(example_set_input(eg, &m, 0, EGS_COMPRESS_NONE) == 0);
+    matrix_release(&m);
+}
+
+/* Archive dir/name of the examples (seed[k], index[k]), k < n. Returns the rspecifier. */
+static const char *write_archive(const char *name, int n, const uint64_t *seeds, const int *idx) {
+    static char spec[8][256];
+    static int next;
+    char *s = spec[next++ % 8];
+    snprintf(s, 256, "ark:%s/%s", dir, name);
+    char ws[300];
+    snprintf(ws, sizeof ws, "ark:%s/%s", dir, name);
+    struct table_writer w;
+    ASSERT(table_writer_open(&w, ws, &holder_example) == 0);
+    for (int k = 0; k < n; k++) {
+        struct example eg;
+        make_example(&eg, seeds[k], idx[k]);
+        char key[32];
+        snprintf(key, sizeof key, "e%llu-%04d", (unsigned long long)seeds[k], idx[k]);
+        ASSERT(table_writer_write(&w, key, &eg) == 0);
+        example_release(&eg);
+    }
+    ASSERT(table_writer_close(&w) == 0);
+    return s;
+}
+
+/* n examples 0..n-1 of one stream. */
+static const char *stream_archive(const char *name, uint64_t seed, int n) {
+    uint64_t *seeds = xmalloc(sizeof *seeds * n);
+    int *idx = xmalloc(sizeof *idx * n);
+    for (int k = 0; k < n; k++) {
+        seeds[k] = seed;
+        idx[k] = k;
+    }
+    const char *s = write_archive(name, n, seeds, idx);
+    free(seeds);
+    free(idx);
+    return s;
+}
+
+static struct nnet *make_net(int natural_gradient) {
+    const char *plain = "AffineComponent input-dim=6 output-dim=16 learning-rate=0.02\n"
+                        "RectifiedLinearComponent dim=16\n"
+                        "AffineComponent input-dim=16 output-dim=3 learning-rate=0.02\n"
+                        "SoftmaxComponent dim=3\n";
+    const char *ng = "NaturalGradientAffineComponent input-dim=6 output-dim=16 learning-rate=0.02\n"
+                     "RectifiedLinearComponent dim=16\n"
+                     "NaturalGradientAffineComponent input-dim=16 output-dim=3 "
+                     "learning-rate=0.02\n"
+                     "SoftmaxComponent dim=3\n";
+    struct nnet *n = nnet_init_from_config_text(natural_gradient ? ng : plain, 11);
+    ASSERT(n);
+    return n;
+}
+
+static float *params_copy(struct nnet *n) {
+    struct vector p = nnet_params(n);
+    float *h = xmalloc(sizeof(float) * p.dim);
+    vector_to_host(&p, h);
+    return h;
+}
+
+/* ---- running N ranks ---- */
+struct rank_job {
+    struct thread_comm tc;
+    struct train_comm comm;
+    struct nnet *n;
+    const char *egs;
+    const struct train_sync_options *o;
+    struct train_sync_stats st;
+    int rc;
+    char error[512];
+};
+
+static void *rank_main(void *arg) {
+    struct rank_job *j = arg;
+    j->rc = train_sync(j->n, j->egs, j->o, &j->comm, &j->st);
+    snprintf(j->error, sizeof j->error, "%s", j->rc ? error_get() : "");
+    return NULL;
+}
+
+/* Train nets[r] on egs[r] for r < size, one thread each. */
+static void run_ranks(int size, struct nnet **nets, const char **egs,
+                      const struct train_sync_options *o, struct rank_job *jobs) {
+    struct thread_group g = {.size = size};
+    pthread_barrier_init(&g.barrier, NULL, (unsigned)size);
+    pthread_t th[MAX_RANKS];
+    for (int r = 0; r < size; r++) {
+        jobs[r] = (struct rank_job){.n = nets[r], .egs = egs[r], .o = o};
+        jobs[r].tc = (struct thread_comm){.g = &g, .rank = r};
+        jobs[r].comm = (struct train_comm){
+            .rank = r, .size = size, .ctx = &jobs[r].tc, .allreduce = thread_allreduce};
+    }
+    for (int r = 0; r < size; r++) ASSERT(pthread_create(&th[r], NULL, rank_main, &jobs[r]) == 0);
+    for (int r = 0; r < size; r++) pthread_join(th[r], NULL);
+    pthread_barrier_destroy(&g.barrier);
+}
+
+static void options(struct train_sync_options *o, enum train_sync_mode mode, int k, int mb) {
+    train_sync_options_default(o);
+    o->mode = mode;
+    o->average_every = k;
+    o->train.minibatch_size = mb;
+    o->train.progress_every = 0;
+    o->check_sync = 1;
+}
+
+/* ---- tests ---- */
+
+/* Params mode: after training every copy is bitwise the same, the copies moved, and the totals
+ * add up over ranks; 4 ranks and NG components too. */
+static void test_params_identical(void) {
+    for (int ng = 0; ng <= 1; ng++) {
+        const char *egs[MAX_RANKS];
+        struct nnet *nets[MAX_RANKS];
+        char name[32];
+        for (int r = 0; r < MAX_RANKS; r++) {
+            snprintf(name, sizeof name, "id.%d.ark", r);
+            egs[r] = stream_archive(name, 10 + (uint64_t)r, 96);
+            nets[r] = make_net(ng);
+        }
+        float *init = params_copy(nets[0]);
+        struct train_sync_options o;
+        options(&o, TRAIN_SYNC_PARAMS, 2, 16); /* 6 minibatches: 3 averages */
+        struct rank_job jobs[MAX_RANKS];
+        run_ranks(MAX_RANKS, nets, egs, &o, jobs);
+        int dim = nnet_num_params(nets[0]);
+        float *p0 = params_copy(nets[0]);
+        for (int r = 0; r < MAX_RANKS; r++) {
+            CHECK(jobs[r].rc == 0);
+            float *p = params_copy(nets[r]);
+            int same = !memcmp(p, p0, sizeof(float) * dim);
+            free(p);
+            CHECK(same);
+            CHECK(jobs[r].st.num_exchanges == 3);
+            CHECK(jobs[r].st.total.num_egs == MAX_RANKS * 96);
+            CHECK(jobs[r].st.total.num_minibatches == MAX_RANKS * 6);
+            CHECK(jobs[r].st.exchange_bytes == 3.0 * sizeof(float) * dim);
+        }
+        double moved = 0;
+        for (int i = 0; i < dim; i++) moved += fabs(p0[i] - init[i]);
+        CHECK(moved > 0.1);
+        CHECK(jobs[0].st.total.correct / jobs[0].st.total.weight > 0.6);
+        free(p0);
+        free(init);
+        for (int r = 0; r < MAX_RANKS; r++) nnet_free(nets[r]);
+    }
+}
+
+/* Params mode with averaging only at the end: the result is the mean of the models that two
+ * independent single-process runs produce. */
+static void test_average_is_mean(void) {
+    const char *egs[2] = {stream_archive("mean.0.ark", 20, 64),
+                          stream_archive("mean.1.ark", 21, 64)};
+    struct nnet *nets[2] = {make_net(0), make_net(0)};
+    struct train_sync_options o;
+    options(&o, TRAIN_SYNC_PARAMS, 0, 16);
+    struct rank_job jobs[2];
+    run_ranks(2, nets, egs, &o, jobs);
+    CHECK(jobs[0].rc == 0 && jobs[1].rc == 0);
+    CHECK(jobs[0].st.num_exchanges == 1);
+    int dim = nnet_num_params(nets[0]);
+    float *avg = params_copy(nets[0]);
+    float *single[2];
+    for (int r = 0; r < 2; r++) {
+        struct nnet *n = make_net(0);
+        struct train_options to;
+        train_options_default(&to);
+        to.minibatch_size = 16;
+        to.progress_every = 0;
+        struct train_stats ts;
+        CHECK(train_sgd(n, egs[r], &to, &ts) == 0);
+        single[r] = params_copy(n);
+        nnet_free(n);
+    }
+    double max_diff = 0, spread = 0;
+    for (int i = 0; i < dim; i++) {
+        double mean = 0.5 * ((double)single[0][i] + single[1][i]);
+        max_diff = fmax(max_diff, fabs(avg[i] - mean));
+        spread = fmax(spread, fabs(single[0][i] - single[1][i]));
+    }
+    free(avg);
+    free(single[0]);
+    free(single[1]);
+    nnet_free(nets[0]);
+    nnet_free(nets[1]);
+    CHECK(spread > 1e-3); /* the two runs differ, so the check below means something */
+    CHECK(max_diff < 1e-6);
+}
+
+/* Steps mode, 2 ranks with minibatches of 8 == one process with minibatches of 16 made of rank
+ * 0's 8 examples then rank 1's (plain SGD: the step is lr x the summed gradient). */
+static void test_steps_equal_big_minibatch(void) {
+    enum { B = 8, N = 64 };
+    uint64_t seeds[2 * N];
+    int idx[2 * N];
+    for (int k = 0; k < 2 * N; k++) {
+        int mbi = k / (2 * B), within = k % (2 * B);
+        seeds[k] = within < B ? 30 : 31;
+        idx[k] = mbi * B + within % B;
+    }
+    const char *big = write_archive("big.ark", 2 * N, seeds, idx);
+    const char *egs[2] = {stream_archive("steps.0.ark", 30, N),
+                          stream_archive("steps.1.ark", 31, N)};
+    struct nnet *nets[2] = {make_net(0), make_net(0)};
+    struct train_sync_options o;
+    options(&o, TRAIN_SYNC_STEPS, 1, B);
+    struct rank_job jobs[2];
+    run_ranks(2, nets, egs, &o, jobs);
+    CHECK(jobs[0].rc == 0 && jobs[1].rc == 0);
+    CHECK(jobs[0].st.num_exchanges == N / B);
+    struct nnet *single = make_net(0);
+    float *init = params_copy(single);
+    struct train_options to;
+    train_options_default(&to);
+    to.minibatch_size = 2 * B;
+    to.progress_every = 0;
+    struct train_stats ts;
+    CHECK(train_sgd(single, big, &to, &ts) == 0);
+    CHECK(ts.num_minibatches == N / B);
+    int dim = nnet_num_params(single);
+    float *a = params_copy(nets[0]), *b = params_copy(nets[1]), *s = params_copy(single);
+    double max_diff = 0, moved = 0;
+    int same = !memcmp(a, b, sizeof(float) * dim);
+    for (int i = 0; i < dim; i++) {
+        max_diff = fmax(max_diff, fabs(a[i] - s[i]));
+        moved = fmax(moved, fabs(s[i] - init[i]));
+    }
+    CHECK_NEAR(jobs[0].st.total.objf, ts.objf, 1e-5);
+    free(a);
+    free(b);
+    free(s);
+    free(init);
+    nnet_free(nets[0]);
+    nnet_free(nets[1]);
+    nnet_free(single);
+    CHECK(same);
+    CHECK(moved > 0.05);
+    CHECK(max_diff < 1e-5);
+}
+
+/* Archives of 5, 3 and 4 minibatches: every rank stops after 3, without error. */
+static void test_uneven_stop_together(void) {
+    const char *egs[3] = {stream_archive("un.0.ark", 40, 80), stream_archive("un.1.ark", 41, 48),
+                          stream_archive("un.2.ark", 42, 64)};
+    for (int mode = 0; mode <= 1; mode++) {
+        struct nnet *nets[3] = {make_net(1), make_net(1), make_net(1)};
+        struct train_sync_options o;
+        options(&o, mode, 2, 16);
+        struct rank_job jobs[3];
+        run_ranks(3, nets, egs, &o, jobs);
+        for (int r = 0; r < 3; r++) {
+            CHECK(jobs[r].rc == 0);
+            CHECK(jobs[r].st.local.num_minibatches == 3);
+            CHECK(jobs[r].st.total.num_minibatches == 9);
+            CHECK(jobs[r].st.num_stopped_early == 2);
+        }
+        /* params: averages after 2 and at the end (3); steps: one sum per minibatch */
+        CHECK(jobs[0].st.num_exchanges == (mode == TRAIN_SYNC_PARAMS ? 2 : 3));
+        for (int r = 0; r < 3; r++) nnet_free(nets[r]);
+    }
+}
+
+/* A truncated archive on rank 1: every rank returns -1; rank 1 says what is wrong, the others
+ * name rank 1. A missing archive on rank 0 likewise. No thread is left waiting. */
+static void test_failure_on_one_rank(void) {
+    const char *good = stream_archive("fail.0.ark", 50, 64);
+    char path[200], bad[300];
+    snprintf(path, sizeof path, "%s/fail.1.ark", dir);
+    stream_archive("fail.1.ark", 51, 64);
+    FILE *f = fopen(path, "r+");
+    CHECK(f != NULL);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    CHECK(truncate(path, size * 2 / 3) == 0);
+    snprintf(bad, sizeof bad, "ark:%s", path);
+    const char *egs[2] = {good, bad};
+    struct nnet *nets[2] = {make_net(0), make_net(0)};
+    struct train_sync_options o;
+    options(&o, TRAIN_SYNC_PARAMS, 1, 8);
+    struct rank_job jobs[2];
+    run_ranks(2, nets, egs, &o, jobs);
+    CHECK(jobs[0].rc == -1 && jobs[1].rc == -1);
+    CHECK(strstr(jobs[1].error, "rank 1: ") && strstr(jobs[1].error, "fail.1.ark"));
+    CHECK(strstr(jobs[0].error, "rank 1 failed"));
+
+    const char *egs2[2] = {"ark:/nonexistent/dir/egs.ark", good};
+    run_ranks(2, nets, egs2, &o, jobs);
+    CHECK(jobs[0].rc == -1 && jobs[1].rc == -1);
+    CHECK(strstr(jobs[0].error, "/nonexistent/dir/egs.ark"));
+    CHECK(strstr(jobs[1].error, "rank 0 failed"));
+    nnet_free(nets[0]);
+    nnet_free(nets[1]);
+}
+
+/* Ranks that start from different models are refused, on every rank. */
+static void test_different_start_models(void) {
+    const char *egs[2] = {stream_archive("start.0.ark", 60, 32),
+                          stream_archive("start.1.ark", 61, 32)};
+    struct nnet *nets[2] = {make_net(0), make_net(0)};
+    struct vector p = nnet_params(nets[1]);
+    vector_set(&p, 0, vector_get(&p, 0) + 1e-3f);
+    struct train_sync_options o;
+    options(&o, TRAIN_SYNC_PARAMS, 1, 8);
+    o.check_sync = 0; /* the start check is always on */
+    struct rank_job jobs[2];
+    run_ranks(2, nets, egs, &o, jobs);
+    CHECK(jobs[0].rc == -1 && jobs[1].rc == -1);
+    CHECK(strstr(jobs[0].error, "differ at the start"));
+    CHECK(jobs[0].st.local.num_minibatches == 0);
+    nnet_free(nets[0]);
+    nnet_free(nets[1]);
+}
+
+/* One rank: steps mode is exactly nnet-train's loop. */
+static void test_single_rank_is_sgd(void) {
+    const char *egs[1] = {stream_archive("one.ark", 70, 64)};
+    struct nnet *nets[1] = {make_net(0)};
+    struct train_sync_options o;
+    options(&o, TRAIN_SYNC_STEPS, 1, 16);
+    struct rank_job jobs[1];
+    run_ranks(1, nets, egs, &o, jobs);
+    CHECK(jobs[0].rc == 0);
+    struct nnet *single = make_net(0);
+    struct train_options to;
+    train_options_default(&to);
+    to.minibatch_size = 16;
+    to.progress_every = 0;
+    struct train_stats ts;
+    CHECK(train_sgd(single, egs[0], &to, &ts) == 0);
+    int dim = nnet_num_params(single);
+    float *a = params_copy(nets[0]), *s = params_copy(single);
+    int same = !memcmp(a, s, sizeof(float) * dim);
+    free(a);
+    free(s);
+    nnet_free(nets[0]);
+    nnet_free(single);
+    CHECK(same);
+}
+
+int main(void) {
+    log_set_program("train-sync-test");
+    matrix_set_num_threads(1);
+    if (!mkdtemp(dir)) {
+        printf("FAIL setup: mkdtemp\n");
+        return 1;
+    }
+    make_means();
+    TEST_RUN(test_params_identical);
+    TEST_RUN(test_average_is_mean);
+    TEST_RUN(test_steps_equal_big_minibatch);
+    TEST_RUN(test_uneven_stop_together);
+    TEST_RUN(test_failure_on_one_rank);
+    TEST_RUN(test_different_start_models);
+    TEST_RUN(test_single_rank_is_sgd);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("warning: could not remove %s\n", dir);
+    TEST_MAIN_END();
+}
