@@ -18,6 +18,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 export PATH=$top/bin:$PATH LC_ALL=C
+. "$top/tools/blas-env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$top/build/bench"

@@ -6,6 +6,7 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 : "${PARNET_BIN:=$top/bin}" "${PARNET_UNIT:=$top/build/obj/tests}"
 export PARNET_BIN PATH="$PARNET_BIN:$top/utils:$PATH" PARNET_TOP=$top
+. "$top/tools/blas-env.sh"   # the fast OpenBLAS kernels, as the recipes use
 pass=0 fail=0
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT

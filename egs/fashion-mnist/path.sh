@@ -2,3 +2,4 @@
 PARNET_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export PATH=$PARNET_ROOT/bin:$PARNET_ROOT/utils:$PATH
 export LC_ALL=C
+. $PARNET_ROOT/tools/blas-env.sh
