@@ -407,14 +407,26 @@ static int natgrad_init(struct natgrad *p, const struct matrix *x) {
 }
 
 void natgrad_precondition(struct natgrad *p, struct matrix *x, float *scale) {
+    natgrad_precondition_rows(p, x, scale, NULL);
+}
+
+void natgrad_precondition_rows(struct natgrad *p, struct matrix *x, float *scale,
+                               struct vector *row_sq) {
     ASSERT(x->cols == p->dim);
+    ASSERT(!row_sq || row_sq->dim == x->rows);
     *scale = 1.0f;
-    if (p->rank == 0 || x->rows == 0) return; /* §1.5: D == 1 is the identity */
+    if (p->rank == 0 || x->rows == 0) { /* §1.5: D == 1 is the identity */
+        if (row_sq) vector_row_sq_norms(row_sq, x);
+        return;
+    }
     if (!p->have_storage) natgrad_alloc_device(p, x->device);
     ASSERT(x->device == p->device);
 
     double norm = matrix_frobenius_norm(x), tr_xx = norm * norm;
-    if (!isfinite(tr_xx)) return; /* leave NaN/inf for the trainer's check; state untouched */
+    if (!isfinite(tr_xx)) { /* leave NaN/inf for the trainer's check; state untouched */
+        if (row_sq) vector_row_sq_norms(row_sq, x);
+        return;
+    }
     if (!p->initialized) {
         if (natgrad_init(p, x) == 0)
             p->initialized = 1;
@@ -428,8 +440,10 @@ void natgrad_precondition(struct natgrad *p, struct matrix *x, float *scale) {
         p->initialized = 0;
     }
     p->t++;
+    /* The row norms, when wanted, give tr(Xhat Xhat^T) too: one pass over Xhat instead of two. */
+    if (row_sq) vector_row_sq_norms(row_sq, x);
     if (tr_xx > 0) { /* §1.3: gamma = sqrt(tr(X X^T) / tr(Xhat Xhat^T)), 1 if either is 0 */
-        double out = matrix_frobenius_norm(x);
+        double out = row_sq ? sqrt(vector_sum(row_sq)) : matrix_frobenius_norm(x);
         if (out > 0 && isfinite(out)) *scale = (float)(norm / out);
     }
 }

@@ -68,6 +68,11 @@ void natgrad_free(struct natgrad *p); /* NULL is a no-op */
 /* Precondition the rows of x (N x dim, any N >= 0, on any device; the same device on every call)
  * in place and set *scale = gamma; update the estimate when the schedule says so. */
 void natgrad_precondition(struct natgrad *p, struct matrix *x, float *scale);
+/* The same, and row_sq (dim N, on x's device) receives the squared norms of the rows of the
+ * result (before gamma): what NaturalGradientAffine's max-change-per-sample needs (Kaldi nnet2's
+ * PreconditionDirections returns them too), at no extra pass over x. */
+void natgrad_precondition_rows(struct natgrad *p, struct matrix *x, float *scale,
+                               struct vector *row_sq);
 
 /* The rank in use: R after the reduction above, 0 for the identity. */
 int natgrad_rank(const struct natgrad *p);

@@ -149,14 +149,28 @@ static void affine_backprop_input(const struct component *c, const struct matrix
     matrix_add_mat_mat(in_deriv, 1, out_deriv, MATRIX_NO_TRANS, &w, MATRIX_NO_TRANS, 0);
 }
 
-/* delta = alpha * [out_deriv^T in | column sums of out_deriv] */
-static void affine_plain_delta(const struct component *c, const struct matrix *in,
-                               const struct matrix *out_deriv, struct vector *delta, float alpha) {
-    struct vector dw = vector_range(delta, 0, c->output_dim * c->input_dim);
+/* dst = alpha * [out_deriv^T in | column sums of out_deriv] + beta dst (beta 0 or 1) */
+static void affine_step_into(const struct component *c, const struct matrix *in,
+                             const struct matrix *out_deriv, struct vector *dst, float alpha,
+                             float beta) {
+    struct vector dw = vector_range(dst, 0, c->output_dim * c->input_dim);
     struct matrix dwm = matrix_from_vector(&dw, c->output_dim, c->input_dim);
-    struct vector db = vector_range(delta, c->output_dim * c->input_dim, c->output_dim);
-    matrix_add_mat_mat(&dwm, alpha, out_deriv, MATRIX_TRANS, in, MATRIX_NO_TRANS, 0);
-    vector_add_row_sums(&db, alpha, out_deriv, 0);
+    struct vector db = vector_range(dst, c->output_dim * c->input_dim, c->output_dim);
+    matrix_add_mat_mat(&dwm, alpha, out_deriv, MATRIX_TRANS, in, MATRIX_NO_TRANS, beta);
+    vector_add_row_sums(&db, alpha, out_deriv, beta);
+}
+
+/* Every element of lr * [dY^T X | column sums of dY] is at most lr ||dY||_F max(||X||_F, sqrt N)
+ * in absolute value (Cauchy-Schwarz per element). */
+static double affine_step_bound(struct component *c, const struct matrix *in,
+                                const struct matrix *out_deriv) {
+    double x = matrix_frobenius_norm(in), root_n = sqrt((double)in->rows);
+    return c->learning_rate * matrix_frobenius_norm(out_deriv) * (x > root_n ? x : root_n);
+}
+
+static void affine_step_add(struct component *c, const struct matrix *in,
+                            const struct matrix *out_deriv, struct vector *dst, float beta) {
+    affine_step_into(c, in, out_deriv, dst, c->learning_rate, beta);
 }
 
 static void affine_propagate(struct component *c, const struct matrix *in, struct matrix *out,
@@ -199,7 +213,7 @@ static void affine_backprop(struct component *c, const struct matrix *in, const 
                             struct vector *delta, enum backprop_mode mode) {
     affine_backprop_input(c, out_deriv, in_deriv);
     if (delta)
-        affine_plain_delta(c, in, out_deriv, delta, mode == BACKPROP_STEP ? c->learning_rate : 1);
+        affine_step_into(c, in, out_deriv, delta, mode == BACKPROP_STEP ? c->learning_rate : 1, 0);
 }
 
 const struct component_ops affine_component_ops = {
@@ -210,6 +224,8 @@ const struct component_ops affine_component_ops = {
     .write = affine_write,
     .propagate = affine_propagate,
     .backprop = affine_backprop,
+    .step_bound = affine_step_bound,
+    .step_add = affine_step_add,
     .info = affine_info_stats,
 };
 
@@ -223,8 +239,9 @@ struct ng_priv {
     int rank_in, rank_out, update_period;
     float num_samples_history, alpha, max_change_per_sample;
     struct natgrad *pre_in, *pre_out; /* created on the first training step */
-    struct matrix x, y;               /* (N, in + 1), (N, out) scratch */
-    struct vector xn, yn;             /* (N) row squared norms */
+    struct matrix x, y;               /* (N, in + 1), (N, out) scratch: Xhat, Yhat */
+    struct vector xn, yn;             /* (N) row squared norms of Xhat, Yhat */
+    float scale;                      /* the step is scale * Yhat^T Xhat (ng_prepare) */
 };
 
 static int ng_check(struct ng_priv *p) {
@@ -328,8 +345,11 @@ static double sum_row_norm_products(const struct vector *xn, const struct vector
     return sum;
 }
 
-static void ng_step(struct component *c, const struct matrix *in, const struct matrix *out_deriv,
-                    struct vector *delta) {
+/* Precondition [in | 1] and out_deriv into p->x, p->y and set p->scale (max-change-per-sample
+ * included). Returns a bound on every element of the step scale * Yhat^T Xhat: by Cauchy-Schwarz
+ * per element, scale * sum_i |xhat_i| |yhat_i| (the quantity max-change-per-sample limits). */
+static double ng_prepare(struct component *c, const struct matrix *in,
+                         const struct matrix *out_deriv) {
     struct ng_priv *p = c->priv;
     int n = in->rows, din = c->input_dim, dout = c->output_dim;
     if (!p->pre_in) {
@@ -338,31 +358,43 @@ static void ng_step(struct component *c, const struct matrix *in, const struct m
     }
     matrix_resize(&p->x, n, din + 1);
     matrix_resize(&p->y, n, dout);
+    vector_resize(&p->xn, n);
+    vector_resize(&p->yn, n);
     struct matrix x_in = matrix_view(&p->x, 0, n, 0, din);
     struct matrix x_one = matrix_view(&p->x, 0, n, din, 1);
     matrix_copy(&x_in, in);
     matrix_set_const(&x_one, 1);
     matrix_copy(&p->y, out_deriv);
     float scale_in = 1, scale_out = 1;
-    natgrad_precondition(p->pre_in, &p->x, &scale_in);
-    natgrad_precondition(p->pre_out, &p->y, &scale_out);
+    natgrad_precondition_rows(p->pre_in, &p->x, &scale_in, &p->xn);
+    natgrad_precondition_rows(p->pre_out, &p->y, &scale_out, &p->yn);
     float scale = c->learning_rate * scale_in * scale_out;
+    double bound = scale * sum_row_norm_products(&p->xn, &p->yn);
     if (p->max_change_per_sample > 0) {
-        vector_resize(&p->xn, n);
-        vector_resize(&p->yn, n);
-        vector_row_sq_norms(&p->xn, &p->x);
-        vector_row_sq_norms(&p->yn, &p->y);
-        double bound = scale * sum_row_norm_products(&p->xn, &p->yn);
         double limit = (double)p->max_change_per_sample * n;
         /* A non-finite bound leaves the step as it is: the network then skips it. */
-        if (isfinite(bound) && bound > limit) scale = (float)(scale * (limit / bound));
+        if (isfinite(bound) && bound > limit) {
+            scale = (float)(scale * (limit / bound));
+            bound = limit;
+        }
     }
-    struct vector dw = vector_range(delta, 0, dout * din);
+    p->scale = scale;
+    return bound;
+}
+
+/* dst = p->scale * Yhat^T Xhat + beta dst, from the last ng_prepare. */
+static void ng_step_add(struct component *c, const struct matrix *in,
+                        const struct matrix *out_deriv, struct vector *dst, float beta) {
+    struct ng_priv *p = c->priv;
+    int n = in->rows, din = c->input_dim, dout = c->output_dim;
+    struct matrix x_in = matrix_view(&p->x, 0, n, 0, din);
+    struct matrix x_one = matrix_view(&p->x, 0, n, din, 1);
+    struct vector dw = vector_range(dst, 0, dout * din);
     struct matrix dwm = matrix_from_vector(&dw, dout, din);
-    struct vector db = vector_range(delta, dout * din, dout);
+    struct vector db = vector_range(dst, dout * din, dout);
     struct matrix dbm = matrix_from_vector(&db, dout, 1);
-    matrix_add_mat_mat(&dwm, scale, &p->y, MATRIX_TRANS, &x_in, MATRIX_NO_TRANS, 0);
-    matrix_add_mat_mat(&dbm, scale, &p->y, MATRIX_TRANS, &x_one, MATRIX_NO_TRANS, 0);
+    matrix_add_mat_mat(&dwm, p->scale, &p->y, MATRIX_TRANS, &x_in, MATRIX_NO_TRANS, beta);
+    matrix_add_mat_mat(&dbm, p->scale, &p->y, MATRIX_TRANS, &x_one, MATRIX_NO_TRANS, beta);
 }
 
 static void ng_backprop(struct component *c, const struct matrix *in, const struct matrix *out,
@@ -371,9 +403,11 @@ static void ng_backprop(struct component *c, const struct matrix *in, const stru
     affine_backprop_input(c, out_deriv, in_deriv);
     if (!delta) return;
     if (mode == BACKPROP_GRADIENT)
-        affine_plain_delta(c, in, out_deriv, delta, 1);
-    else
-        ng_step(c, in, out_deriv, delta);
+        affine_step_into(c, in, out_deriv, delta, 1, 0);
+    else {
+        ng_prepare(c, in, out_deriv);
+        ng_step_add(c, in, out_deriv, delta, 0);
+    }
 }
 
 static void ng_info(const struct component *c, char *buf, size_t size) {
@@ -424,6 +458,8 @@ const struct component_ops natural_gradient_affine_component_ops = {
     .write = ng_write,
     .propagate = affine_propagate,
     .backprop = ng_backprop,
+    .step_bound = ng_prepare,
+    .step_add = ng_step_add,
     .info = ng_info,
     .copy_priv = ng_copy_priv,
     .free_priv = ng_free_priv,

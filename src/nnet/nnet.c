@@ -329,8 +329,66 @@ static int apply_delta(struct nnet *n) {
     return 0;
 }
 
+/* A step element bounded by this is finite, with room for rounding in its sum. */
+#define NNET_DIRECT_STEP_LIMIT 1e30
+
+/* NNET_UPDATE without max-change: each updatable component's step is bounded first (its
+ * step_bound, after the input derivatives of the whole network are done, so every product still
+ * sees the old parameters); if every bound is below NNET_DIRECT_STEP_LIMIT the whole step is
+ * finite and each component adds it straight into its parameters (GEMM with beta 1: no write,
+ * norm and add passes over the delta block, which cost several percent of a step). Otherwise the
+ * step goes through the delta block and apply_delta, which skips it exactly as before. */
+static int direct_update_possible(const struct nnet *n) {
+    if (n->max_change > 0) return 0;
+    for (int i = 0; i < n->num; i++) {
+        const struct component *c = n->comps[i];
+        if (c->ops->updatable && c->num_params && (c->max_change > 0 || !c->ops->step_add))
+            return 0;
+    }
+    return 1;
+}
+
+static int backward_direct(struct nnet *n, const struct matrix *out_deriv) {
+    int lowest = n->num; /* the lowest updatable component */
+    for (int i = n->num - 1; i >= 0; i--)
+        if (n->comps[i]->ops->updatable) lowest = i;
+    int ok = 1;
+    const struct matrix *d_out = out_deriv;
+    for (int i = n->num - 1; i >= lowest; i--) {
+        struct component *c = n->comps[i];
+        const struct matrix *in = i ? &n->acts[i] : n->input;
+        struct matrix *d_in = NULL;
+        if (i > lowest) {
+            d_in = &n->derivs[i];
+            matrix_resize(d_in, in->rows, in->cols);
+            c->ops->backprop(c, in, &n->acts[i + 1], d_out, d_in, n->num_chunks, NULL,
+                             BACKPROP_STEP);
+        }
+        if (c->ops->updatable && c->num_params) {
+            double bound = c->ops->step_bound(c, in, d_out);
+            if (!(bound <= NNET_DIRECT_STEP_LIMIT)) ok = 0; /* NaN too */
+        }
+        if (d_in) d_out = d_in;
+    }
+    for (int i = n->num - 1; i >= lowest; i--) {
+        struct component *c = n->comps[i];
+        if (!c->ops->updatable || !c->num_params) continue;
+        const struct matrix *in = i ? &n->acts[i] : n->input;
+        d_out = i == n->num - 1 ? out_deriv : &n->derivs[i + 1];
+        struct vector dst = vector_range(ok ? &n->params : &n->delta, c->param_offset,
+                                         c->num_params);
+        c->ops->step_add(c, in, d_out, &dst, ok ? 1.0f : 0.0f);
+    }
+    return ok ? 0 : apply_delta(n);
+}
+
 int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_backward_mode mode) {
     ASSERT(n->forwarded);
+    if (mode == NNET_UPDATE && direct_update_possible(n)) {
+        const struct matrix *out = &n->acts[n->num];
+        ASSERT(out_deriv->rows == out->rows && out_deriv->cols == out->cols);
+        return backward_direct(n, out_deriv);
+    }
     const struct matrix *out = &n->acts[n->num];
     ASSERT(out_deriv->rows == out->rows && out_deriv->cols == out->cols);
     int first_updatable = n->num;

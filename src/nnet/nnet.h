@@ -133,6 +133,17 @@ struct component_ops {
     void (*backprop)(struct component *c, const struct matrix *in, const struct matrix *out,
                      const struct matrix *out_deriv, struct matrix *in_deriv, int num_chunks,
                      struct vector *delta, enum backprop_mode mode);
+    /* (optional, updatable; both or neither) The step of BACKPROP_STEP in two calls, so that the
+     * network can add a step it knows to be finite straight into the parameters, with no pass
+     * over the delta block. step_bound, called after backprop computed in_deriv, does whatever
+     * precedes the last product (NaturalGradientAffine: the preconditioning, so once per
+     * minibatch) and returns a bound on the absolute value of every element of the step
+     * (non-finite if it has none). step_add then sets dst = step + beta dst (beta 0 or 1) from
+     * the same in and out_deriv. */
+    double (*step_bound)(struct component *c, const struct matrix *in,
+                         const struct matrix *out_deriv);
+    void (*step_add)(struct component *c, const struct matrix *in, const struct matrix *out_deriv,
+                     struct vector *dst, float beta);
     /* (optional) Type-specific text for nnet-info, appended after the common part. */
     void (*info)(const struct component *c, char *buf, size_t size);
     /* (optional) Deep copy of the private data (dst is a shallow copy of src). */
@@ -224,13 +235,16 @@ const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, in
 
 enum nnet_backward_mode {
     NNET_GRADIENT = 0, /* nnet_delta(n) = gradient of the objective (no update) */
-    NNET_UPDATE = 1,   /* compute the step into nnet_delta(n), clip, and add it to the params */
+    NNET_UPDATE = 1,   /* compute the step, clip, and add it to the params (nnet_delta(n) is
+                        * then unspecified: without max-change, a step known to be finite goes
+                        * straight into the parameters) */
     NNET_STEP = 2,     /* compute the step (learning rates, preconditioning, max-change-per-sample)
                         * into nnet_delta(n), unclipped, without applying it */
 };
 /* Backward after nnet_forward. out_deriv: d objective / d output (rows and dim of the output).
  * Returns 0, or 1 if NNET_UPDATE skipped a non-finite step (warned; parameters untouched).
- * NNET_UPDATE is NNET_STEP followed by nnet_apply_step on nnet_delta(n) itself. */
+ * NNET_UPDATE is NNET_STEP followed by nnet_apply_step on nnet_delta(n) itself (in effect: the
+ * parameters may instead receive the step directly, equal up to float rounding). */
 int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_backward_mode mode);
 
 /* Apply an externally formed update, with the same safety as NNET_UPDATE: clip to each

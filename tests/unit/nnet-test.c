@@ -589,6 +589,79 @@ static void test_max_change_and_nonfinite(void) {
 
 /* ---- components from files, dropout behaviour ---- */
 
+/* Without max-change, NNET_UPDATE adds a step it can bound straight into the parameters: it
+ * must equal NNET_STEP + nnet_apply_step (up to rounding), for Affine and NaturalGradientAffine,
+ * and a non-finite or overflowing step must still be skipped with the parameters untouched. */
+static void test_direct_update(void) {
+    const char *cfgs[] = {
+        "AffineComponent input-dim=6 output-dim=8 learning-rate=0.1\n"
+        "RectifiedLinearComponent\n"
+        "AffineComponent output-dim=5 learning-rate=0.05\nSoftmaxComponent\n",
+        "NaturalGradientAffineComponent input-dim=6 output-dim=8 learning-rate=0.1 rank-in=2 "
+        "rank-out=3\nRectifiedLinearComponent\n"
+        "NaturalGradientAffineComponent output-dim=5 learning-rate=0.05 rank-in=3 rank-out=2\n"
+        "SoftmaxComponent\n",
+    };
+    for (int k = 0; k < 2; k++) {
+        struct nnet *a = nnet_init_from_config_text(cfgs[k], 3), *b = nnet_copy(a);
+        struct rng r;
+        rng_seed(&r, 11);
+        struct matrix x, d = {0};
+        matrix_init(&x, 16, 6);
+        int rows[16], cols[16];
+        for (int i = 0; i < 16; i++) rows[i] = i, cols[i] = (int)rng_below(&r, 5);
+        struct vector pa = nnet_params(a), pb = nnet_params(b), before;
+        vector_init(&before, pa.dim);
+        for (int step = 0; step < 14; step++) { /* NG: past its 10 initial updates */
+            fill_randn(&x, &r);
+            nnet_forward(a, &x, 16, 1);
+            nnet_objective_xent(a, 16, rows, cols, NULL, &d);
+            CHECK(nnet_backward(a, &d, NNET_STEP) == 0);
+            struct vector sa = nnet_delta(a);
+            CHECK(nnet_apply_step(a, &sa) == 0);
+            nnet_forward(b, &x, 16, 1);
+            nnet_objective_xent(b, 16, rows, cols, NULL, &d);
+            vector_copy(&before, &pb);
+            CHECK(nnet_backward(b, &d, NNET_UPDATE) == 0);
+            double moved = 0;
+            for (int i = 0; i < pa.dim; i++) {
+                CHECK_NEAR(vector_get(&pb, i), vector_get(&pa, i), 1e-5);
+                moved += fabs(vector_get(&pb, i) - vector_get(&before, i));
+            }
+            CHECK(moved > 1e-3);
+        }
+        /* A step too large to bound below 1e30 but finite goes through the delta block (same
+         * result); a NaN derivative, or one that makes the step overflow, is skipped. */
+        for (int bad = 0; bad < 3; bad++) {
+            struct nnet *nets[2] = {a, b};
+            int rc[2];
+            for (int m = 0; m < 2; m++) {
+                nnet_forward(nets[m], &x, 16, 1);
+                nnet_objective_xent(nets[m], 16, rows, cols, NULL, &d);
+                if (bad == 0) matrix_scale(&d, 1e30f);
+                if (bad == 1) matrix_set(&d, 2, 1, NAN);
+                if (bad == 2) matrix_scale(&d, 3e38f);
+                if (m == 1) vector_copy(&before, &pb);
+                if (m == 0) {
+                    CHECK(nnet_backward(a, &d, NNET_STEP) == 0);
+                    struct vector sa = nnet_delta(a);
+                    rc[0] = nnet_apply_step(a, &sa);
+                } else {
+                    rc[1] = nnet_backward(b, &d, NNET_UPDATE);
+                }
+            }
+            CHECK(rc[0] == (bad > 0) && rc[1] == rc[0]);
+            for (int i = 0; i < pb.dim; i++) {
+                float va = vector_get(&pa, i), vb = vector_get(&pb, i);
+                CHECK(fabsf(va - vb) <= 1e-5f * (1 + fabsf(va)));
+                if (bad) CHECK(vb == vector_get(&before, i));
+            }
+        }
+        matrix_release(&x), matrix_release(&d), vector_release(&before);
+        nnet_free(a), nnet_free(b);
+    }
+}
+
 static void test_components_from_files(void) {
     char dir[] = "/tmp/nnet-test-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -783,6 +856,7 @@ int main(void) {
     TEST_RUN(test_truncated_model);
     TEST_RUN(test_objective_xent);
     TEST_RUN(test_max_change_and_nonfinite);
+    TEST_RUN(test_direct_update);
     TEST_RUN(test_components_from_files);
     TEST_RUN(test_dropout);
     TEST_RUN(test_training_reduces_objective);
