@@ -54,8 +54,12 @@ config() { # type dims...
     echo "SoftmaxComponent dim=${dims[n]}"
 }
 
-parnet_rate() { # model egs mb threads
-    nnet-train --minibatch-size=$3 --num-threads=$4 --minibatches-per-phase=0 $1 ark:$2 $work/out.mdl 2>&1 \
+# nnet-train's rate covers its whole run, the first minibatch included (page faults, the
+# natural-gradient initialisation): the archive is read `passes` times so that the run lasts
+# about `seconds`, like the PyTorch and sgemm figures (a short run understated NG by ~10%).
+parnet_rate() { # model egs mb threads passes
+    nnet-train --minibatch-size=$3 --num-threads=$4 --minibatches-per-phase=0 $1 \
+        "ark:for i in \$(seq $5); do cat $2; done |" $work/out.mdl 2>&1 \
         | grep -o '[0-9]* frames/s' | awk '{print $1}'
 }
 
@@ -77,10 +81,12 @@ for net in "${nets[@]}"; do
     make_egs ${d[0]} ${d[-1]} $count $work/data
     for mb in "${mbs[@]}"; do
         for t in "${threads[@]}"; do
+            # examples for about `seconds` at a rough rate (samples/s per thread)
+            passes=$(( (seconds * t * (d[0] > 500 ? 6000 : 3000) + count - 1) / count ))
             a=() g=() p=() b=()
             for r in $(seq $repeats); do
-                a+=("$(parnet_rate $work/affine.mdl $work/data.egs $mb $t)")
-                g+=("$(parnet_rate $work/ng.mdl $work/data.egs $mb $t)")
+                a+=("$(parnet_rate $work/affine.mdl $work/data.egs $mb $t $passes)")
+                g+=("$(parnet_rate $work/ng.mdl $work/data.egs $mb $t $passes)")
                 if $have_torch; then
                     p+=("$(OPENBLAS_NUM_THREADS=$t /usr/bin/python3 $top/bench/torch_mlp.py \
                         --dims $(echo $net | tr ' ' ,) --minibatch $mb --threads 1 --seconds $seconds \
