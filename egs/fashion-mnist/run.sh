@@ -2,7 +2,7 @@
 # Fashion-MNIST with parnet: data preparation, example archives, parallel NG-SGD training with
 # parameter averaging (2 jobs through the local runner), combination of the last models, and the
 # test accuracy. Rerun with --stage N to resume.
-#   egs/fashion-mnist/run.sh [--stage N] [--cmd utils/run.pl] [--num-jobs 2] [--num-epochs 12]
+#   egs/fashion-mnist/run.sh [--stage N] [--cmd utils/run.pl] [--num-jobs 2] [--num-epochs 6]
 cd "$(dirname "$0")"
 . ./path.sh
 
@@ -10,14 +10,14 @@ cd "$(dirname "$0")"
 stage=0
 cmd=utils/run.pl
 num_jobs=2
-num_epochs=12
-samples_per_iter=10000
+num_epochs=6
+samples_per_iter=20000
 minibatch_size=128
 initial_learning_rate=0.004
 final_learning_rate=0.0004
 config=conf/nnet.config
 limit=0          # use only this many training images (0: all); for quick tests
-shifts=0         # shifted copies of each training image (data augmentation)
+shifts=2         # shifted copies of each training image (data augmentation)
 dir=exp/nnet
 egs_dir=exp/egs
 # End configuration section.
