@@ -12,6 +12,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=$top/bin:$PATH
+. "$top/tools/blas-env.sh"   # the fast OpenBLAS kernels, as the recipes use
 src=${FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 limit=0
 if [ "${1:-}" = --limit ]; then limit=$2; shift 2; fi
