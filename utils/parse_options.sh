@@ -51,5 +51,4 @@ while true; do
     esac
 done
 
-# Check for an empty argument to --cmd above; also make sure positional arguments are not options.
 true
