@@ -2,7 +2,7 @@
 # Device check for the GPU backend, for a machine with an NVIDIA GPU (at most ~8 minutes):
 #   1. build with CUDA=1 (for this machine's GPU only: CUDA_ARCH=-arch=native, faster);
 #   2. run matrix-gpu-test (every matrix op and natgrad, CPU vs GPU, rel err <= 1e-4) and
-#      nnet-gpu-test (networks with every component), then the whole suite against the CUDA
+#      nnet-gpu-test (networks with every component), then t0610 against the CUDA
 #      build (t0610 compares the programs' --use-gpu=yes results with the CPU's); a SKIP there
 #      is a failure here;
 #   3. bench/gpu-mlp: CPU vs GPU parameters after 3 SGD steps, then samples/s and the fraction of
@@ -10,9 +10,11 @@
 #      for reference).
 # Results go to stdout and, when $OUT is set, to $OUT/device-check.txt with the logs beside it.
 # Exit status 0 only if every step passed.
-# Usage: bash tests/gpu/device-check.sh        (env: JOBS, BENCH_SECONDS, CUDA_ARCH)
+# Usage: bash tests/gpu/device-check.sh        (env: JOBS, BENCH_SECONDS, CUDA_ARCH, and CFLAGS /
+#        LDFLAGS where OpenBLAS and zlib live outside the compiler's default paths)
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
+. tools/blas-env.sh   # the CPU figures with the fast OpenBLAS kernels
 start=$(date +%s)
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
@@ -43,7 +45,9 @@ step "machine"
     || echo "nvidia-smi failed"; } 2>&1 | tee -a "$report"
 say "nvcc: $("${CUDA_HOME:-/usr/local/cuda}"/bin/nvcc --version | tail -n 2 | head -n 1)"
 say "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-<unset>}, cores: $(nproc)"
-if ! echo 'int main(void){return 0;}' | cc -x c - -lopenblas -lz -o "$out/.deps" 2>"$out/deps.log"
+# shellcheck disable=SC2086
+if ! echo 'int main(void){return 0;}' | cc ${CFLAGS:-} -x c - ${LDFLAGS:-} -lopenblas -lz \
+        -o "$out/.deps" 2>"$out/deps.log"
 then
     say "FAILED: the C toolchain with OpenBLAS and zlib is missing (tools/install-deps.sh needs"
     say "        Debian's archive): $(head -c 300 "$out/deps.log")"
@@ -61,19 +65,19 @@ for t in matrix-gpu-test nnet-gpu-test; do
 done
 grep 'using GPU' "$out/matrix-gpu-test.log" | head -n 1 | tee -a "$report"
 
-step "whole suite against the CUDA=1 build"
+step "the programs' --use-gpu against the CPU (t0610, CUDA=1 build)"
 run suite 150 env PARNET_BIN="$PWD/bin" PARNET_UNIT="$PWD/build/obj-cuda/tests" \
-    bash tests/run-tests.sh
+    bash tests/run-tests.sh t0610
 grep -E '^(FAIL|SKIP) ' "$out/suite.log" | tee -a "$report"
-grep -q '^SKIP ' "$out/suite.log" && { say "FAILED: GPU parts skipped in the suite"; failed=1; }
+grep -q '^SKIP ' "$out/suite.log" && { say "FAILED: GPU parts skipped in t0610"; failed=1; }
 tail -n 1 "$out/suite.log" | tee -a "$report"
 
 step "benchmark: bench/gpu-mlp.c"
 ldlibs="-L${CUDA_HOME:-/usr/local/cuda}/lib64 -Wl,-rpath,${CUDA_HOME:-/usr/local/cuda}/lib64"
 ldlibs="$ldlibs -lcublas -lcudart -lstdc++ -lopenblas -lz -lpthread -lm"
 # shellcheck disable=SC2086
-if run bench-build 60 cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Isrc bench/gpu-mlp.c lib/libparnet.a \
-        $ldlibs -o "$out/gpu-mlp"; then
+if run bench-build 60 cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Isrc ${CFLAGS:-} bench/gpu-mlp.c \
+        lib/libparnet.a ${LDFLAGS:-} $ldlibs -o "$out/gpu-mlp"; then
     mlp="--dims=440,1024,1024,1024,1024,2000 --minibatch=512"
     # shellcheck disable=SC2086
     run compare 90 "$out/gpu-mlp" --use-gpu=yes $mlp --compare-steps=3 &&
