@@ -22,6 +22,13 @@
  *   --help, --verbose=N, --print-args[=bool], and "--" ends options. A short option ("-x") or an
  *   unknown --name is a usage error: the usage text is printed and the program exits 2.
  *
+ * Parallel loops: one process-wide pool of threads (parallel_set_threads; 1, the default, means
+ * serial). parallel_run(fn, arg) calls fn(arg, t, num) for t = 0..num-1 at once, the caller doing
+ * t = 0, and returns when every call has returned; each call works on its own part (parallel_part).
+ * num is 1 (fn runs alone on the caller) when the pool has one thread, when called from inside a
+ * task, or while another thread is using the pool, so callers never need to care. Workers poll for
+ * a while after each job (the gaps between matrix operations are microseconds), then sleep.
+ *
  * Random numbers: struct rng holds its whole state (xoshiro128**, seeded by splitmix64), so every
  * random stream is reproducible from a seed and threads never share hidden state. Never libc rand().
  */
@@ -114,6 +121,22 @@ double rng_uniform(struct rng *r);
 float rng_gauss(struct rng *r);
 /* Fisher–Yates shuffle of n elements of the given size. */
 void rng_shuffle(struct rng *r, void *base, size_t n, size_t size);
+
+/* ---- parallel loops ---- */
+/* n >= 1 threads in all, the caller included (n - 1 workers are started; 1 stops them; at most
+ * PARALLEL_MAX_THREADS). Call it while no parallel_run is in flight (at start-up). */
+#define PARALLEL_MAX_THREADS 64
+void parallel_set_threads(int n);
+/* The threads a parallel_run from here would use: 1 inside a task, else the pool's size. */
+int parallel_threads(void);
+void parallel_run(void (*fn)(void *arg, int t, int num), void *arg);
+/* Part t of num of [0, n), in chunks whose starts are multiples of align (>= 1). */
+static inline void parallel_part(int n, int t, int num, int align, int *begin, int *end) {
+    int chunks = (n + align - 1) / align;
+    int c0 = (int)((long)chunks * t / num), c1 = (int)((long)chunks * (t + 1) / num);
+    *begin = c0 * align < n ? c0 * align : n;
+    *end = c1 * align < n ? c1 * align : n;
+}
 
 /* ---- timers ---- */
 double time_now(void); /* seconds, monotonic */

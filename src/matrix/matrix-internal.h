@@ -70,6 +70,23 @@ static inline float *seg_ptr(const struct matrix *m, long i) {
     return m->data + i * (long)m->stride;
 }
 
+/* ---- CPU work split over the thread pool (base.h "parallel loops") ----
+ * An operation on CPU matrices hands itself to split_rows when the work is worth more than one
+ * thread: fn then runs on each thread's share of the rows (views of a, b and c, which have a's row
+ * count), and split_rows returns 1. It returns 0 (the caller runs its own loop) when the pool has
+ * one thread, inside a task, or for less than SPLIT_MIN_ELEMS elements, where waking a worker
+ * costs more than it saves. fn is usually a two-line adapter calling the public operation on the
+ * views: inside a task the pool reports one thread, so that call takes the serial path. */
+#define SPLIT_MIN_ELEMS 32768L
+typedef void (*rows_fn)(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                        const void *extra);
+int split_rows(rows_fn fn, struct matrix *a, const struct matrix *b, const struct matrix *c,
+               const void *extra);
+/* Sums fn(part of a, part of b) over the row shares (in a fixed order), or returns fn(a, b)
+ * itself when split_rows would not split. b may be NULL. */
+double split_sum_rows(double (*fn)(const struct matrix *a, const struct matrix *b),
+                      const struct matrix *a, const struct matrix *b);
+
 #define SAME_SHAPE(a, b) ASSERT((a)->rows == (b)->rows && (a)->cols == (b)->cols)
 
 /* Sum / dot with eight double accumulators: exact enough for long rows and still pipelined. */

@@ -194,6 +194,12 @@ void vector_add_const(struct vector *v, float alpha) {
     for (int i = 0; i < v->dim; i++) v->data[i] += alpha;
 }
 
+static void row_sq_norms_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                              const void *x) {
+    struct vector v = vector_from_matrix(a);
+    vector_row_sq_norms(&v, b);
+}
+
 void vector_row_sq_norms(struct vector *v, const struct matrix *m) {
     ASSERT(v->dim == m->rows);
 #if HAVE_CUDA
@@ -204,6 +210,8 @@ void vector_row_sq_norms(struct vector *v, const struct matrix *m) {
 #endif
     ON_CPU(v);
     ON_CPU(m);
+    struct matrix vm = matrix_from_vector(v, v->dim, 1); /* so that v's rows split with m's */
+    if (split_rows(row_sq_norms_rows, &vm, m, NULL, NULL)) return;
     for (int r = 0; r < m->rows; r++) {
         const float *p = m->data + (long)r * m->stride;
         v->data[r] = (float)dot_f64(p, p, m->cols);
@@ -231,6 +239,11 @@ void matrix_set_bernoulli(struct matrix *m, struct rng *r, float keep, float sca
 
 /* ---- nonlinearities ---- */
 
+static void sigmoid_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                         const void *x) {
+    matrix_sigmoid(a, b);
+}
+
 void matrix_sigmoid(struct matrix *dst, const struct matrix *src) {
     SAME_SHAPE(dst, src);
 #if HAVE_CUDA
@@ -241,12 +254,18 @@ void matrix_sigmoid(struct matrix *dst, const struct matrix *src) {
 #endif
     ON_CPU(dst);
     ON_CPU(src);
+    if (split_rows(sigmoid_rows, dst, src, NULL, NULL)) return;
     struct segs s = segs_of(dst, src, NULL);
     for (long i = 0; i < s.n; i++) {
         float *y = seg_ptr(dst, i);
         const float *x = seg_ptr(src, i);
         for (long j = 0; j < s.len; j++) y[j] = sigmoid_f(x[j]);
     }
+}
+
+static void diff_sigmoid_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                              const void *x) {
+    matrix_diff_sigmoid(a, b, c);
 }
 
 void matrix_diff_sigmoid(struct matrix *in_deriv, const struct matrix *out_value,
@@ -262,12 +281,18 @@ void matrix_diff_sigmoid(struct matrix *in_deriv, const struct matrix *out_value
     ON_CPU(in_deriv);
     ON_CPU(out_value);
     ON_CPU(out_deriv);
+    if (split_rows(diff_sigmoid_rows, in_deriv, out_value, out_deriv, NULL)) return;
     struct segs s = segs_of(in_deriv, out_value, out_deriv);
     for (long i = 0; i < s.n; i++) {
         float *d = seg_ptr(in_deriv, i);
         const float *y = seg_ptr(out_value, i), *g = seg_ptr(out_deriv, i);
         for (long j = 0; j < s.len; j++) d[j] = y[j] * (1.0f - y[j]) * g[j];
     }
+}
+
+static void tanh_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                      const void *x) {
+    matrix_tanh(a, b);
 }
 
 void matrix_tanh(struct matrix *dst, const struct matrix *src) {
@@ -280,12 +305,18 @@ void matrix_tanh(struct matrix *dst, const struct matrix *src) {
 #endif
     ON_CPU(dst);
     ON_CPU(src);
+    if (split_rows(tanh_rows, dst, src, NULL, NULL)) return;
     struct segs s = segs_of(dst, src, NULL);
     for (long i = 0; i < s.n; i++) {
         float *y = seg_ptr(dst, i);
         const float *x = seg_ptr(src, i);
         for (long j = 0; j < s.len; j++) y[j] = tanh_f(x[j]);
     }
+}
+
+static void diff_tanh_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                           const void *x) {
+    matrix_diff_tanh(a, b, c);
 }
 
 void matrix_diff_tanh(struct matrix *in_deriv, const struct matrix *out_value,
@@ -301,12 +332,18 @@ void matrix_diff_tanh(struct matrix *in_deriv, const struct matrix *out_value,
     ON_CPU(in_deriv);
     ON_CPU(out_value);
     ON_CPU(out_deriv);
+    if (split_rows(diff_tanh_rows, in_deriv, out_value, out_deriv, NULL)) return;
     struct segs s = segs_of(in_deriv, out_value, out_deriv);
     for (long i = 0; i < s.n; i++) {
         float *d = seg_ptr(in_deriv, i);
         const float *y = seg_ptr(out_value, i), *g = seg_ptr(out_deriv, i);
         for (long j = 0; j < s.len; j++) d[j] = (1.0f - y[j] * y[j]) * g[j];
     }
+}
+
+static void relu_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                      const void *x) {
+    matrix_relu(a, b);
 }
 
 void matrix_relu(struct matrix *dst, const struct matrix *src) {
@@ -319,12 +356,18 @@ void matrix_relu(struct matrix *dst, const struct matrix *src) {
 #endif
     ON_CPU(dst);
     ON_CPU(src);
+    if (split_rows(relu_rows, dst, src, NULL, NULL)) return;
     struct segs s = segs_of(dst, src, NULL);
     for (long i = 0; i < s.n; i++) {
         float *y = seg_ptr(dst, i);
         const float *x = seg_ptr(src, i);
         for (long j = 0; j < s.len; j++) y[j] = x[j] > 0.0f ? x[j] : 0.0f;
     }
+}
+
+static void diff_relu_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                           const void *x) {
+    matrix_diff_relu(a, b, c);
 }
 
 void matrix_diff_relu(struct matrix *in_deriv, const struct matrix *out_value,
@@ -340,6 +383,7 @@ void matrix_diff_relu(struct matrix *in_deriv, const struct matrix *out_value,
     ON_CPU(in_deriv);
     ON_CPU(out_value);
     ON_CPU(out_deriv);
+    if (split_rows(diff_relu_rows, in_deriv, out_value, out_deriv, NULL)) return;
     struct segs s = segs_of(in_deriv, out_value, out_deriv);
     for (long i = 0; i < s.n; i++) {
         float *d = seg_ptr(in_deriv, i);
@@ -349,6 +393,11 @@ void matrix_diff_relu(struct matrix *in_deriv, const struct matrix *out_value,
             d[j] = y[j] > 0.0f ? gj : 0.0f;
         }
     }
+}
+
+static void softmax_rows_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                              const void *x) {
+    matrix_softmax_rows(a, b);
 }
 
 void matrix_softmax_rows(struct matrix *dst, const struct matrix *src) {
@@ -361,6 +410,7 @@ void matrix_softmax_rows(struct matrix *dst, const struct matrix *src) {
 #endif
     ON_CPU(dst);
     ON_CPU(src);
+    if (split_rows(softmax_rows_part, dst, src, NULL, NULL)) return;
     int n = src->cols;
     for (int r = 0; r < src->rows; r++) {
         const float *x = src->data + (long)r * src->stride;
@@ -370,6 +420,11 @@ void matrix_softmax_rows(struct matrix *dst, const struct matrix *src) {
         float inv = (float)(1.0 / sum_f64(y, n)); /* >= 1 term equals 1, so no division by 0 */
         for (int c = 0; c < n; c++) y[c] *= inv;
     }
+}
+
+static void log_softmax_rows_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                                  const void *x) {
+    matrix_log_softmax_rows(a, b);
 }
 
 void matrix_log_softmax_rows(struct matrix *dst, const struct matrix *src) {
@@ -382,6 +437,7 @@ void matrix_log_softmax_rows(struct matrix *dst, const struct matrix *src) {
 #endif
     ON_CPU(dst);
     ON_CPU(src);
+    if (split_rows(log_softmax_rows_part, dst, src, NULL, NULL)) return;
     int n = src->cols;
     for (int r = 0; r < src->rows; r++) {
         const float *x = src->data + (long)r * src->stride;
@@ -391,6 +447,11 @@ void matrix_log_softmax_rows(struct matrix *dst, const struct matrix *src) {
         float lse = (float)log(sum_exp(y, n));
         for (int c = 0; c < n; c++) y[c] -= lse;
     }
+}
+
+static void diff_softmax_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                              const void *x) {
+    matrix_diff_softmax(a, b, c);
 }
 
 void matrix_diff_softmax(struct matrix *in_deriv, const struct matrix *out_value,
@@ -406,6 +467,7 @@ void matrix_diff_softmax(struct matrix *in_deriv, const struct matrix *out_value
     ON_CPU(in_deriv);
     ON_CPU(out_value);
     ON_CPU(out_deriv);
+    if (split_rows(diff_softmax_part, in_deriv, out_value, out_deriv, NULL)) return;
     int n = out_value->cols;
     for (int r = 0; r < out_value->rows; r++) {
         const float *y = out_value->data + (long)r * out_value->stride;
@@ -414,6 +476,11 @@ void matrix_diff_softmax(struct matrix *in_deriv, const struct matrix *out_value
         float dot = (float)dot_f64(g, y, n);
         for (int c = 0; c < n; c++) d[c] = y[c] * (g[c] - dot);
     }
+}
+
+static void diff_log_softmax_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                                  const void *x) {
+    matrix_diff_log_softmax(a, b, c);
 }
 
 void matrix_diff_log_softmax(struct matrix *in_deriv, const struct matrix *out_value,
@@ -429,6 +496,7 @@ void matrix_diff_log_softmax(struct matrix *in_deriv, const struct matrix *out_v
     ON_CPU(in_deriv);
     ON_CPU(out_value);
     ON_CPU(out_deriv);
+    if (split_rows(diff_log_softmax_part, in_deriv, out_value, out_deriv, NULL)) return;
     int n = out_value->cols;
     for (int r = 0; r < out_value->rows; r++) {
         const float *z = out_value->data + (long)r * out_value->stride;
@@ -526,6 +594,11 @@ void matrix_diff_pnorm(struct matrix *in_deriv, const struct matrix *in_value,
 /* Kaldi's kNormFloor: 2^-66 on the mean square, whose square root 2^-33 is exact in float. */
 #define NORMALIZE_FLOOR 0x1p-66
 
+static void normalize_rows_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                                const void *x) {
+    matrix_normalize_rows(a, b);
+}
+
 void matrix_normalize_rows(struct matrix *dst, const struct matrix *src) {
     SAME_SHAPE(dst, src);
 #if HAVE_CUDA
@@ -536,6 +609,7 @@ void matrix_normalize_rows(struct matrix *dst, const struct matrix *src) {
 #endif
     ON_CPU(dst);
     ON_CPU(src);
+    if (split_rows(normalize_rows_part, dst, src, NULL, NULL)) return;
     int n = src->cols;
     if (n == 0) return;
     for (int r = 0; r < src->rows; r++) {
@@ -549,6 +623,11 @@ void matrix_normalize_rows(struct matrix *dst, const struct matrix *src) {
 
 /* With p = x.x / D and f = max(p, floor)^-1/2, y = f x:
  *   dF/dx = f g - [p > floor] (f^3 / D) (g.x) x. */
+static void diff_normalize_rows_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                                     const void *x) {
+    matrix_diff_normalize_rows(a, b, c);
+}
+
 void matrix_diff_normalize_rows(struct matrix *in_deriv, const struct matrix *in_value,
                                 const struct matrix *out_deriv) {
     SAME_SHAPE(in_deriv, in_value);
@@ -562,6 +641,7 @@ void matrix_diff_normalize_rows(struct matrix *in_deriv, const struct matrix *in
     ON_CPU(in_deriv);
     ON_CPU(in_value);
     ON_CPU(out_deriv);
+    if (split_rows(diff_normalize_rows_part, in_deriv, in_value, out_deriv, NULL)) return;
     int n = in_value->cols;
     if (n == 0) return;
     for (int r = 0; r < in_value->rows; r++) {

@@ -20,8 +20,14 @@ int matrix_default_device = MATRIX_CPU;
 
 const char *matrix_blas_kernel(void) { return openblas_get_corename(); }
 
+/* parnet splits its CPU work itself (split_rows, split_gemm) over n threads and keeps OpenBLAS
+ * single-threaded: then the elementwise passes and the thin natural-gradient products run on every
+ * core too, not just the large products. */
 void matrix_set_num_threads(int n) {
-    if (n > 0) openblas_set_num_threads(n);
+    if (n > 0) {
+        parallel_set_threads(n);
+        openblas_set_num_threads(1);
+    }
     /* OpenBLAS 0.3.21 (Debian 12) does not know recent Xeons and falls back to its generic
      * "Prescott" kernels, about 4x slower than its AVX-512 ones on these machines. The kernel is
      * chosen when the library loads, from OPENBLAS_CORETYPE, so all we can do is say so. */
@@ -34,6 +40,57 @@ void matrix_set_num_threads(int n) {
              __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2",
              __builtin_cpu_supports("avx512f") ? "SKYLAKEX" : "HASWELL");
     }
+}
+
+/* ---- splitting CPU work over the pool ---- */
+
+struct split_job {
+    rows_fn fn;
+    struct matrix *a;
+    const struct matrix *b, *c;
+    const void *extra;
+    double (*sum_fn)(const struct matrix *, const struct matrix *);
+    double partial[PARALLEL_MAX_THREADS];
+};
+
+static int split_worth(const struct matrix *a, const struct matrix *b, const struct matrix *c) {
+    long elems = (long)a->rows * a->cols;
+    if (b && (long)b->rows * b->cols > elems) elems = (long)b->rows * b->cols;
+    if (c && (long)c->rows * c->cols > elems) elems = (long)c->rows * c->cols;
+    return parallel_threads() > 1 && a->rows > 1 && elems >= SPLIT_MIN_ELEMS;
+}
+
+static void split_task(void *p, int t, int num) {
+    struct split_job *j = p;
+    int r0, r1;
+    parallel_part(j->a->rows, t, num, 1, &r0, &r1);
+    struct matrix a = matrix_rows(j->a, r0, r1 - r0), b, c;
+    if (j->b) b = matrix_rows(j->b, r0, r1 - r0);
+    if (j->c) c = matrix_rows(j->c, r0, r1 - r0);
+    if (j->sum_fn)
+        j->partial[t] = r1 > r0 ? j->sum_fn(&a, j->b ? &b : NULL) : 0.0;
+    else if (r1 > r0)
+        j->fn(&a, j->b ? &b : NULL, j->c ? &c : NULL, j->extra);
+}
+
+int split_rows(rows_fn fn, struct matrix *a, const struct matrix *b, const struct matrix *c,
+               const void *extra) {
+    if (!split_worth(a, b, c)) return 0;
+    struct split_job j = {.fn = fn, .a = a, .b = b, .c = c, .extra = extra};
+    parallel_run(split_task, &j);
+    return 1;
+}
+
+double split_sum_rows(double (*fn)(const struct matrix *a, const struct matrix *b),
+                      const struct matrix *a, const struct matrix *b) {
+    int num = parallel_threads();
+    if (!split_worth(a, b, NULL)) return fn(a, b);
+    struct split_job j = {.a = (struct matrix *)a, .b = b, .sum_fn = fn};
+    for (int t = 0; t < num; t++) j.partial[t] = 0;
+    parallel_run(split_task, &j);
+    double s = 0;
+    for (int t = 0; t < num; t++) s += j.partial[t];
+    return s;
 }
 
 /* ---- storage and views ---- */
@@ -283,6 +340,11 @@ void vector_set(struct vector *v, int i, float value) {
 
 /* ---- copies and fills ---- */
 
+static void copy_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                      const void *x) {
+    matrix_copy(a, b);
+}
+
 void matrix_copy(struct matrix *dst, const struct matrix *src) {
     SAME_SHAPE(dst, src);
 #if HAVE_CUDA
@@ -296,6 +358,7 @@ void matrix_copy(struct matrix *dst, const struct matrix *src) {
     ON_CPU(dst);
     ON_CPU(src);
     if (dst->data == src->data) return;
+    if (split_rows(copy_part, dst, src, NULL, NULL)) return;
     struct segs s = segs_of(dst, src, NULL);
     for (long i = 0; i < s.n; i++)
         memmove(seg_ptr(dst, i), seg_ptr(src, i), s.len * sizeof(float));
@@ -341,6 +404,11 @@ void matrix_set_const(struct matrix *m, float value) {
     }
 }
 
+static void set_zero_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                          const void *x) {
+    matrix_set_zero(a);
+}
+
 void matrix_set_zero(struct matrix *m) {
 #if HAVE_CUDA
     if (GPU1(m)) {
@@ -349,6 +417,7 @@ void matrix_set_zero(struct matrix *m) {
     }
 #endif
     ON_CPU(m);
+    if (split_rows(set_zero_part, m, NULL, NULL, NULL)) return;
     struct segs s = segs_of(m, NULL, NULL);
     for (long i = 0; i < s.n; i++) memset(seg_ptr(m, i), 0, s.len * sizeof(float));
 }
@@ -425,6 +494,11 @@ void vector_set_randn(struct vector *v, struct rng *r, float stddev) {
 
 /* ---- BLAS level 1 ---- */
 
+static void scale_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
+                       const void *alpha) {
+    matrix_scale(a, *(const float *)alpha);
+}
+
 void matrix_scale(struct matrix *m, float alpha) {
 #if HAVE_CUDA
     if (GPU1(m)) {
@@ -433,12 +507,18 @@ void matrix_scale(struct matrix *m, float alpha) {
     }
 #endif
     ON_CPU(m);
+    if (split_rows(scale_part, m, NULL, NULL, &alpha)) return;
     struct segs s = segs_of(m, NULL, NULL);
     for (long i = 0; i < s.n; i++) {
         float *p = seg_ptr(m, i);
         if (alpha == 0.0f) memset(p, 0, s.len * sizeof(float)); /* BLAS: 0 * NaN = 0 */
         else for (long j = 0; j < s.len; j++) p[j] *= alpha;
     }
+}
+
+static void add_part(struct matrix *m, const struct matrix *a, const struct matrix *c,
+                     const void *alpha) {
+    matrix_add(m, *(const float *)alpha, a);
 }
 
 void matrix_add(struct matrix *m, float alpha, const struct matrix *a) {
@@ -451,6 +531,7 @@ void matrix_add(struct matrix *m, float alpha, const struct matrix *a) {
 #endif
     ON_CPU(m);
     ON_CPU(a);
+    if (split_rows(add_part, m, a, NULL, &alpha)) return;
     struct segs s = segs_of(m, a, NULL);
     for (long i = 0; i < s.n; i++) {
         float *p = seg_ptr(m, i);
@@ -523,15 +604,19 @@ double matrix_sum(const struct matrix *m) {
     return t;
 }
 
+static double sum_sq_cpu(const struct matrix *m, const struct matrix *unused) {
+    struct segs s = segs_of(m, NULL, NULL);
+    double t = 0;
+    for (long i = 0; i < s.n; i++) t += dot_f64(seg_ptr(m, i), seg_ptr(m, i), s.len);
+    return t;
+}
+
 double matrix_frobenius_norm(const struct matrix *m) {
 #if HAVE_CUDA
     if (GPU1(m)) return sqrt(cuda_reduce(CUDA_SUM_SQ, CM(m), CM(m)));
 #endif
     ON_CPU(m);
-    struct segs s = segs_of(m, NULL, NULL);
-    double t = 0;
-    for (long i = 0; i < s.n; i++) t += dot_f64(seg_ptr(m, i), seg_ptr(m, i), s.len);
-    return sqrt(t);
+    return sqrt(split_sum_rows(sum_sq_cpu, m, NULL));
 }
 
 double matrix_trace_mat_mat(const struct matrix *a, const struct matrix *b, int trans_b) {
@@ -612,6 +697,34 @@ static int ld_of(const struct matrix *m) {
     return m->stride > 1 ? m->stride : 1;
 }
 
+/* One single-threaded sgemm per share of C's rows (by_rows) or columns. */
+struct gemm_job {
+    enum CBLAS_TRANSPOSE ta, tb;
+    int m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+    int lda, ldb, ldc, by_rows;
+};
+enum { GEMM_SPLIT_ALIGN = 16 };
+#define GEMM_SPLIT_MIN_MNK (1 << 20)
+
+static void gemm_part(void *p, int t, int num) {
+    const struct gemm_job *g = p;
+    int lo, hi;
+    parallel_part(g->by_rows ? g->m : g->n, t, num, GEMM_SPLIT_ALIGN, &lo, &hi);
+    if (lo >= hi) return;
+    if (g->by_rows) { /* rows lo..hi of C are those of op(A) */
+        const float *a = g->ta == CblasNoTrans ? g->a + (long)lo * g->lda : g->a + lo;
+        cblas_sgemm(CblasRowMajor, g->ta, g->tb, hi - lo, g->n, g->k, g->alpha, a, g->lda, g->b,
+                    g->ldb, g->beta, g->c + (long)lo * g->ldc, g->ldc);
+    } else { /* columns lo..hi of C are those of op(B) */
+        const float *b = g->tb == CblasNoTrans ? g->b + lo : g->b + (long)lo * g->ldb;
+        cblas_sgemm(CblasRowMajor, g->ta, g->tb, g->m, hi - lo, g->k, g->alpha, g->a, g->lda, b,
+                    g->ldb, g->beta, g->c + lo, g->ldc);
+    }
+}
+
 void matrix_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
                         const struct matrix *b, int trans_b, float beta) {
     int m = trans_a == MATRIX_TRANS ? a->cols : a->rows;
@@ -637,8 +750,14 @@ void matrix_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, i
         if (beta != 1.0f) matrix_scale(c, beta);
         return;
     }
-    cblas_sgemm(CblasRowMajor, cblas_trans(trans_a), cblas_trans(trans_b), m, n, k, alpha,
-                a->data, ld_of(a), b->data, ld_of(b), beta, c->data, ld_of(c));
+    struct gemm_job g = {cblas_trans(trans_a), cblas_trans(trans_b), m, n, k, alpha, beta,
+                         a->data, b->data, c->data, ld_of(a), ld_of(b), ld_of(c), m >= n};
+    /* Split over the pool along C's longer side when each part is still a good product. */
+    if (parallel_threads() > 1 && (double)m * n * k >= GEMM_SPLIT_MIN_MNK &&
+        (g.by_rows ? m : n) >= 2 * GEMM_SPLIT_ALIGN)
+        parallel_run(gemm_part, &g);
+    else
+        gemm_part(&g, 0, 1);
 }
 
 void matrix_sym_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, int trans,
@@ -713,6 +832,17 @@ void matrix_add_vec_vec(struct matrix *m, float alpha, const struct vector *a,
     cblas_sger(CblasRowMajor, m->rows, m->cols, alpha, a->data, 1, b->data, 1, m->data, ld_of(m));
 }
 
+struct vec_arg {
+    float alpha;
+    const struct vector *v;
+};
+
+static void add_vec_to_rows_part(struct matrix *m, const struct matrix *b, const struct matrix *c,
+                                 const void *x) {
+    const struct vec_arg *arg = x;
+    matrix_add_vec_to_rows(m, arg->alpha, arg->v);
+}
+
 void matrix_add_vec_to_rows(struct matrix *m, float alpha, const struct vector *v) {
     ASSERT(v->dim == m->cols);
 #if HAVE_CUDA
@@ -723,11 +853,30 @@ void matrix_add_vec_to_rows(struct matrix *m, float alpha, const struct vector *
 #endif
     ON_CPU(m);
     ON_CPU(v);
+    struct vec_arg arg = {alpha, v};
+    if (split_rows(add_vec_to_rows_part, m, NULL, NULL, &arg)) return;
     const float *q = v->data;
     for (int r = 0; r < m->rows; r++) {
         float *p = m->data + (long)r * m->stride;
         for (int c = 0; c < m->cols; c++) p[c] += alpha * q[c];
     }
+}
+
+struct row_sums_job {
+    struct vector *v;
+    float alpha;
+    const struct matrix *m;
+    float beta;
+};
+
+static void row_sums_part(void *p, int t, int num) {
+    const struct row_sums_job *j = p;
+    int c0, c1;
+    parallel_part(j->m->cols, t, num, 16, &c0, &c1);
+    if (c0 == c1) return;
+    struct vector v = vector_range(j->v, c0, c1 - c0);
+    struct matrix m = matrix_view(j->m, 0, j->m->rows, c0, c1 - c0);
+    vector_add_row_sums(&v, j->alpha, &m, j->beta);
 }
 
 void vector_add_row_sums(struct vector *v, float alpha, const struct matrix *m, float beta) {
@@ -740,6 +889,11 @@ void vector_add_row_sums(struct vector *v, float alpha, const struct matrix *m, 
 #endif
     ON_CPU(v);
     ON_CPU(m);
+    if (parallel_threads() > 1 && m->cols >= 64 && (long)m->rows * m->cols >= SPLIT_MIN_ELEMS) {
+        struct row_sums_job j = {v, alpha, m, beta}; /* by columns: no partial sums to merge */
+        parallel_run(row_sums_part, &j);
+        return;
+    }
     int n = m->cols;
     double *acc = xcalloc(n > 0 ? n : 1, sizeof *acc);
     for (int r = 0; r < m->rows; r++) {

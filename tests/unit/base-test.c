@@ -75,11 +75,59 @@ static void test_rng_shuffle_is_permutation(void) {
     CHECK(moved > 80);
 }
 
+struct cover {
+    int n, hits[1000], calls, nested_num[PARALLEL_MAX_THREADS];
+};
+
+static void nested_task(void *p, int t, int num) {
+    int *seen = p;
+    *seen = num;
+}
+
+static void cover_task(void *p, int t, int num) {
+    struct cover *c = p;
+    int b, e;
+    parallel_part(c->n, t, num, 8, &b, &e);
+    for (int i = b; i < e; i++) c->hits[i]++;
+    __atomic_fetch_add(&c->calls, 1, __ATOMIC_SEQ_CST);
+    c->nested_num[t] = -1;
+    parallel_run(nested_task, &c->nested_num[t]); /* inside a task: serial */
+}
+
+/* Every index is covered exactly once, by num calls, in parts aligned to 8; a task that calls
+ * parallel_run gets one thread; the pool can grow, shrink and stop. */
+static void test_parallel_run(void) {
+    int sizes[] = {1, 3, 4};
+    for (int k = 0; k < 3; k++) {
+        parallel_set_threads(sizes[k]);
+        CHECK(parallel_threads() == sizes[k]);
+        for (int rep = 0; rep < 200; rep++) {
+            static struct cover c;
+            memset(&c, 0, sizeof c);
+            c.n = 1 + rep * 37 % 1000;
+            parallel_run(cover_task, &c);
+            CHECK(c.calls == sizes[k]);
+            for (int i = 0; i < c.n; i++) CHECK(c.hits[i] == 1);
+            for (int t = 0; t < sizes[k]; t++) CHECK(c.nested_num[t] == 1);
+        }
+        int b, e, prev = 0;
+        for (int t = 0; t < 3; t++) {
+            parallel_part(100, t, 3, 8, &b, &e);
+            CHECK(b == prev && b % 8 == 0);
+            prev = e;
+        }
+        CHECK(prev == 100);
+    }
+    parallel_set_threads(1);
+    CHECK(parallel_threads() == 1);
+}
+
 int main(void) {
     TEST_RUN(test_error_wrap);
     TEST_RUN(test_parse_numbers);
     TEST_RUN(test_rng_reproducible);
     TEST_RUN(test_rng_distributions);
     TEST_RUN(test_rng_shuffle_is_permutation);
+    TEST_RUN(test_parallel_run);
     TEST_MAIN_END();
 }

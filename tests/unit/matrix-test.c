@@ -945,6 +945,127 @@ static void test_cholesky(void) {
     }
 }
 
+/* ---- CPU work split over the pool: the same results with 1 and with 3 threads ---- */
+
+/* out = op applied to copies of a, b, c (views, so strides and borders are exercised) with
+ * `threads` threads; returns a dense copy of the written matrix and *sum the op's scalar. */
+enum split_op {
+    S_COPY, S_ZERO, S_SCALE, S_ADD, S_RELU, S_DRELU, S_SIGMOID, S_DSIGMOID, S_TANH, S_DTANH,
+    S_SOFTMAX, S_LOGSOFTMAX, S_DSOFTMAX, S_DLOGSOFTMAX, S_NORMALIZE, S_DNORMALIZE, S_ADDVEC,
+    S_ROWSQ, S_ROWSUMS, S_FROB, S_NUM_OPS
+};
+
+static double *run_split_op(int op, int threads, int rows, int cols, uint64_t seed, double *sum,
+                            int *border_ok) {
+    matrix_set_num_threads(threads);
+    struct rng saved = rng;
+    rng_seed(&rng, seed);
+    struct tmat a, b, c;
+    tmat_init(&a, rows, cols, 1);
+    tmat_init(&b, rows, cols, 1);
+    tmat_init(&c, rows, cols, 1);
+    matrix_relu(&b.m, &b.m); /* a valid ReLU / softmax-ish output for the backward ops */
+    struct vector v, w;
+    vector_init(&v, cols);
+    vector_set_randn(&v, &rng, 1);
+    vector_init(&w, rows);
+    vector_set_randn(&w, &rng, 1);
+    struct matrix *out = &a.m;
+    *sum = 0;
+    switch (op) {
+    case S_COPY: matrix_copy(&a.m, &b.m); break;
+    case S_ZERO: matrix_set_zero(&a.m); break;
+    case S_SCALE: matrix_scale(&a.m, 0.7f); break;
+    case S_ADD: matrix_add(&a.m, -0.3f, &b.m); break;
+    case S_RELU: matrix_relu(&a.m, &c.m); break;
+    case S_DRELU: matrix_diff_relu(&a.m, &b.m, &c.m); break;
+    case S_SIGMOID: matrix_sigmoid(&a.m, &c.m); break;
+    case S_DSIGMOID: matrix_diff_sigmoid(&a.m, &b.m, &c.m); break;
+    case S_TANH: matrix_tanh(&a.m, &c.m); break;
+    case S_DTANH: matrix_diff_tanh(&a.m, &b.m, &c.m); break;
+    case S_SOFTMAX: matrix_softmax_rows(&a.m, &c.m); break;
+    case S_LOGSOFTMAX: matrix_log_softmax_rows(&a.m, &c.m); break;
+    case S_DSOFTMAX: matrix_diff_softmax(&a.m, &b.m, &c.m); break;
+    case S_DLOGSOFTMAX: matrix_diff_log_softmax(&a.m, &b.m, &c.m); break;
+    case S_NORMALIZE: matrix_normalize_rows(&a.m, &c.m); break;
+    case S_DNORMALIZE: matrix_diff_normalize_rows(&a.m, &b.m, &c.m); break;
+    case S_ADDVEC: matrix_add_vec_to_rows(&a.m, 0.5f, &v); break;
+    case S_ROWSQ:
+        vector_row_sq_norms(&w, &c.m);
+        for (int i = 0; i < rows; i++) *sum += w.data[i] * (i + 1.0);
+        break;
+    case S_ROWSUMS:
+        vector_add_row_sums(&v, 0.5f, &c.m, 1.0f);
+        for (int i = 0; i < cols; i++) *sum += v.data[i] * (i + 1.0);
+        break;
+    case S_FROB: *sum = matrix_frobenius_norm(&c.m); break;
+    }
+    *border_ok = tmat_border_ok(&a) && tmat_border_ok(&b) && tmat_border_ok(&c);
+    double *d = to_d(out);
+    tmat_release(&a);
+    tmat_release(&b);
+    tmat_release(&c);
+    vector_release(&v);
+    vector_release(&w);
+    rng = saved;
+    matrix_set_num_threads(1);
+    return d;
+}
+
+static void test_split_matches_serial(void) {
+    const int shapes[][2] = {{301, 233}, {7, 9000}, {1000, 40}};
+    for (int k = 0; k < 3; k++)
+        for (int op = 0; op < S_NUM_OPS; op++) {
+            int rows = shapes[k][0], cols = shapes[k][1], ok1, ok3;
+            double s1, s3;
+            double *one = run_split_op(op, 1, rows, cols, 100 + op, &s1, &ok1);
+            double *three = run_split_op(op, 3, rows, cols, 100 + op, &s3, &ok3);
+            CHECK(ok1 && ok3);
+            CHECK_NEAR(s3, s1, 1e-12);
+            for (long i = 0; i < (long)rows * cols; i++)
+                if (one[i] != three[i]) {
+                    printf("FAIL %s: op %d, %dx%d: element %ld differs (%g vs %g)\n", test_name_now,
+                           op, rows, cols, i, one[i], three[i]);
+                    test_failed_now = 1;
+                    free(one);
+                    free(three);
+                    return;
+                }
+            free(one);
+            free(three);
+        }
+}
+
+/* Split products (by rows and by columns, every transposition, strided views) against the
+ * unsplit product. */
+static void test_split_gemm(void) {
+    const int shapes[][3] = {{512, 80, 1024}, {80, 1024, 512}, {300, 301, 97}, {33, 2000, 64}};
+    for (int k = 0; k < 4; k++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                int m = shapes[k][0], n = shapes[k][1], kk = shapes[k][2];
+                struct tmat a, b, c1, c3;
+                tmat_init(&a, ta ? kk : m, ta ? m : kk, 1);
+                tmat_init(&b, tb ? n : kk, tb ? kk : n, 1);
+                tmat_init(&c1, m, n, 1);
+                tmat_init(&c3, m, n, 0);
+                matrix_copy(&c3.m, &c1.m);
+                matrix_set_num_threads(1);
+                matrix_add_mat_mat(&c1.m, 0.5f, &a.m, ta, &b.m, tb, 1.0f);
+                matrix_set_num_threads(3);
+                matrix_add_mat_mat(&c3.m, 0.5f, &a.m, ta, &b.m, tb, 1.0f);
+                matrix_set_num_threads(1);
+                CHECK(tmat_border_ok(&c1));
+                for (int r = 0; r < m; r++)
+                    for (int col = 0; col < n; col++)
+                        CHECK_NEAR(at(&c3.m, r, col), at(&c1.m, r, col), 1e-4);
+                tmat_release(&a);
+                tmat_release(&b);
+                tmat_release(&c1);
+                tmat_release(&c3);
+            }
+}
+
 int main(void) {
     rng_seed(&rng, 20240611);
     matrix_set_num_threads(1);
@@ -965,5 +1086,7 @@ int main(void) {
     TEST_RUN(test_empty_shapes);
     TEST_RUN(test_sym_eig);
     TEST_RUN(test_cholesky);
+    TEST_RUN(test_split_matches_serial);
+    TEST_RUN(test_split_gemm);
     TEST_MAIN_END();
 }
