@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Training throughput, measured side by side in one run: samples/s of nnet-train (Affine and
-# NaturalGradientAffine) against PyTorch on the CPU (Debian's python3-torch, its fastest setting:
+# NaturalGradientAffine; end to end, examples read from a pipe by its reading thread), of the
+# training step alone (bench/train-step.c: the same step on examples in memory), against PyTorch on the CPU (Debian's python3-torch, its fastest setting:
 # torch.set_num_threads(1), OpenBLAS with the given threads) and against the OpenBLAS sgemm bound
 # (the three GEMMs per layer of one step, bench/sgemm-bound.c), for ReLU MLPs, minibatch sizes and
 # thread counts. Each figure is the median of --repeats runs.
@@ -23,6 +24,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$top/build/bench"
 cc -O2 "$top/bench/sgemm-bound.c" -lopenblas -o "$top/build/bench/sgemm-bound"
+make -s -C "$top" lib/libparnet.a
+cc -std=c11 -D_GNU_SOURCE -O2 -I"$top/src" "$top/bench/train-step.c" "$top/lib/libparnet.a" \
+    -lopenblas -lz -lpthread -lm -o "$top/build/bench/train-step"
 have_torch=true
 /usr/bin/python3 -c 'import torch' 2>/dev/null || have_torch=false
 
@@ -68,8 +72,8 @@ mbs=(128 512)
 threads=(1 2)
 $quick && { mbs=(512); threads=(2); repeats=1; }
 
-echo "| network | mb | threads | parnet Affine | parnet NG | PyTorch | sgemm bound | Affine/PyTorch | NG/PyTorch | Affine/bound | NG cost |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| network | mb | threads | parnet Affine | parnet NG | step Affine | step NG | PyTorch | sgemm bound | Affine/PyTorch | NG/PyTorch | Affine/bound | step/bound | NG cost | step NG cost |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for net in "${nets[@]}"; do
     read -r -a d <<<"$net"
     name=$(echo "$net" | tr ' ' '-')
@@ -83,10 +87,12 @@ for net in "${nets[@]}"; do
         for t in "${threads[@]}"; do
             # examples for about `seconds` at a rough rate (samples/s per thread)
             passes=$(( (seconds * t * (d[0] > 500 ? 6000 : 3000) + count - 1) / count ))
-            a=() g=() p=() b=()
+            a=() g=() p=() b=() sa=() sg=()
             for r in $(seq $repeats); do
                 a+=("$(parnet_rate $work/affine.mdl $work/data.egs $mb $t $passes)")
                 g+=("$(parnet_rate $work/ng.mdl $work/data.egs $mb $t $passes)")
+                sa+=("$("$top/build/bench/train-step" $work/affine.mdl $mb $t $seconds | cut -d= -f2)")
+                sg+=("$("$top/build/bench/train-step" $work/ng.mdl $mb $t $seconds | cut -d= -f2)")
                 if $have_torch; then
                     p+=("$(OPENBLAS_NUM_THREADS=$t /usr/bin/python3 $top/bench/torch_mlp.py \
                         --dims $(echo $net | tr ' ' ,) --minibatch $mb --threads 1 --seconds $seconds \
@@ -96,15 +102,17 @@ for net in "${nets[@]}"; do
             done
             A=$(printf '%s\n' "${a[@]}" | median) G=$(printf '%s\n' "${g[@]}" | median)
             B=$(printf '%s\n' "${b[@]}" | median)
+            SA=$(printf '%s\n' "${sa[@]}" | median) SG=$(printf '%s\n' "${sg[@]}" | median)
             P=n/a
             $have_torch && P=$(printf '%s\n' "${p[@]}" | median)
             ratio() { [ "$2" = n/a ] && echo n/a || awk -v a=$1 -v b=$2 'BEGIN { printf "%.2f", a / b }'; }
             cost=$(awk -v a=$A -v g=$G 'BEGIN { printf "%+.0f%%", (a / g - 1) * 100 }')
-            printf "| %s | %d | %d | %.0f | %.0f | %s | %.0f | %s | %s | %s | %s |\n" $name $mb $t $A $G \
-                "$( [ $P = n/a ] && echo n/a || printf %.0f $P)" $B "$(ratio $A $P)" "$(ratio $G $P)" \
-                "$(ratio $A $B)" "$cost"
+            scost=$(awk -v a=$SA -v g=$SG 'BEGIN { printf "%+.0f%%", (a / g - 1) * 100 }')
+            printf "| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %s | %.0f | %s | %s | %s | %s | %s | %s |\n" \
+                $name $mb $t $A $G $SA $SG "$( [ $P = n/a ] && echo n/a || printf %.0f $P)" $B \
+                "$(ratio $A $P)" "$(ratio $G $P)" "$(ratio $A $B)" "$(ratio $SA $B)" "$cost" "$scost"
         done
     done
 done
 echo
-echo "samples/s, median of $repeats; NG cost = time per sample of NG over Affine; $(nproc) cores, $(date -u +%F)"
+echo "samples/s, median of $repeats; step = bench/train-step.c (the step alone, examples in memory); NG cost = time per sample of NG over Affine; $(nproc) cores, $(date -u +%F)"

@@ -757,11 +757,22 @@ void matrix_row_argmax(const struct matrix *m, int *out) {
     }
 #endif
     ON_CPU(m);
+    /* The first c with x[c] > every earlier value: the largest value (NaN never wins, and a
+     * NaN in x[0] wins outright), found 16 lanes at a time, then its first occurrence. */
+    enum { L = 16 };
     for (int r = 0; r < m->rows; r++) {
         const float *x = m->data + (long)r * m->stride;
-        int best = 0;
-        for (int c = 1; c < m->cols; c++)
-            if (x[c] > x[best]) best = c;
+        int n = m->cols, best = 0;
+        if (x[0] == x[0]) {
+            float lane[L], mx = x[0];
+            for (int k = 0; k < L; k++) lane[k] = x[0];
+            int c = 0;
+            for (; c + L <= n; c += L)
+                for (int k = 0; k < L; k++) lane[k] = x[c + k] > lane[k] ? x[c + k] : lane[k];
+            for (; c < n; c++) mx = x[c] > mx ? x[c] : mx;
+            for (int k = 0; k < L; k++) mx = lane[k] > mx ? lane[k] : mx;
+            while (!(x[best] == mx)) best++;
+        }
         out[r] = best;
     }
 }

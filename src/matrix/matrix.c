@@ -832,6 +832,27 @@ void matrix_add_vec_vec(struct matrix *m, float alpha, const struct vector *a,
     cblas_sger(CblasRowMajor, m->rows, m->cols, alpha, a->data, 1, b->data, 1, m->data, ld_of(m));
 }
 
+static void set_rows_part(struct matrix *m, const struct matrix *b, const struct matrix *c,
+                          const void *v) {
+    matrix_set_rows(m, v);
+}
+
+void matrix_set_rows(struct matrix *m, const struct vector *v) {
+    ASSERT(v->dim == m->cols);
+#if HAVE_CUDA
+    if (GPU2(m, v)) {
+        cuda_set_zero(CM(m));
+        cuda_add_vec_to_rows(CM(m), 1, v->data);
+        return;
+    }
+#endif
+    ON_CPU(m);
+    ON_CPU(v);
+    if (split_rows(set_rows_part, m, NULL, NULL, v)) return;
+    for (int r = 0; r < m->rows; r++)
+        memcpy(m->data + (long)r * m->stride, v->data, (size_t)m->cols * sizeof(float));
+}
+
 struct vec_arg {
     float alpha;
     const struct vector *v;

@@ -148,6 +148,8 @@ void vector_add_mat_vec(struct vector *y, float alpha, const struct matrix *m, i
 /* M += alpha a b^T */
 void matrix_add_vec_vec(struct matrix *m, float alpha, const struct vector *a,
                         const struct vector *b);
+/* every row r: m[r] = v   (v has dim cols) */
+void matrix_set_rows(struct matrix *m, const struct vector *v);
 /* every row r: m[r] += alpha v   (v has dim cols) */
 void matrix_add_vec_to_rows(struct matrix *m, float alpha, const struct vector *v);
 /* v = alpha * (sum over rows of m) + beta v   (column sums; v has dim cols) */

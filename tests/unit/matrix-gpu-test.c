@@ -434,6 +434,12 @@ static void test_sym_and_level2(void) {
         matrix_add_vec_to_rows(&m.c, alpha, &vc.c);
         matrix_add_vec_to_rows(&m.g, alpha, &vc.g);
         CHECK_PAIR(&m, TOL);
+        matrix_set_rows(&m.c, &vc.c);
+        matrix_set_rows(&m.g, &vc.g);
+        CHECK_PAIR(&m, TOL);
+        matrix_add_vec_to_rows(&m.c, alpha, &vc.c);
+        matrix_add_vec_to_rows(&m.g, alpha, &vc.g);
+        CHECK_PAIR(&m, TOL);
         if (beta == 0.0f && rows > 0 && cols > 0) {
             vector_set(&vr.c, 0, NAN);
             vector_set(&vr.g, 0, NAN);

@@ -798,6 +798,31 @@ static void test_sparse(void) {
     CHECK(am[0] == 3 && am[1] == 5 && am[2] == 0 && am[3] == 0);
     CHECK(tmat_border_ok(&m));
     tmat_release(&m);
+    /* Long rows (the lane loop) with ties, NaNs and -0/+0 against the plain definition: the
+     * first index whose value is greater than every earlier one. */
+    const int widths[] = {1, 15, 16, 37, 2000};
+    for (int w = 0; w < 5; w++) {
+        struct matrix q;
+        matrix_init(&q, 50, widths[w]);
+        for (int r = 0; r < 50; r++)
+            for (int c = 0; c < widths[w]; c++) {
+                float v = (float)rng_below(&rng, 7) - 3.0f; /* many ties */
+                if (rng_below(&rng, 50) == 0) v = NAN;
+                if (rng_below(&rng, 50) == 0) v = -0.0f;
+                if (r == 7) v = c ? 0.0f : -0.0f;
+                matrix_set(&q, r, c, v);
+            }
+        int got[50];
+        matrix_row_argmax(&q, got);
+        for (int r = 0; r < 50; r++) {
+            const float *x = q.data + (long)r * q.stride;
+            int best = 0;
+            for (int c = 1; c < widths[w]; c++)
+                if (x[c] > x[best]) best = c;
+            CHECK(got[r] == best);
+        }
+        matrix_release(&q);
+    }
 }
 
 /* ---- empty shapes reach no BLAS call with bad arguments ---- */
@@ -952,7 +977,7 @@ static void test_cholesky(void) {
 enum split_op {
     S_COPY, S_ZERO, S_SCALE, S_ADD, S_RELU, S_DRELU, S_SIGMOID, S_DSIGMOID, S_TANH, S_DTANH,
     S_SOFTMAX, S_LOGSOFTMAX, S_DSOFTMAX, S_DLOGSOFTMAX, S_NORMALIZE, S_DNORMALIZE, S_ADDVEC,
-    S_ROWSQ, S_ROWSUMS, S_FROB, S_NUM_OPS
+    S_SETROWS, S_ROWSQ, S_ROWSUMS, S_FROB, S_NUM_OPS
 };
 
 static double *run_split_op(int op, int threads, int rows, int cols, uint64_t seed, double *sum,
@@ -990,6 +1015,12 @@ static double *run_split_op(int op, int threads, int rows, int cols, uint64_t se
     case S_NORMALIZE: matrix_normalize_rows(&a.m, &c.m); break;
     case S_DNORMALIZE: matrix_diff_normalize_rows(&a.m, &b.m, &c.m); break;
     case S_ADDVEC: matrix_add_vec_to_rows(&a.m, 0.5f, &v); break;
+    case S_SETROWS:
+        matrix_set_rows(&a.m, &v);
+        for (int r = 0; r < rows; r++)
+            for (int col = 0; col < cols; col++)
+                if (at(&a.m, r, col) != v.data[col]) *sum = 1; /* a wrong row: sums differ */
+        break;
     case S_ROWSQ:
         vector_row_sq_norms(&w, &c.m);
         for (int i = 0; i < rows; i++) *sum += w.data[i] * (i + 1.0);
@@ -1022,6 +1053,7 @@ static void test_split_matches_serial(void) {
             double *three = run_split_op(op, 3, rows, cols, 100 + op, &s3, &ok3);
             CHECK(ok1 && ok3);
             CHECK_NEAR(s3, s1, 1e-12);
+            if (op == S_SETROWS) CHECK(s1 == 0 && s3 == 0);
             for (long i = 0; i < (long)rows * cols; i++)
                 if (one[i] != three[i]) {
                     printf("FAIL %s: op %d, %dx%d: element %ld differs (%g vs %g)\n", test_name_now,
