@@ -7,7 +7,9 @@
 #      is a failure here;
 #   3. bench/gpu-mlp: CPU vs GPU parameters after 3 SGD steps, then samples/s and the fraction of
 #      the bare cuBLAS sgemm rate for the 440-1024x4-2000 ReLU MLP at minibatch 512 (and the CPU
-#      for reference).
+#      for reference);
+#   4. bench/train-step: the whole training step of that network (Affine and
+#      NaturalGradientAffine) on the GPU, for the natural gradient's cost there.
 # Results go to stdout and, when $OUT is set, to $OUT/device-check.txt with the logs beside it.
 # Exit status 0 only if every step passed.
 # Usage: bash tests/gpu/device-check.sh        (env: JOBS, BENCH_SECONDS, CUDA_ARCH, and CFLAGS /
@@ -91,7 +93,24 @@ if run bench-build 60 cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Isrc ${CFLAGS:-} benc
         sed 's/^/cpu: /' | tee -a "$report"
 fi
 
+step "benchmark: bench/train-step.c, Affine and natural gradient on the GPU"
+# shellcheck disable=SC2086
+if run step-build 60 cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Isrc ${CFLAGS:-} bench/train-step.c \
+        lib/libparnet.a ${LDFLAGS:-} $ldlibs -o "$out/train-step"; then
+    for type in AffineComponent NaturalGradientAffineComponent; do
+        dims=(440 1024 1024 1024 1024 2000)
+        for ((i = 0; i < 5; i++)); do
+            echo "$type input-dim=${dims[i]} output-dim=${dims[i+1]} learning-rate=0.0001"
+            [ $i -lt 4 ] && echo "RectifiedLinearComponent dim=${dims[i+1]}"
+        done >"$out/$type.config"
+        echo "SoftmaxComponent dim=2000" >>"$out/$type.config"
+        run "init-$type" 30 bin/nnet-init "$out/$type.config" "$out/$type.mdl" &&
+            run "step-$type" $((secs + 60)) "$out/train-step" "$out/$type.mdl" 512 1 "$secs" yes &&
+            say "gpu step $type: $(grep samples_per_sec "$out/step-$type.log")"
+    done
+fi
+
 step "done"
 if [ $failed -eq 0 ]; then say "device check: all steps passed"; else say "device check: FAILED"; fi
-rm -f "$out/.deps"
+rm -f "$out/.deps" "$out/gpu-mlp" "$out/train-step" "$out"/*.mdl
 exit $failed
