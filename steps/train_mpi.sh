@@ -56,7 +56,7 @@ Options:
   --initial-learning-rate <r>    effective learning rate at the start (default: 0.01)
   --final-learning-rate <r>      effective learning rate at the end (default: 0.001)
   --shuffle-buffer-size <n>      nnet-shuffle-egs buffer per rank (default: 5000)
-  --num-threads <n>              BLAS threads per rank (default: 1)
+  --num-threads <n>              threads per rank for the matrix work (default: 1)
   --max-models-combine <n>       models combined into final.mdl (default: 10)
   --combine <true|false>         nnet-combine the last models (default: true)
   --cleanup <true|false>         remove intermediate models at the end (default: true)"

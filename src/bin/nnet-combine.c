@@ -26,7 +26,7 @@ int main(int argc, char **argv) {
         {"num-iters", OPT_INT, &o.num_iters, "L-BFGS iterations"},
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per evaluation minibatch"},
         {"max-examples", OPT_INT, &o.max_examples, "Validation examples used at most"},
-        {"num-threads", OPT_INT, &num_threads, "BLAS threads"},
+        {"num-threads", OPT_INT, &num_threads, "threads for the matrix work"},
         {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
         {"method", OPT_STRING, &method, "per-layer (L-BFGS weights) or twa"},
         {"twa-epochs", OPT_INT, &t.num_epochs, "TWA: passes over the fitting examples"},

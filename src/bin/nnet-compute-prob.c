@@ -12,7 +12,7 @@ int main(int argc, char **argv) {
     const char *use_gpu = "no";
     struct option_spec specs[] = {
         {"minibatch-size", OPT_INT, &minibatch_size, "Examples evaluated at a time"},
-        {"num-threads", OPT_INT, &num_threads, "BLAS threads"},
+        {"num-threads", OPT_INT, &num_threads, "threads for the matrix work"},
         {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);

@@ -12,7 +12,7 @@ int main(int argc, char **argv) {
     const char *use_gpu = "no";
     struct option_spec specs[] = {
         {"apply-log", OPT_BOOL, &apply_log, "Output log-probabilities instead of probabilities"},
-        {"num-threads", OPT_INT, &num_threads, "BLAS threads"},
+        {"num-threads", OPT_INT, &num_threads, "threads for the matrix work"},
         {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);

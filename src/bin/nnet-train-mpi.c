@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
          "After every exchange, check that all ranks hold bitwise the same parameters"},
         {"minibatch-size", OPT_INT, &o.train.minibatch_size, "Examples per minibatch per rank"},
         {"srand", OPT_INT, &srand_seed, "Seed for the random draws of training (+ rank)"},
-        {"num-threads", OPT_INT, &num_threads, "BLAS threads per rank"},
+        {"num-threads", OPT_INT, &num_threads, "threads for the matrix work, per rank"},
         {"minibatches-per-phase", OPT_INT, &o.train.progress_every,
          "Log progress (rank 0) every this many minibatches (0: never)"},
         {"max-change", OPT_FLOAT, &max_change,

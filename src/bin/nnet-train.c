@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
     struct option_spec specs[] = {
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per minibatch"},
         {"srand", OPT_INT, &srand_seed, "Seed for the random draws of training (Dropout)"},
-        {"num-threads", OPT_INT, &num_threads, "BLAS threads"},
+        {"num-threads", OPT_INT, &num_threads, "threads for the matrix work"},
         {"minibatches-per-phase", OPT_INT, &o.progress_every,
          "Log progress every this many minibatches (0: never)"},
         {"max-change", OPT_FLOAT, &max_change,

@@ -66,8 +66,11 @@ int cuda_select_device(const char *use_gpu);
  * CPU or without CUDA. */
 void matrix_sync(void);
 
-/* Number of BLAS threads (OpenBLAS); n <= 0 leaves the library default. Warns once when OpenBLAS
- * runs its generic kernels on a CPU that has AVX2/AVX-512 (see tools/blas-env.sh). */
+/* n >= 1 threads for the CPU matrix work: parnet's pool (base.h parallel_run) splits the products
+ * and the elementwise passes over them and OpenBLAS runs single-threaded under it; n <= 0 leaves
+ * both as they are. Call it at start-up. Other threads (an example reader) may still call matrix
+ * operations: one that finds the pool busy runs serially. Warns once when OpenBLAS runs its generic kernels on a
+ * CPU that has AVX2/AVX-512 (see tools/blas-env.sh). */
 void matrix_set_num_threads(int n);
 /* The OpenBLAS kernel family in use ("SkylakeX", "Haswell", "Prescott", ...). */
 const char *matrix_blas_kernel(void);
