@@ -194,7 +194,7 @@ void vector_add_const(struct vector *v, float alpha) {
     for (int i = 0; i < v->dim; i++) v->data[i] += alpha;
 }
 
-static void row_sq_norms_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+static void row_sq_norms_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
                               const void *x) {
     struct vector v = vector_from_matrix(a);
     vector_row_sq_norms(&v, b);
@@ -211,7 +211,7 @@ void vector_row_sq_norms(struct vector *v, const struct matrix *m) {
     ON_CPU(v);
     ON_CPU(m);
     struct matrix vm = matrix_from_vector(v, v->dim, 1); /* so that v's rows split with m's */
-    if (split_rows(row_sq_norms_rows, &vm, m, NULL, NULL)) return;
+    if (split_rows(row_sq_norms_part, &vm, m, NULL, NULL)) return;
     for (int r = 0; r < m->rows; r++) {
         const float *p = m->data + (long)r * m->stride;
         v->data[r] = (float)dot_f64(p, p, m->cols);
@@ -239,7 +239,7 @@ void matrix_set_bernoulli(struct matrix *m, struct rng *r, float keep, float sca
 
 /* ---- nonlinearities ---- */
 
-static void sigmoid_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+static void sigmoid_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
                          const void *x) {
     matrix_sigmoid(a, b);
 }
@@ -254,7 +254,7 @@ void matrix_sigmoid(struct matrix *dst, const struct matrix *src) {
 #endif
     ON_CPU(dst);
     ON_CPU(src);
-    if (split_rows(sigmoid_rows, dst, src, NULL, NULL)) return;
+    if (split_rows(sigmoid_part, dst, src, NULL, NULL)) return;
     struct segs s = segs_of(dst, src, NULL);
     for (long i = 0; i < s.n; i++) {
         float *y = seg_ptr(dst, i);
@@ -263,7 +263,7 @@ void matrix_sigmoid(struct matrix *dst, const struct matrix *src) {
     }
 }
 
-static void diff_sigmoid_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+static void diff_sigmoid_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
                               const void *x) {
     matrix_diff_sigmoid(a, b, c);
 }
@@ -281,7 +281,7 @@ void matrix_diff_sigmoid(struct matrix *in_deriv, const struct matrix *out_value
     ON_CPU(in_deriv);
     ON_CPU(out_value);
     ON_CPU(out_deriv);
-    if (split_rows(diff_sigmoid_rows, in_deriv, out_value, out_deriv, NULL)) return;
+    if (split_rows(diff_sigmoid_part, in_deriv, out_value, out_deriv, NULL)) return;
     struct segs s = segs_of(in_deriv, out_value, out_deriv);
     for (long i = 0; i < s.n; i++) {
         float *d = seg_ptr(in_deriv, i);
@@ -290,7 +290,7 @@ void matrix_diff_sigmoid(struct matrix *in_deriv, const struct matrix *out_value
     }
 }
 
-static void tanh_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+static void tanh_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
                       const void *x) {
     matrix_tanh(a, b);
 }
@@ -305,7 +305,7 @@ void matrix_tanh(struct matrix *dst, const struct matrix *src) {
 #endif
     ON_CPU(dst);
     ON_CPU(src);
-    if (split_rows(tanh_rows, dst, src, NULL, NULL)) return;
+    if (split_rows(tanh_part, dst, src, NULL, NULL)) return;
     struct segs s = segs_of(dst, src, NULL);
     for (long i = 0; i < s.n; i++) {
         float *y = seg_ptr(dst, i);
@@ -314,7 +314,7 @@ void matrix_tanh(struct matrix *dst, const struct matrix *src) {
     }
 }
 
-static void diff_tanh_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+static void diff_tanh_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
                            const void *x) {
     matrix_diff_tanh(a, b, c);
 }
@@ -332,7 +332,7 @@ void matrix_diff_tanh(struct matrix *in_deriv, const struct matrix *out_value,
     ON_CPU(in_deriv);
     ON_CPU(out_value);
     ON_CPU(out_deriv);
-    if (split_rows(diff_tanh_rows, in_deriv, out_value, out_deriv, NULL)) return;
+    if (split_rows(diff_tanh_part, in_deriv, out_value, out_deriv, NULL)) return;
     struct segs s = segs_of(in_deriv, out_value, out_deriv);
     for (long i = 0; i < s.n; i++) {
         float *d = seg_ptr(in_deriv, i);
@@ -341,7 +341,7 @@ void matrix_diff_tanh(struct matrix *in_deriv, const struct matrix *out_value,
     }
 }
 
-static void relu_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+static void relu_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
                       const void *x) {
     matrix_relu(a, b);
 }
@@ -356,7 +356,7 @@ void matrix_relu(struct matrix *dst, const struct matrix *src) {
 #endif
     ON_CPU(dst);
     ON_CPU(src);
-    if (split_rows(relu_rows, dst, src, NULL, NULL)) return;
+    if (split_rows(relu_part, dst, src, NULL, NULL)) return;
     struct segs s = segs_of(dst, src, NULL);
     for (long i = 0; i < s.n; i++) {
         float *y = seg_ptr(dst, i);
@@ -365,7 +365,7 @@ void matrix_relu(struct matrix *dst, const struct matrix *src) {
     }
 }
 
-static void diff_relu_rows(struct matrix *a, const struct matrix *b, const struct matrix *c,
+static void diff_relu_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
                            const void *x) {
     matrix_diff_relu(a, b, c);
 }
@@ -383,7 +383,7 @@ void matrix_diff_relu(struct matrix *in_deriv, const struct matrix *out_value,
     ON_CPU(in_deriv);
     ON_CPU(out_value);
     ON_CPU(out_deriv);
-    if (split_rows(diff_relu_rows, in_deriv, out_value, out_deriv, NULL)) return;
+    if (split_rows(diff_relu_part, in_deriv, out_value, out_deriv, NULL)) return;
     struct segs s = segs_of(in_deriv, out_value, out_deriv);
     for (long i = 0; i < s.n; i++) {
         float *d = seg_ptr(in_deriv, i);
@@ -623,8 +623,8 @@ void matrix_normalize_rows(struct matrix *dst, const struct matrix *src) {
 
 /* With p = x.x / D and f = max(p, floor)^-1/2, y = f x:
  *   dF/dx = f g - [p > floor] (f^3 / D) (g.x) x. */
-static void diff_normalize_rows_part(struct matrix *a, const struct matrix *b, const struct matrix *c,
-                                     const void *x) {
+static void diff_normalize_rows_part(struct matrix *a, const struct matrix *b,
+                                     const struct matrix *c, const void *x) {
     matrix_diff_normalize_rows(a, b, c);
 }
 
