@@ -8,146 +8,105 @@
 # Kaldi's header and footer lines in its log. Exit status 0 only if every job succeeded; otherwise
 # "run.pl: K / M failed, log is in ..." followed by the failed logs, and status 1.
 # JOB=a:b may come before or after the options.
-# Options: --max-jobs-run N (or -tc N): at most N jobs at once (default: number of CPUs, or of GPUs
-#          with --gpu N > 0, raised to the number of jobs when that is below 1.4 x CPUs).
-#          --mem, --num-threads, --gpu, --time, --config and other queue options are accepted and
+# Options: --max-jobs-run N (or -tc N): at most N jobs at once. Default (Kaldi's rule): without
+#          --gpu, the number of CPUs, raised to the number of jobs when that is below 1.4 x CPUs;
+#          with --gpu N > 0, one job per GPU (nvidia-smi -L), or one at a time when the GPUs
+#          cannot be counted, so that two jobs never share a GPU.
+#          --mem, --num-threads, --time, --config and other queue options are accepted and
 #          ignored, so that recipes can pass the same options to run.pl, queue.pl and slurm.pl.
+# The command line, the quoting of the arguments and the failure report are utils/lib/JobQueue.pm's,
+# shared with queue.pl and slurm.pl.
 use strict;
 use warnings;
-use POSIX ":sys_wait_h";
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use JobQueue;
 
-my $max_jobs_run = -1;
-my $using_gpu = 0;
-my ($jobname, $jobstart, $jobend) = (undef, 1, 1);
 $SIG{__DIE__} = sub { print STDERR $_[0]; exit 1; }; # usage errors: status 1, not errno
 
-sub usage {
-    print STDERR "Usage: run.pl [options] [JOB=1:N] log-file command-line arguments...\n" .
-                 "e.g.: run.pl JOB=1:4 exp/log/train.JOB.log nnet-train ... egs.JOB.ark ...\n" .
-                 "Options: --max-jobs-run N (default: number of CPUs); queue options are ignored.\n";
-    exit 1;
-}
+my $usage = "Usage: run.pl [options] [JOB=1:N] log-file command-line arguments...\n" .
+            "e.g.: run.pl JOB=1:4 exp/log/train.JOB.log nnet-train ... egs.JOB.ark ...\n" .
+            "Options: --max-jobs-run N (default: number of CPUs; with --gpu 1, of GPUs);\n" .
+            "         queue options are ignored.\n";
 
-for my $pass (1, 2) { # JOB=a:b may come before or after the options (Kaldi)
-    while (@ARGV >= 2 && $ARGV[0] =~ m/^-/) {
-        my $switch = shift @ARGV;
-        if ($switch eq "--max-jobs-run" || $switch eq "-tc") {
-            $max_jobs_run = shift @ARGV;
-            $max_jobs_run =~ m/^\d+$/ && $max_jobs_run > 0
-                or die "run.pl: invalid --max-jobs-run '$max_jobs_run'\n";
-        } elsif ($switch eq "--gpu") {
-            $using_gpu = shift @ARGV;
-            $using_gpu =~ m/^\d+$/ or die "run.pl: invalid --gpu '$using_gpu'\n";
-        } elsif ($switch eq "-V") {
-            # qsub's "export the environment": no argument; local jobs inherit it anyway
-        } elsif ($switch =~ m/^--(mem|num-threads|time|config|max-mem|sync|queue|partition)$/ ||
-                 $switch =~ m/^-(pe|l|q|sync|hold_jid|p)$/) {
-            shift @ARGV; # option with one argument, meaningful only on a cluster
-            if ($switch eq "-pe") { shift @ARGV; }
-        } else {
-            die "run.pl: unknown option '$switch'\n";
-        }
+# Queue flags meaningful only on a cluster: taken off the command line with their arguments.
+my %flag_args = ("-V" => 0, "-pe" => 2, "-l" => 1, "-q" => 1, "-hold_jid" => 1, "-p" => 1);
+my $skip_flag = sub {
+    my ($sw, $argv) = @_;
+    die "run.pl: unknown option '$sw'\n" unless exists $flag_args{$sw};
+    splice(@$argv, 0, $flag_args{$sw});
+    return ();
+};
+my $job = JobQueue::parse_args("run.pl", $usage, $skip_flag, @ARGV);
+my %known = map { $_ => 1 } qw(max_jobs_run gpu mem num_threads time max_mem sync queue partition);
+foreach my $name (keys %{$job->{cli}}) {
+    (my $opt = "--$name") =~ s/_/-/g;
+    die "run.pl: unknown option '$opt'\n" unless $known{$name};
+}
+my $using_gpu = $job->{cli}{gpu} || 0;
+my ($tasks, $logof) = JobQueue::task_logs($job);
+my $max_jobs_run = $job->{cli}{max_jobs_run} || default_max_jobs($using_gpu, scalar(@$tasks));
+
+# Kaldi's default: one job per GPU for GPU jobs (a GPU in exclusive mode takes one process, and
+# two training jobs sharing one would both crawl); CPUs otherwise, with a few extra jobs allowed
+# rather than leaving a short tail.
+sub default_max_jobs {
+    my ($gpu, $njobs) = @_;
+    if ($gpu) {
+        my $ngpu = () = `nvidia-smi -L 2>/dev/null` =~ m/^GPU \d+/mg;
+        return $ngpu if $ngpu > 0;
+        print STDERR "run.pl: cannot count the GPUs (nvidia-smi -L); running one GPU job at a time\n";
+        return 1;
     }
-    if (@ARGV && $ARGV[0] =~ m/^([\w_][\w\d_]*)=(\d+):(\d+)$/) {
-        ($jobname, $jobstart, $jobend) = ($1, $2, $3);
-        die "run.pl: invalid job range $ARGV[0]: start must be >= 1 and <= end\n"
-            if $jobstart < 1 || $jobstart > $jobend;
-        shift @ARGV;
-    } elsif (@ARGV && $ARGV[0] =~ m/^([\w_][\w\d_]*)=(\d+)$/) {
-        ($jobname, $jobstart, $jobend) = ($1, $2, $2);
-        die "run.pl: invalid job number $ARGV[0]: must be >= 1\n" if $jobstart < 1;
-        shift @ARGV;
-    }
-}
-usage() if @ARGV < 2;
-
-my $logfile = shift @ARGV;
-if (defined $jobname && $jobend > $jobstart && index($logfile, $jobname) < 0) {
-    die "run.pl: you are running an array of jobs but the log file '$logfile' lacks '$jobname'\n";
-}
-
-# Re-quote the arguments so that bash sees what the caller meant (Kaldi's rules).
-my $cmd = "";
-foreach my $x (@ARGV) {
-    if ($x =~ m/^\S+$/) { $cmd .= $x . " "; }
-    elsif ($x =~ m:\":) { $cmd .= "'$x' "; }
-    else { $cmd .= "\"$x\" "; }
-}
-$cmd =~ s/ $//;
-
-if ($max_jobs_run == -1) {
     my $ncpu = `nproc 2>/dev/null` || 1;
     chomp $ncpu;
-    $max_jobs_run = $ncpu;
-    if ($using_gpu) { # one job per GPU (Kaldi), if we can count them
-        my $ngpu = () = `nvidia-smi -L 2>/dev/null` =~ m/^GPU \d+/mg;
-        $max_jobs_run = $ngpu if $ngpu > 0;
-    }
-    my $njobs = $jobend - $jobstart + 1;
-    $max_jobs_run = $njobs if $njobs < 1.4 * $ncpu; # Kaldi: a few more than CPUs is fine
+    $ncpu = 1 unless $ncpu =~ m/^\d+$/ && $ncpu > 0;
+    return $njobs if $njobs > $ncpu && $njobs < 1.4 * $ncpu;
+    return $ncpu;
+}
+
+# One job: its log's header, the command under bash, the footer. Exits with 0 or 1.
+sub run_job {
+    my ($jobid) = @_;
+    my $cmd = $job->{cmd};
+    $cmd =~ s/$job->{jobname}/$jobid/g if $jobid ne "";
+    my $log = $logof->{$jobid};
+    my $dir = $log;
+    if ($dir =~ s:/[^/]+$::) { system("mkdir", "-p", $dir) == 0 or die "run.pl: cannot make $dir\n"; }
+    open(my $fh, ">", $log) or die "run.pl: cannot write log file '$log': $!\n";
+    print $fh "# $cmd\n# Started at " . `date` . "#\n";
+    close $fh;
+    my $start = time();
+    my $ret = system("bash", "-c", "( $cmd ) >>'$log' 2>&1");
+    my ($lowbits, $code, $elapsed) = ($ret & 127, $ret >> 8, time() - $start);
+    open($fh, ">>", $log) or die "run.pl: cannot append to '$log'\n";
+    print $fh "# Accounting: time=$elapsed threads=1\n";
+    my $desc = $lowbits != 0 ? "code $code; signal $lowbits" : "code $code";
+    my $date = `date`;
+    chomp $date;
+    print $fh "# Ended ($desc) at $date, elapsed time $elapsed seconds\n";
+    close $fh;
+    exit($ret == 0 ? 0 : 1);
 }
 
 my %active;   # pid -> job id
 my @failed;   # job ids
-my $total = $jobend - $jobstart + 1;
-
 sub reap_one {
     my $pid = wait();
     return if $pid <= 0;
-    my $status = $?;
     my $jobid = delete $active{$pid};
-    push @failed, $jobid if $status != 0;
+    push @failed, $jobid if $? != 0;
 }
 
-for (my $jobid = $jobstart; $jobid <= $jobend; $jobid++) {
+foreach my $jobid (@$tasks) {
     reap_one() while scalar(keys %active) >= $max_jobs_run;
     my $pid = fork();
     die "run.pl: fork failed: $!\n" unless defined $pid;
-    if ($pid == 0) {
-        my $this_cmd = $cmd;
-        my $this_log = $logfile;
-        if (defined $jobname) {
-            $this_cmd =~ s/$jobname/$jobid/g;
-            $this_log =~ s/$jobname/$jobid/g;
-        }
-        my $dir = $this_log;
-        if ($dir =~ s:/[^/]+$::) { system("mkdir -p '$dir'") == 0 or die "run.pl: cannot make $dir\n"; }
-        open(my $fh, ">", $this_log) or die "run.pl: cannot write log file '$this_log': $!\n";
-        print $fh "# $this_cmd\n# Started at " . `date` . "#\n";
-        close $fh;
-        my $start = time();
-        my $ret = system("bash", "-c", "( $this_cmd ) >>'$this_log' 2>&1");
-        my $lowbits = $ret & 127;
-        my $code = $ret >> 8;
-        my $elapsed = time() - $start;
-        open($fh, ">>", $this_log) or die "run.pl: cannot append to '$this_log'\n";
-        print $fh "# Accounting: time=$elapsed threads=1\n";
-        my $desc = $lowbits != 0 ? "code $code; signal $lowbits" : "code $code";
-        my $date = `date`;
-        chomp $date;
-        print $fh "# Ended ($desc) at $date, elapsed time $elapsed seconds\n";
-        close $fh;
-        exit($ret == 0 ? 0 : 1);
-    }
+    run_job($jobid) if $pid == 0;
     $active{$pid} = $jobid;
 }
 reap_one() while scalar(keys %active) > 0;
 
-if (@failed) {
-    my $logname = $logfile;
-    if ($total == 1) {
-        $logname =~ s/$jobname/$failed[0]/g if defined $jobname;
-        print STDERR "run.pl: job failed, log is in $logname\n";
-    } else {
-        $logname =~ s/$jobname/*/g;
-        print STDERR "run.pl: " . scalar(@failed) . " / $total failed, log is in $logname\n";
-        my $shown = 0;
-        foreach my $jobid (sort { $a <=> $b } @failed) {
-            if (++$shown > 20) { print STDERR "run.pl:   ...\n"; last; }
-            (my $l = $logfile) =~ s/$jobname/$jobid/g;
-            print STDERR "run.pl:   $l\n";
-        }
-    }
-    exit 1;
-}
-exit 0;
+exit 0 unless @failed;
+JobQueue::report_failures("run.pl", $job, scalar(@$tasks), \@failed, $logof, {});
+exit 1;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # utils/run.pl: arrays, Kaldi's log header/footer, JOB substitution, escaped metacharacters,
-# failures named, --max-jobs-run.
+# failures named, --max-jobs-run, Kaldi's one-job-per-GPU rule for --gpu.
 . "$(dirname "$0")/lib.sh"
 run=$PARNET_TOP/utils/run.pl
 
@@ -45,6 +45,26 @@ expect_status "-tc 1" 0 $run -tc 1 JOB=1:3 log/n.JOB.log \
     echo + \>\> ev1 \; sleep 0.2 \; echo - \>\> ev1
 expect_eq "at most 1 at once" "$(max_overlap ev1)" 1
 expect_eq "all jobs ran" "$(grep -c + ev2) $(grep -c + ev1)" "5 3"
+
+# --gpu N > 0 (Kaldi): one job per GPU that nvidia-smi -L lists; one at a time when it lists none,
+# even for fewer jobs than CPUs (the 1.4 x CPUs allowance is for CPU jobs only). A stand-in
+# nvidia-smi first on PATH makes this independent of the machine's GPUs.
+mkdir -p fake0 fake2
+printf '#!/bin/sh\nexit 9\n' >fake0/nvidia-smi
+printf '#!/bin/sh\necho "GPU 0: Fake (UUID: a)"\necho "GPU 1: Fake (UUID: b)"\n' >fake2/nvidia-smi
+chmod +x fake0/nvidia-smi fake2/nvidia-smi
+PATH=$PWD/fake0:$PATH expect_status "--gpu 1, no GPU counted" 0 $run --gpu 1 JOB=1:2 log/g.JOB.log \
+    echo + \>\> evg0 \; sleep 0.4 \; echo - \>\> evg0
+expect_eq "GPU jobs one at a time" "$(max_overlap evg0)" 1
+expect_err "says why" "^run\.pl: cannot count the GPUs"
+PATH=$PWD/fake2:$PATH expect_status "--gpu 1, two GPUs" 0 $run --gpu 1 JOB=1:4 log/h.JOB.log \
+    echo + \>\> evg2 \; sleep 0.4 \; echo - \>\> evg2
+expect_eq "one job per GPU" "$(max_overlap evg2)" 2
+PATH=$PWD/fake0:$PATH expect_status "--gpu 1 --max-jobs-run 2" 0 $run --gpu 1 --max-jobs-run 2 \
+    JOB=1:3 log/i.JOB.log echo + \>\> evg3 \; sleep 0.4 \; echo - \>\> evg3
+expect_eq "an explicit --max-jobs-run wins" "$(max_overlap evg3)" 2
+expect_status "--gpu 0 is a CPU job" 0 $run --gpu 0 JOB=1:2 log/k.JOB.log true
+expect_status "bad --gpu" 1 $run --gpu x log/x.log true
 
 # Usage errors.
 expect_status "array without JOB in the log name" 1 $run JOB=1:2 log/nojob.log true

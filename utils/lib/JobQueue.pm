@@ -171,21 +171,16 @@ sub run_capture {
     return ($rc, defined $out ? $out : "");
 }
 
-# %e: name (queue.pl), config_file, default_config, task_var, times (bool), sync_subdir,
-#     submit(\%s) -> shell command line, parse_id(output) -> id, poll(id) -> ("alive"|"gone"|
-#     "unknown", {task => reason for tasks that died without finishing}), cancel(id) -> command,
-#     transient(output) -> bool (worth retrying the submission), raw_flag(switch, \@ARGV) -> flags,
-#     skip_opts: options handled by the engine itself rather than by config flags.
-sub main {
-    my ($e, @argv) = @_;
-    my $prog = $e->{name};
-    local $SIG{__DIE__} = sub { print STDERR $_[0]; exit 1; }; # usage errors: status 1
-    my (%cli, @raw, $config);
-    my ($jobname, $jobstart, $jobend);
-    my $usage = "Usage: $prog [options] [JOB=1:N] log-file command-line arguments...\n" .
-                "e.g.: $prog --mem 2G JOB=1:4 exp/log/train.JOB.log nnet-train ... egs.JOB.ark ...\n" .
-                "Options: --config FILE (default $e->{config_file}), --mem M, --num-threads N,\n" .
-                "         --gpu N, --max-jobs-run N, --time T, and any other the config defines.\n";
+# ---- the runner command line (shared with utils/run.pl) ----
+
+# Parse [options] [JOB=a:b] log-file command... into a hash: cli (--NAME VALUE, "-" in NAME
+# becomes "_"; -tc N is max_jobs_run), raw (the single-dash flags raw_flag returned), config,
+# jobname/jobstart/jobend, logfile, cmd (the command re-quoted by join_command). raw_flag(switch,
+# \@argv, \%cli) takes a single-dash flag's arguments off @argv and returns the flags to pass on.
+# Usage errors die with "$prog: <reason>" (status 1); too few arguments print $usage.
+sub parse_args {
+    my ($prog, $usage, $raw_flag, @argv) = @_;
+    my (%cli, @raw, $config, $jobname, $jobstart, $jobend);
     for my $pass (1, 2) { # JOB=a:b may come before or after the options (Kaldi)
         while (@argv >= 2 && $argv[0] =~ m/^-/) {
             my $sw = shift @argv;
@@ -201,7 +196,7 @@ sub main {
             } elsif ($sw eq "-sync") {
                 shift @argv; # we always wait for the jobs ourselves
             } else {
-                push @raw, $e->{raw_flag}->($sw, \@argv, \%cli);
+                push @raw, $raw_flag->($sw, \@argv, \%cli);
             }
         }
         if (@argv && $argv[0] =~ m/^([\w_][\w\d_]*)=(\d+):(\d+)$/) {
@@ -220,36 +215,75 @@ sub main {
             if $jobstart < 1 || $jobstart > $jobend;
     }
     foreach my $n (qw(max_jobs_run num_threads gpu)) {
-        die "$prog: --$n must be a non-negative integer\n"
+        (my $opt = "--$n") =~ s/_/-/g;
+        die "$prog: $opt must be a non-negative integer, got '$cli{$n}'\n"
             if defined $cli{$n} && $cli{$n} !~ m/^\d+$/;
     }
     die "$prog: --max-jobs-run must be >= 1\n" if defined $cli{max_jobs_run} && $cli{max_jobs_run} < 1;
-
     my $logfile = shift @argv;
-    my $cmd = join_command(@argv);
     if (defined $jobname && $jobend > $jobstart && index($logfile, $jobname) < 0) {
         die "$prog: you are running an array of jobs but the log file '$logfile' lacks '$jobname'\n";
     }
+    return {cli => \%cli, raw => \@raw, config => $config, jobname => $jobname,
+            jobstart => $jobstart, jobend => $jobend, logfile => $logfile,
+            cmd => join_command(@argv)};
+}
 
-    # Config.
-    my ($conf_text, $conf_src);
-    if (defined $config) {
-        $conf_text = read_file($config);
-        die "$prog: cannot read config '$config'\n" unless defined $conf_text;
-        $conf_src = $config;
-    } elsif (-f $e->{config_file}) {
-        $conf_text = read_file($e->{config_file});
-        die "$prog: cannot read config '$e->{config_file}'\n" unless defined $conf_text;
-        $conf_src = $e->{config_file};
-    } else {
-        ($conf_text, $conf_src) = ($e->{default_config}, "built-in defaults");
+# The task keys ("" for a single job, else the job numbers) and each one's log name.
+sub task_logs {
+    my ($job) = @_;
+    my @tasks = defined $job->{jobname} ? ($job->{jobstart} .. $job->{jobend}) : ("");
+    my %logof;
+    foreach my $t (@tasks) {
+        (my $l = $job->{logfile}) =~ s/$job->{jobname}/$t/g if $t ne "";
+        $logof{$t} = $t ne "" ? $l : $job->{logfile};
     }
-    my $conf = parse_config($conf_text, $conf_src, $prog);
-    my $opt_flags = option_flags($conf, \%cli, $conf_src, $prog, $e->{skip_opts});
-    my %vals = (%{$conf->{defaults}}, %cli);
-    my $threads = defined $vals{num_threads} ? $vals{num_threads} : 1;
+    return (\@tasks, \%logof);
+}
 
-    # Files: logdir/q/<base>.sh, logdir/q/<base>.log, sync files.
+# Kaldi's failure report on stderr: one job -> "job failed[ (why)], log is in LOG"; an array ->
+# "K / N failed, log is in PATTERN" and the failed logs (at most 20), each with ": why" when the
+# runner knows it. $why->{task} may be missing.
+sub report_failures {
+    my ($prog, $job, $n, $failed, $logof, $why) = @_;
+    if ($n == 1) {
+        my $k = $failed->[0];
+        my $w = defined $why->{$k} ? " ($why->{$k})" : "";
+        print STDERR "$prog: job failed$w, log is in $logof->{$k}\n";
+        return;
+    }
+    (my $pattern = $job->{logfile}) =~ s/$job->{jobname}/*/g;
+    print STDERR "$prog: " . scalar(@$failed) . " / $n failed, log is in $pattern\n";
+    my $shown = 0;
+    foreach my $k (sort { $a <=> $b } @$failed) {
+        if (++$shown > 20) { print STDERR "$prog:   ...\n"; last; }
+        my $w = defined $why->{$k} ? ": $why->{$k}" : "";
+        print STDERR "$prog:   $logof->{$k}$w\n";
+    }
+}
+
+# ---- the engine-independent steps of queue.pl and slurm.pl ----
+
+# The config: --config FILE, else the engine's config file if present, else its built-in text.
+sub load_config {
+    my ($e, $config, $prog) = @_;
+    my ($text, $src);
+    if (defined $config) {
+        ($text, $src) = (read_file($config), $config);
+    } elsif (-f $e->{config_file}) {
+        ($text, $src) = (read_file($e->{config_file}), $e->{config_file});
+    } else {
+        ($text, $src) = ($e->{default_config}, "built-in defaults");
+    }
+    die "$prog: cannot read config '$src'\n" unless defined $text;
+    return (parse_config($text, $src, $prog), $src);
+}
+
+# Writes logdir/q/<base>.sh (write, then rename) and clears each task's sync file and stale log.
+# Returns {script, qlog, syncof => {task => sync file}}.
+sub prepare_files {
+    my ($e, $job, $tasks, $logof, $threads, $prog) = @_;
+    my ($logfile, $jobname) = ($job->{logfile}, $job->{jobname});
     my $logdir = dirname($logfile);
     die "$prog: the log directory may not depend on $jobname ($logfile)\n"
         if defined $jobname && index($logdir, $jobname) >= 0;
@@ -262,41 +296,32 @@ sub main {
     make_path($syncdir) unless -d $syncdir;
     die "$prog: cannot create $syncdir\n" unless -d $syncdir;
     my $script = "$qdir/$base.sh";
-    my $qlog = "$qdir/$base.log";
     my $syncbase = "$syncdir/done.$$";
-
-    my @tasks = defined $jobname ? ($jobstart .. $jobend) : (undef);
-    my (%logof, %syncof);
-    foreach my $t (@tasks) {
-        my $k = defined $t ? $t : "";
-        my $l = $logfile;
-        $l =~ s/$jobname/$t/g if defined $t;
-        $logof{$k} = $l;
-        $syncof{$k} = defined $t ? "$syncbase.$t" : $syncbase;
+    my %syncof;
+    foreach my $k (@$tasks) {
+        $syncof{$k} = $k ne "" ? "$syncbase.$k" : $syncbase;
         unlink($syncof{$k});
-        unlink($l); # a stale footer must not be taken for this run's
+        unlink($logof->{$k}); # a stale footer must not be taken for this run's
     }
     make_path($logdir) unless -d $logdir;
 
-    my $cwd = getcwd();
     my $tmp = "$script.tmp.$$"; # runners with the same log name may run at once
     open(my $sfh, ">", $tmp) or die "$prog: cannot write $script: $!\n";
-    print $sfh job_script(prog => $prog, cwd => $cwd, cmd => $cmd, log => $logfile,
+    print $sfh job_script(prog => $prog, cwd => getcwd(), cmd => $job->{cmd}, log => $logfile,
                           sync => $syncbase, jobname => $jobname, task_var => $e->{task_var},
                           times => $e->{times}, threads => $threads);
     close($sfh) or die "$prog: cannot write $script: $!\n";
     chmod(0755, $tmp);
     rename($tmp, $script) or die "$prog: cannot rename to $script: $!\n";
+    return {script => $script, qlog => "$qdir/$base.log", syncof => \%syncof};
+}
 
-    my $submit = $e->{submit}->({
-        command => $conf->{command}, flags => $opt_flags, raw => join(" ", @raw),
-        qlog => $qlog, script => $script, array => defined $jobname ? [$jobstart, $jobend] : undef,
-        max_jobs_run => $vals{max_jobs_run},
-    });
-
-    # Submit, retrying when the engine is briefly unreachable.
+# Runs the submit command, retrying when the engine is briefly unreachable; returns the job id
+# or exits 1 with the command and its output.
+sub submit_job {
+    my ($e, $submit, $prog) = @_;
     $JobQueue::submit_time = time();
-    my ($rc, $out, $id);
+    my ($rc, $out);
     for my $try (1 .. 3) {
         ($rc, $out) = run_capture($submit);
         last if $rc == 0 || !$e->{transient}->($out) || $try == 3;
@@ -307,11 +332,94 @@ sub main {
         print STDERR "$prog: error submitting jobs (status $rc):\n$submit\n$out";
         exit 1;
     }
-    $id = $e->{parse_id}->($out);
+    my $id = $e->{parse_id}->($out);
     if (!defined $id) {
         print STDERR "$prog: cannot find the job id in the output of:\n$submit\n$out";
         exit 1;
     }
+    return $id;
+}
+
+# Waits until every task has a status (its sync file, or once the engine no longer knows the
+# job, its log's footer) or a reason it will never have one (the engine's word, or the grace
+# period ran out). Returns (\%status, \%reason).
+sub wait_tasks {
+    my ($e, $id, $tasks, $logof, $f) = @_;
+    my %pending = map { $_ => 1 } @$tasks;
+    my (%status, %reason);
+    my $delay = 0.1;
+    my $next_poll = time() + 1;
+    my $gone_since;
+    my $take = sub { # a status read: the task is done
+        my ($k, $st) = @_;
+        $status{$k} = $st;
+        delete $pending{$k};
+        unlink($f->{syncof}{$k});
+    };
+    while (%pending) {
+        foreach my $k (keys %pending) {
+            next unless -e $f->{syncof}{$k};
+            my $s = read_file($f->{syncof}{$k});
+            $take->($k, $1) if defined $s && $s =~ m/^(-?\d+)\s*$/;
+        }
+        last unless %pending;
+        if (time() >= $next_poll) {
+            my ($state, $dead) = $e->{poll}->($id);
+            foreach my $k (keys %$dead) {
+                next unless $pending{$k};
+                $reason{$k} = $dead->{$k};
+                delete $pending{$k};
+            }
+            if ($state eq "gone") {
+                $gone_since = time() unless defined $gone_since;
+                foreach my $k (keys %pending) {
+                    my $st = log_status($logof->{$k});
+                    $take->($k, $st) if defined $st;
+                }
+                if (time() - $gone_since > $grace_s) {
+                    foreach my $k (keys %pending) {
+                        $reason{$k} = "job $id ended without writing its status (see $f->{qlog})";
+                    }
+                    %pending = ();
+                }
+            } else {
+                undef $gone_since;
+            }
+            $next_poll = time() + ($state eq "gone" ? 1 : $engine_poll_s);
+        }
+        sleep($delay);
+        $delay = $delay * 1.2 > 1 ? 1 : $delay * 1.2;
+    }
+    return (\%status, \%reason);
+}
+
+# %e: name (queue.pl), config_file, default_config, task_var, times (bool), sync_subdir,
+#     submit(\%s) -> shell command line, parse_id(output) -> id, poll(id) -> ("alive"|"gone"|
+#     "unknown", {task => reason for tasks that died without finishing}), cancel(id) -> command,
+#     transient(output) -> bool (worth retrying the submission), raw_flag(switch, \@ARGV) -> flags,
+#     skip_opts: options handled by the engine itself rather than by config flags.
+sub main {
+    my ($e, @argv) = @_;
+    my $prog = $e->{name};
+    local $SIG{__DIE__} = sub { print STDERR $_[0]; exit 1; }; # usage errors: status 1
+    my $usage = "Usage: $prog [options] [JOB=1:N] log-file command-line arguments...\n" .
+                "e.g.: $prog --mem 2G JOB=1:4 exp/log/train.JOB.log nnet-train ... egs.JOB.ark ...\n" .
+                "Options: --config FILE (default $e->{config_file}), --mem M, --num-threads N,\n" .
+                "         --gpu N, --max-jobs-run N, --time T, and any other the config defines.\n";
+    my $job = parse_args($prog, $usage, $e->{raw_flag}, @argv);
+    my ($conf, $conf_src) = load_config($e, $job->{config}, $prog);
+    my $opt_flags = option_flags($conf, $job->{cli}, $conf_src, $prog, $e->{skip_opts});
+    my %vals = (%{$conf->{defaults}}, %{$job->{cli}});
+    my $threads = defined $vals{num_threads} ? $vals{num_threads} : 1;
+
+    my ($tasks, $logof) = task_logs($job);
+    my $f = prepare_files($e, $job, $tasks, $logof, $threads, $prog);
+    my $id = submit_job($e, $e->{submit}->({
+        command => $conf->{command}, flags => $opt_flags, raw => join(" ", @{$job->{raw}}),
+        qlog => $f->{qlog}, script => $f->{script},
+        array => defined $job->{jobname} ? [$job->{jobstart}, $job->{jobend}] : undef,
+        max_jobs_run => $vals{max_jobs_run},
+    }), $prog);
 
     my $cancelled = 0;
     my $on_signal = sub {
@@ -325,75 +433,15 @@ sub main {
     local $SIG{TERM} = $on_signal;
     local $SIG{HUP} = $on_signal;
 
-    # Wait.
-    my %pending = map { (defined $_ ? $_ : "") => 1 } @tasks;
-    my (%status, %reason);
-    my $delay = 0.1;
-    my $next_poll = time() + 1;
-    my $gone_since;
-    while (%pending) {
-        foreach my $k (keys %pending) {
-            next unless -e $syncof{$k};
-            my $s = read_file($syncof{$k});
-            if (defined $s && $s =~ m/^(-?\d+)\s*$/) {
-                $status{$k} = $1;
-                delete $pending{$k};
-                unlink($syncof{$k});
-            }
-        }
-        last unless %pending;
-        if (time() >= $next_poll) {
-            my ($state, $dead) = $e->{poll}->($id);
-            foreach my $k (keys %$dead) {
-                next unless $pending{$k};
-                $reason{$k} = $dead->{$k};
-                delete $pending{$k};
-            }
-            if ($state eq "gone") {
-                $gone_since = time() unless defined $gone_since;
-                foreach my $k (keys %pending) {
-                    my $st = log_status($logof{$k});
-                    next unless defined $st;
-                    $status{$k} = $st;
-                    delete $pending{$k};
-                    unlink($syncof{$k});
-                }
-                if (time() - $gone_since > $grace_s) {
-                    foreach my $k (keys %pending) {
-                        $reason{$k} = "job $id ended without writing its status (see $qlog)";
-                    }
-                    %pending = ();
-                }
-            } else {
-                undef $gone_since;
-            }
-            $next_poll = time() + ($state eq "gone" ? 1 : $engine_poll_s);
-        }
-        sleep($delay);
-        $delay = $delay * 1.2 > 1 ? 1 : $delay * 1.2;
-    }
-    if (%reason) { # the job may still sit in the queue (e.g. in an error state)
+    my ($status, $reason) = wait_tasks($e, $id, $tasks, $logof, $f);
+    if (%$reason) { # the job may still sit in the queue (e.g. in an error state)
         system($e->{cancel}->($id) . " >/dev/null 2>&1");
     }
-
-    my @failed = grep { defined $reason{$_} || $status{$_} != 0 }
-                 map { defined $_ ? $_ : "" } @tasks;
+    my @failed = grep { defined $reason->{$_} || $status->{$_} != 0 } @$tasks;
     exit 0 unless @failed;
-    my $n = scalar(@tasks);
-    if ($n == 1) {
-        my $k = $failed[0];
-        my $why = defined $reason{$k} ? $reason{$k} : "status $status{$k}";
-        print STDERR "$prog: job failed ($why), log is in $logof{$k}\n";
-    } else {
-        (my $pattern = $logfile) =~ s/$jobname/*/g;
-        print STDERR "$prog: " . scalar(@failed) . " / $n failed, log is in $pattern\n";
-        my $shown = 0;
-        foreach my $k (sort { $a <=> $b } @failed) {
-            if (++$shown > 20) { print STDERR "$prog:   ...\n"; last; }
-            my $why = defined $reason{$k} ? $reason{$k} : "status $status{$k}";
-            print STDERR "$prog:   $logof{$k}: $why\n";
-        }
-    }
+    my %why = map { ($_ => defined $reason->{$_} ? $reason->{$_} : "status $status->{$_}") }
+              @failed;
+    report_failures($prog, $job, scalar(@$tasks), \@failed, $logof, \%why);
     exit 1;
 }
 
