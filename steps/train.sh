@@ -91,17 +91,8 @@ config=$2
 dir=$3
 set -o pipefail
 
-for f in $egs_dir/info/iters_per_epoch $egs_dir/info/num_jobs $egs_dir/valid_diagnostic.egs \
-         $egs_dir/train_diagnostic.egs $egs_dir/combine.egs; do
-    [ ! -f $f ] && echo "$0: no such file $f" && exit 1
-done
-iters_per_epoch=$(cat $egs_dir/info/iters_per_epoch)
-egs_jobs=$(cat $egs_dir/info/num_jobs)
-[ -z "$num_jobs" ] && num_jobs=$egs_jobs
-if [ $num_jobs -gt $egs_jobs ]; then
-    echo "$0: --num-jobs $num_jobs but the examples in $egs_dir were cut for $egs_jobs jobs"; exit 1
-fi
-num_iters=$((num_epochs * iters_per_epoch))
+. steps/lib/train-common.sh
+train_read_egs_info $egs_dir
 [ $num_iters -lt 1 ] && echo "$0: no iterations (num_epochs=$num_epochs)" && exit 1
 case $averaging in average|agreement|elastic|parle) ;;
     *) echo "$0: --averaging $averaging: expected average, agreement, elastic or parle"; exit 1 ;;
@@ -201,7 +192,7 @@ for x in $(seq 0 $((num_iters - 1))); do
                 nnet-average $opts $models - \| \
                 nnet-copy --learning-rate=$next_lr - $dir/$((x + 1)).mdl || exit 1
         fi
-        rm -f $dir/$((x + 1)).?.mdl $dir/$((x + 1)).??.mdl $dir/$x.*.rep.mdl
+        rm -f $models $dir/$x.*.rep.mdl  # the jobs' models, however many jobs
     fi
 done
 wait
@@ -228,12 +219,8 @@ if [ $stage -le $num_iters ]; then
 fi
 
 if $cleanup; then
-    echo "$0: removing intermediate models (every 10th and the last are kept)"
     keep=$max_models_combine
     [ $offline_window -gt $keep ] && keep=$offline_window
-    for x in $(seq 1 $((num_iters - 1))); do
-        [ $((x % 10)) -ne 0 ] && [ $x -lt $((num_iters - keep + 1)) ] && rm -f $dir/$x.mdl
-    done
-    rm -f $dir/*.rep.mdl
+    train_cleanup $dir $num_iters $keep
 fi
 echo "$0: done; final model $dir/final.mdl"

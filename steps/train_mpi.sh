@@ -73,23 +73,14 @@ config=$2
 dir=$3
 set -o pipefail
 
-for f in $egs_dir/info/iters_per_epoch $egs_dir/info/num_jobs $egs_dir/valid_diagnostic.egs \
-         $egs_dir/train_diagnostic.egs $egs_dir/combine.egs; do
-    [ ! -f $f ] && echo "$0: no such file $f" && exit 1
-done
 case $mode in params|gradients) ;; *) echo "$0: --mode must be params or gradients" && exit 1;; esac
 case $launcher in
     mpirun|srun|sbatch) command -v $launcher >/dev/null || { echo "$0: $launcher not found"; exit 1; } ;;
     *) echo "$0: --launcher must be mpirun, srun or sbatch" && exit 1 ;;
 esac
 command -v nnet-train-mpi >/dev/null || { echo "$0: nnet-train-mpi not found (built only where mpicc is)"; exit 1; }
-iters_per_epoch=$(cat $egs_dir/info/iters_per_epoch)
-egs_jobs=$(cat $egs_dir/info/num_jobs)
-[ -z "$num_jobs" ] && num_jobs=$egs_jobs
-if [ $num_jobs -gt $egs_jobs ]; then
-    echo "$0: --num-jobs $num_jobs but the examples in $egs_dir were cut for $egs_jobs jobs"; exit 1
-fi
-num_iters=$((num_epochs * iters_per_epoch))
+. steps/lib/train-common.sh
+train_read_egs_info $egs_dir
 [ $num_iters -lt 1 ] && echo "$0: no iterations (num_epochs=$num_epochs)" && exit 1
 mkdir -p $dir/log
 echo $num_iters > $dir/num_iters
@@ -171,9 +162,6 @@ if [ $stage -le $num_iters ]; then
 fi
 
 if $cleanup; then
-    echo "$0: removing intermediate models (every 10th and the last are kept)"
-    for x in $(seq 1 $((num_iters - 1))); do
-        [ $((x % 10)) -ne 0 ] && [ $x -lt $((num_iters - max_models_combine + 1)) ] && rm -f $dir/$x.mdl
-    done
+    train_cleanup $dir $num_iters $max_models_combine
 fi
 echo "$0: done; final model $dir/final.mdl"

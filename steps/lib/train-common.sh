@@ -1,0 +1,31 @@
+# steps/lib/train-common.sh: the parts steps/train.sh and steps/train_mpi.sh share (sourced after
+# option parsing; functions only, nothing runs when it is sourced).
+
+# train_read_egs_info EGS_DIR: checks that get_egs.sh's outputs are there and sets
+# iters_per_epoch, egs_jobs, num_jobs (when empty: the jobs the examples were cut for) and
+# num_iters (= num_epochs x iters_per_epoch). Exits 1 with a "$0: ..." message on a problem.
+train_read_egs_info() {
+    local egs=$1 f
+    for f in $egs/info/iters_per_epoch $egs/info/num_jobs $egs/valid_diagnostic.egs \
+             $egs/train_diagnostic.egs $egs/combine.egs; do
+        [ ! -f $f ] && echo "$0: no such file $f" && exit 1
+    done
+    iters_per_epoch=$(cat $egs/info/iters_per_epoch)
+    egs_jobs=$(cat $egs/info/num_jobs)
+    [ -z "$num_jobs" ] && num_jobs=$egs_jobs
+    if [ $num_jobs -gt $egs_jobs ]; then
+        echo "$0: --num-jobs $num_jobs but the examples in $egs were cut for $egs_jobs jobs"; exit 1
+    fi
+    num_iters=$((num_epochs * iters_per_epoch))
+}
+
+# train_cleanup DIR NUM_ITERS KEEP: removes the intermediate models DIR/1.mdl .. DIR/(NUM_ITERS-1).mdl
+# except every 10th and the last KEEP, and the replicas (*.rep.mdl).
+train_cleanup() {
+    local dir=$1 n=$2 keep=$3 x
+    echo "$0: removing intermediate models (every 10th and the last are kept)"
+    for x in $(seq 1 $((n - 1))); do
+        [ $((x % 10)) -ne 0 ] && [ $x -lt $((n - keep + 1)) ] && rm -f $dir/$x.mdl
+    done
+    rm -f $dir/*.rep.mdl
+}
