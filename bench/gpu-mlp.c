@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
     log_set_program(argv[0]);
     options_parse(&argc, argv, usage, specs, num_specs);
     if (argc != 1) options_usage_exit(usage, specs, num_specs);
-    if (cuda_select_device(use_gpu) < 0) die("%s", error_get());
+    if (matrix_select_device(use_gpu) < 0) die("%s", error_get());
     matrix_set_num_threads(threads);
 
     int dims[MAX_LAYERS + 1], num_dims = 0;

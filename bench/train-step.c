@@ -20,7 +20,7 @@ int main(int argc, char **argv) {
     int mb = atoi(argv[2]), threads = atoi(argv[3]);
     double seconds = argc > 4 ? atof(argv[4]) : 3.0;
     matrix_set_num_threads(threads);
-    if (cuda_select_device(argc > 5 ? argv[5] : "no")) die("%s", error_get());
+    if (matrix_select_device(argc > 5 ? argv[5] : "no")) die("%s", error_get());
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read '%s': %s", argv[1], error_get());
     int in_dim = nnet_input_dim(n), out_dim = nnet_output_dim(n);

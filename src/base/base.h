@@ -103,6 +103,10 @@ int parse_bool(const char *s, int *out);
 int parse_int(const char *s, int *out);
 int parse_float(const char *s, float *out);
 int parse_double(const char *s, double *out);
+/* "a:b:c" (a colon-separated list, as nnet-copy --learning-rates and nnet-average --weights take)
+ * -> *num floats in *out (xmalloc'ed; the caller frees). An empty item, a bad number or min_value
+ * above an item: -1 with error_set naming the item and the list, *out untouched. */
+int parse_float_list(const char *s, float min_value, float **out, int *num);
 
 /* ---- random numbers ---- */
 struct rng {

@@ -41,6 +41,33 @@ int parse_float(const char *s, float *out) {
     return 0;
 }
 
+int parse_float_list(const char *s, float min_value, float **out, int *num) {
+    int n = 1;
+    for (const char *p = s; *p; p++) n += *p == ':';
+    float *v = xmalloc((size_t)n * sizeof *v);
+    const char *item = s;
+    for (int k = 0; k < n; k++) {
+        const char *end = strchr(item, ':');
+        size_t len = end ? (size_t)(end - item) : strlen(item);
+        char buf[64];
+        int bad = len == 0 || len >= sizeof buf;
+        if (!bad) {
+            memcpy(buf, item, len);
+            buf[len] = 0;
+            bad = parse_float(buf, &v[k]) || !(v[k] >= min_value);
+        }
+        if (bad) {
+            free(v);
+            return error_set("item %d ('%.*s') of '%s' is not a number >= %g", k + 1, (int)len,
+                             item, s, min_value);
+        }
+        item = end ? end + 1 : item + len;
+    }
+    *out = v;
+    *num = n;
+    return 0;
+}
+
 /* Built-in options every program shares. */
 static int opt_help, opt_print_args = 1;
 static const char *opt_config;

@@ -49,14 +49,9 @@ int main(int argc, char **argv) {
     if (tau >= 0 && alpha > 0) die("--agreement-threshold and --elastic-alpha exclude each other");
     float *weights = NULL;
     if (*weights_str) {
-        weights = xmalloc(sizeof(float) * num);
-        char *copy = xstrdup(weights_str), *save = NULL, *tok = strtok_r(copy, ":", &save);
         int k = 0;
-        for (; tok; tok = strtok_r(NULL, ":", &save), k++)
-            if (k >= num || parse_float(tok, &weights[k]) || weights[k] < 0)
-                die("--weights='%s': expected %d non-negative numbers", weights_str, num);
+        if (parse_float_list(weights_str, 0, &weights, &k)) die("--weights: %s", error_get());
         if (k != num) die("--weights='%s': expected %d numbers, got %d", weights_str, num, k);
-        free(copy);
     }
     if (alpha > 0 && weights) die("--weights does not apply to --elastic-alpha");
     struct nnet *avg;

@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
     t.max_examples = o.max_examples;
     if (*twa_train) t.train_rspec = twa_train;
     matrix_set_num_threads(num_threads);
-    if (cuda_select_device(use_gpu)) die("%s", error_get());
+    if (matrix_select_device(use_gpu)) die("%s", error_get());
     int num = argc - 3;
     struct nnet **models = xcalloc(num, sizeof *models);
     for (int i = 0; i < num; i++)

@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
     if (argc != 3) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
     if (minibatch_size < 1) die("--minibatch-size must be at least 1");
     matrix_set_num_threads(num_threads);
-    if (cuda_select_device(use_gpu)) die("%s", error_get());
+    if (matrix_select_device(use_gpu)) die("%s", error_get());
 
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read model '%s': %s", argv[1], error_get());

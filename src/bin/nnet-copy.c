@@ -12,34 +12,6 @@ static const char usage[] =
     " nnet-copy --binary=false 1.mdl 1.txt\n"
     " nnet-copy --learning-rate=0.002 1.mdl 1.new.mdl\n";
 
-/* "a:b:c" -> floats (xmalloc'ed). -1 with error_set on a bad item. */
-static int parse_rates(const char *s, float **out, int *num) {
-    int n = 1;
-    for (const char *p = s; *p; p++)
-        n += *p == ':';
-    float *v = xmalloc(n * sizeof *v);
-    char *copy = xstrdup(s), *save = NULL, *tok = copy;
-    int k = 0;
-    for (char *p = copy;; p = NULL) {
-        tok = strtok_r(p, ":", &save);
-        if (!tok) break;
-        if (k == n || parse_float(tok, &v[k]) || v[k] < 0) {
-            free(copy);
-            free(v);
-            return error_set("--learning-rates: bad value in '%s'", s);
-        }
-        k++;
-    }
-    free(copy);
-    if (k != n) {
-        free(v);
-        return error_set("--learning-rates: bad list '%s'", s);
-    }
-    *out = v;
-    *num = n;
-    return 0;
-}
-
 int main(int argc, char **argv) {
     int binary = 1;
     float lr = -1, lr_scale = 1;
@@ -67,8 +39,8 @@ int main(int argc, char **argv) {
     if (lrs) {
         float *v = NULL;
         int num = 0;
-        if (parse_rates(lrs, &v, &num) || nnet_set_learning_rates(n, v, num))
-            die("%s", error_get());
+        if (parse_float_list(lrs, 0, &v, &num)) die("--learning-rates: %s", error_get());
+        if (nnet_set_learning_rates(n, v, num)) die("%s", error_get());
         free(v);
     }
     if (lr_scale != 1) nnet_scale_learning_rates(n, lr_scale);

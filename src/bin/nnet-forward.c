@@ -18,7 +18,7 @@ int main(int argc, char **argv) {
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc != 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
     matrix_set_num_threads(num_threads);
-    if (cuda_select_device(use_gpu)) die("%s", error_get());
+    if (matrix_select_device(use_gpu)) die("%s", error_get());
 
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read model '%s': %s", argv[1], error_get());

@@ -2,7 +2,12 @@
 #include "nnet/nnet.h"
 
 static const char usage[] =
-    "Initialize a neural network from a config file, one component per line.\n"
+    "Initialize a neural network from a config file, one component per line:\n"
+    "<Type> key=value ... (Kaldi nnet2 syntax). Types (keys and defaults: docs/COMPONENTS.md):\n"
+    "  AffineComponent NaturalGradientAffineComponent FixedAffineComponent FixedScaleComponent\n"
+    "  FixedBiasComponent SigmoidComponent TanhComponent RectifiedLinearComponent\n"
+    "  SoftmaxComponent LogSoftmaxComponent NormalizeComponent PnormComponent DropoutComponent\n"
+    "  SpliceComponent\n"
     "Usage:  nnet-init [options] <config-in> <model-out>\n"
     "e.g.:\n"
     " nnet-init --srand=1 nnet.config 0.raw\n";

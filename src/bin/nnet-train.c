@@ -9,7 +9,7 @@ static const char *usage =
     "per sample (as Kaldi). The last line on stderr is log-prob-per-frame=X.\n"
     "--gaf-microbatches=M filters gradients by agreement (GAF): one update per M minibatches\n"
     "at the same parameters. --proximal-model pulls toward a reference (EASGD/Parle);\n"
-    "--entropy-inner-steps runs Entropy-SGD's inner loop (reference/averaging-methods.md).\n"
+    "--entropy-inner-steps runs Entropy-SGD's inner loop (Chaudhari et al., ICLR 2017).\n"
     "Usage:  nnet-train [options] <model-in> <egs-rspecifier> <model-out>\n"
     "e.g.:   nnet-shuffle-egs --srand=1 ark:egs.1.0.ark ark:- | nnet-train 1.mdl ark:- 2.1.mdl\n";
 
@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
     if (o.proximal_coupling > 0 && !*proximal) die("--proximal-coupling needs --proximal-model");
     o.srand = (uint64_t)srand_seed;
     matrix_set_num_threads(num_threads);
-    if (cuda_select_device(use_gpu)) die("%s", error_get());
+    if (matrix_select_device(use_gpu)) die("%s", error_get());
 
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read model '%s': %s", argv[1], error_get());

@@ -2,7 +2,7 @@
  *
  * Who calls this. Only the matrix layer (src/matrix/), from inside its operations, after it has
  * checked shapes and that every operand lives on the GPU (STYLE.md §4). Nothing else includes
- * this header: programs choose the device with cuda_select_device() from matrix.h.
+ * this header: programs choose the device with matrix_select_device() from matrix.h.
  *
  * Plain C, no CUDA types: the .cu files implement it with the CUDA runtime and cuBLAS, one file
  * per family (device.cu: device choice, allocator, copies; blas.cu: cuBLAS; elementwise.cu;
@@ -56,8 +56,6 @@ void cuda_sync(void);
  * allocation retried. Never returns NULL (aborts when the device is really full). */
 void *cuda_malloc(size_t bytes);
 void cuda_free(void *p); /* NULL is a no-op */
-/* Bytes handed out and bytes waiting in the cache (diagnostics). */
-void cuda_memory_stats(size_t *in_use, size_t *cached);
 
 /* rows x cols floats between any two of host/device memory (dst_gpu/src_gpu say which side is
  * which); returns when a copy to the host has landed. */

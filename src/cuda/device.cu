@@ -28,7 +28,7 @@ static int g_device = -1;
 static cublasHandle_t g_blas;
 
 cublasHandle_t cuda_blas_handle(void) {
-    if (g_device < 0) cuda_fail("cuBLAS", __FILE__, __LINE__, "no GPU opened (cuda_select_device)");
+    if (g_device < 0) cuda_fail("cuBLAS", __FILE__, __LINE__, "no GPU opened (matrix_select_device)");
     return g_blas;
 }
 
@@ -166,7 +166,7 @@ static void empty_cache_locked(void) {
 void *cuda_malloc(size_t bytes) {
     if (g_device < 0)
         cuda_fail("cuda_malloc", __FILE__, __LINE__,
-                  "a GPU matrix before a GPU was chosen (call cuda_select_device)");
+                  "a GPU matrix before a GPU was chosen (call matrix_select_device)");
     size_t n = round_size(bytes);
     std::lock_guard<std::mutex> lock(g_mu);
     void *p = NULL;
@@ -206,11 +206,6 @@ void cuda_free(void *p) {
     g_cached += n;
 }
 
-void cuda_memory_stats(size_t *in_use, size_t *cached) {
-    std::lock_guard<std::mutex> lock(g_mu);
-    if (in_use) *in_use = g_in_use;
-    if (cached) *cached = g_cached;
-}
 
 void cuda_device_release(void) {
     if (g_device < 0) return;

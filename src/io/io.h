@@ -12,7 +12,7 @@
  *     other          a plain file
  *   Rejected: a leading '|', leading/trailing whitespace, "ark:"/"scp:" prefixes.
  * struct kout writes a wxfilename: "-" stdout, "| cmd" popen(cmd, "w"), else a plain file. A plain
- *   file is written as "<dir>/.<name>.tmpXXXXXX" in the same directory and renamed onto the final
+ *   file is written as "<dir>/.<name>.XXXXXX" (mkstemp) in the same directory and renamed onto the final
  *   name by kout_close after fflush + fsync + fclose all succeed (STYLE §8). kout_abort removes
  *   the temporary. kin/kout count bytes (offset) so messages and scp offsets are exact.
  *

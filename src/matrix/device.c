@@ -4,7 +4,7 @@
 
 #include "matrix/matrix-internal.h"
 
-int cuda_select_device(const char *use_gpu) {
+int matrix_select_device(const char *use_gpu) {
     ASSERT(use_gpu);
     const char *v = use_gpu;
     int yes = !strcmp(v, "yes"), wait = !strcmp(v, "wait"), optional = !strcmp(v, "optional");

@@ -14,6 +14,8 @@
  * that may live on the GPU: it uses the operations below, and moves data to or from the host with
  * matrix_copy (works across devices), matrix_to_host / matrix_from_host. Every BLAS/cuBLAS call
  * is reached from this module only; the #if HAVE_CUDA branches live here and nowhere else.
+ * Inside, each operation checks shapes and dispatches to a backend's kernel: src/matrix/cpu.h
+ * (OpenBLAS and our loops, threaded) or src/cuda/cuda.h (matrix-internal.h says how).
  *
  * Shapes. Operations put the destination first and check shapes with ASSERT: a mismatch is a
  * programmer bug, not bad input. "alpha"/"beta" follow BLAS: dst = alpha * op(...) + beta * dst.
@@ -60,8 +62,11 @@ extern int matrix_default_device;
  * leaves visible; in exclusive-process mode the first one free, else the one with the largest
  * fraction of free memory; a LOG line names it. Built without CUDA (make CUDA=1), "yes" and
  * "wait" fail with that reason and "optional" gives the CPU. Model files are the same on both.
- * In a program: if (cuda_select_device(use_gpu) < 0) die("%s", error_get());   (exit 1) */
-int cuda_select_device(const char *use_gpu);
+ * In a program: if (matrix_select_device(use_gpu) < 0) die("%s", error_get());   (exit 1) */
+int matrix_select_device(const char *use_gpu);
+/* The old name (issue 16), kept only so that branches written before the rename still build when
+ * merged; new code calls matrix_select_device. Remove once no caller is left. */
+#define cuda_select_device matrix_select_device
 /* Wait for queued GPU work (for timing; transfers to the host wait by themselves). No-op on the
  * CPU or without CUDA. */
 void matrix_sync(void);
@@ -72,8 +77,6 @@ void matrix_sync(void);
  * operations: one that finds the pool busy runs serially. Warns once when OpenBLAS runs its generic kernels on a
  * CPU that has AVX2/AVX-512 (see tools/blas-env.sh). */
 void matrix_set_num_threads(int n);
-/* The OpenBLAS kernel family in use ("SkylakeX", "Haswell", "Prescott", ...). */
-const char *matrix_blas_kernel(void);
 
 /* ---- storage and views ---- */
 void matrix_init(struct matrix *m, int rows, int cols);

@@ -55,12 +55,12 @@ void natgrad_options_default(struct natgrad_options *o) {
 int natgrad_options_check(const struct natgrad_options *o) {
     if (o->rank < 1) return error_set("natural gradient: rank %d < 1", o->rank);
     if (o->update_period < 1)
-        return error_set("natural gradient: update-period %d < 1", o->update_period);
+        return error_set("key 'update-period': must be >= 1, got %d", o->update_period);
     if (!(o->num_samples_history > 0.0f && o->num_samples_history <= 1.0e6f))
-        return error_set("natural gradient: num-samples-history %g not in (0, 1e6]",
+        return error_set("key 'num-samples-history': must be in (0, 1e6], got %g",
                          o->num_samples_history);
     if (!(o->alpha >= 0.0f && isfinite(o->alpha)))
-        return error_set("natural gradient: alpha %g < 0", o->alpha);
+        return error_set("key 'alpha': must be >= 0 and finite, got %g", o->alpha);
     if (!(o->epsilon > 0.0f && o->epsilon <= 1.0e-5f))
         return error_set("natural gradient: epsilon %g not in (0, 1e-5]", o->epsilon);
     if (!(o->delta > 0.0f && o->delta <= 1.0e-2f))

@@ -58,7 +58,7 @@ struct natgrad_options {
 void natgrad_options_default(struct natgrad_options *o);
 /* 0 if the options are usable (rank >= 1, update_period >= 1, 0 < num_samples_history <= 1e6,
  * alpha >= 0, 0 < epsilon <= 1e-5, 0 < delta <= 1e-2, as Kaldi asserts), else -1 (error_set). */
-int natgrad_options_check(const struct natgrad_options *o);
+int natgrad_options_check(const struct natgrad_options *o); /* messages name the config keys */
 
 /* A preconditioner for rows of dimension dim >= 1. seed drives the random restarts of the
  * Gram-Schmidt fallback only; everything else is deterministic. */

@@ -16,7 +16,7 @@
 /* Kaldi's matrix=F: an out x (in + 1) matrix whose last column is the bias. */
 static int affine_from_matrix_file(struct component *c, const char *file) {
     struct matrix m = {0};
-    if (nio_read_matrix_file(file, &m)) return error_wrap("key 'matrix': ");
+    if (io_read_matrix_file(file, &m)) return error_wrap("key 'matrix': ");
     if (m.rows < 1 || m.cols < 2) {
         int r = m.rows, k = m.cols;
         matrix_release(&m);
@@ -244,14 +244,11 @@ struct ng_priv {
     float scale;                      /* the step is scale * Yhat^T Xhat (ng_prepare) */
 };
 
+/* The natural-gradient options are natgrad.h's: their defaults (natgrad_options_default) and
+ * ranges (natgrad_options_check) are defined there once; here only what the component adds. */
 static int ng_check(struct ng_priv *p) {
     if (p->rank_in < 1) return error_set("key 'rank-in': must be >= 1, got %d", p->rank_in);
     if (p->rank_out < 1) return error_set("key 'rank-out': must be >= 1, got %d", p->rank_out);
-    if (p->update_period < 1)
-        return error_set("key 'update-period': must be >= 1, got %d", p->update_period);
-    if (!(p->num_samples_history > 0))
-        return error_set("key 'num-samples-history': must be > 0, got %g", p->num_samples_history);
-    if (!(p->alpha > 0)) return error_set("key 'alpha': must be > 0, got %g", p->alpha);
     if (!(p->max_change_per_sample >= 0))
         return error_set("key 'max-change-per-sample': negative (%g)", p->max_change_per_sample);
     struct natgrad_options o;
@@ -265,11 +262,13 @@ static int ng_check(struct ng_priv *p) {
 
 static struct ng_priv *ng_priv_new(void) {
     struct ng_priv *p = xcalloc(1, sizeof *p);
-    p->rank_in = 20;
-    p->rank_out = 80;
-    p->update_period = 4;
-    p->num_samples_history = 2000;
-    p->alpha = 4;
+    struct natgrad_options o;
+    natgrad_options_default(&o);
+    p->rank_in = o.rank;
+    p->rank_out = 80; /* Kaldi: 20 on the input side, 80 on the output side */
+    p->update_period = o.update_period;
+    p->num_samples_history = o.num_samples_history;
+    p->alpha = o.alpha;
     p->max_change_per_sample = 0.1f;
     return p;
 }
@@ -277,7 +276,6 @@ static struct ng_priv *ng_priv_new(void) {
 static int ng_init(struct component *c, struct config_line *cl, int prev_dim, struct rng *r) {
     struct ng_priv *p = ng_priv_new();
     c->priv = p;
-    c->seed = rng_u32(r);
     if (updatable_from_config(c, cl) || config_get_int(cl, "rank-in", &p->rank_in) < 0 ||
         config_get_int(cl, "rank-out", &p->rank_out) < 0 ||
         config_get_int(cl, "update-period", &p->update_period) < 0 ||
@@ -508,7 +506,7 @@ static int fixed_vector_init(struct component *c, struct config_line *cl, int pr
     if (got < 0) return -1;
     if (got) {
         struct vector v = {0};
-        if (nio_read_vector_file(file, &v)) return error_wrap("key '%s': ", file_key);
+        if (io_read_object(file, &holder_vector, &v)) return error_wrap("key '%s': ", file_key);
         if (v.dim < 1) {
             vector_release(&v);
             return error_set("key '%s': '%s' is an empty vector", file_key, file);

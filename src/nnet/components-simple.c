@@ -249,7 +249,6 @@ static int dropout_init(struct component *c, struct config_line *cl, int prev_di
         config_get_float(cl, "dropout-proportion", &proportion) < 0)
         return -1;
     c->input_dim = c->output_dim = dim;
-    c->seed = rng_u32(r);
     return dropout_setup(c, proportion);
 }
 

@@ -45,9 +45,8 @@ int nio_read_vector(struct nnet_stream *s, struct vector *v);
 int nio_expect_int(struct nnet_stream *s, const char *token, int *v);
 int nio_expect_float(struct nnet_stream *s, const char *token, float *v);
 
-/* Matrix and vector files (FixedAffine matrix=, FixedScale scales=). */
-int nio_read_matrix_file(const char *rxfilename, struct matrix *m);
-int nio_read_vector_file(const char *rxfilename, struct vector *v);
+/* Matrix and vector files (FixedAffine matrix=, FixedScale scales=) are read with io.h's
+ * io_read_matrix_file / io_read_object(holder_vector): one reader for object files. */
 
 /* Shared component helpers (component.c). */
 int component_dim_from_config(struct config_line *cl, const char *key, int prev_dim, int *out);

@@ -103,28 +103,6 @@ int nio_expect_float(struct nnet_stream *s, const char *token, float *v) {
     return nio_expect_token(s, token) || nio_read_float(s, v) ? -1 : 0;
 }
 
-int nio_read_matrix_file(const char *rxfilename, struct matrix *m) {
-    struct kin in = {0};
-    int binary;
-    if (kin_open(&in, rxfilename)) return -1;
-    if (io_read_header(&in, &binary) || io_read_matrix(&in, binary, m)) {
-        kin_close(&in);
-        return -1;
-    }
-    return kin_close(&in);
-}
-
-int nio_read_vector_file(const char *rxfilename, struct vector *v) {
-    struct kin in = {0};
-    int binary;
-    if (kin_open(&in, rxfilename)) return -1;
-    if (io_read_header(&in, &binary) || io_read_vector(&in, binary, v)) {
-        kin_close(&in);
-        return -1;
-    }
-    return kin_close(&in);
-}
-
 /* ---- the network ---- */
 
 /* More components than this is certainly a corrupt file. */

@@ -123,7 +123,11 @@ struct component_ops {
      * same effects as init. */
     int (*read)(struct component *c, struct nnet_stream *s);
     int (*write)(const struct component *c, struct nnet_stream *s);
-    /* (optional) Re-derive the views held in the private data after c->params moved. */
+    /* (optional) Called after c->params or c->seed changed under the component: the network
+     * moved the parameters into its block (nnet_finalize), copied the component, or set the seed
+     * (nnet_set_seed). Resets what the private data derives from them; today only Dropout has
+     * one (it reseeds its mask stream). Components take their parameter views from c->params
+     * when they run, so none keeps a view that could go stale. */
     void (*bind)(struct component *c);
     /* out is sized by the caller (rows from component_output_rows). */
     void (*propagate)(struct component *c, const struct matrix *in, struct matrix *out,

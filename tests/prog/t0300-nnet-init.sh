@@ -79,3 +79,14 @@ expect_err "truncated model message" "trunc.mdl"
 expect_status "truncated copy fails" 1 nnet-copy trunc.mdl t2.mdl
 [ -e t2.mdl ] && fail "no copy written on error" || pass "no copy written on error"
 ls -a | grep -q '\.tmp' && fail "no temporary files left" || pass "no temporary files left"
+
+# Every component type in the sources is listed by nnet-init --help and in docs/COMPONENTS.md.
+nnet-init --help >help.txt 2>&1
+types=$(grep -ho '\.type = "[A-Za-z]*"\|NONLINEAR_OPS([a-z_]*, "[A-Za-z]*"' $PARNET_TOP/src/nnet/components-*.c |
+        grep -o '"[A-Za-z]*"' | tr -d '"')
+missing=
+for t in $types; do
+    grep -qw "$t" help.txt || missing="$missing help:$t"
+    grep -qw "\`$t\`" $PARNET_TOP/docs/COMPONENTS.md || missing="$missing doc:$t"
+done
+expect_eq "component types documented ($(echo $types | wc -w) found)" "$missing" ""

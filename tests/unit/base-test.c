@@ -30,6 +30,27 @@ static void test_parse_numbers(void) {
     CHECK(parse_double("inf", &d) == -1);
 }
 
+/* parse_float_list: the lists of nnet-copy --learning-rates and nnet-average --weights. */
+static void test_parse_float_list(void) {
+    float *v = NULL;
+    int n = 0;
+    CHECK(parse_float_list("0.5:2:1e-3", 0, &v, &n) == 0);
+    CHECK(n == 3 && v[0] == 0.5f && v[1] == 2.0f && v[2] == 1e-3f);
+    free(v);
+    v = NULL;
+    CHECK(parse_float_list("7", 0, &v, &n) == 0 && n == 1 && v[0] == 7.0f);
+    free(v);
+    v = NULL;
+    const char *bad[] = {"", "1::2", "1:", ":1", "1:x", "1:-2", "1:nan"};
+    for (int i = 0; i < (int)(sizeof bad / sizeof *bad); i++) {
+        CHECK(parse_float_list(bad[i], 0, &v, &n) == -1);
+        CHECK(v == NULL);
+        CHECK(strstr(error_get(), "is not a number >= 0") != NULL);
+    }
+    CHECK(parse_float_list("-1:-2", -5, &v, &n) == 0 && n == 2 && v[1] == -2.0f);
+    free(v);
+}
+
 static void test_rng_reproducible(void) {
     struct rng a, b;
     rng_seed(&a, 7);
@@ -125,6 +146,7 @@ static void test_parallel_run(void) {
 int main(void) {
     TEST_RUN(test_error_wrap);
     TEST_RUN(test_parse_numbers);
+    TEST_RUN(test_parse_float_list);
     TEST_RUN(test_rng_reproducible);
     TEST_RUN(test_rng_distributions);
     TEST_RUN(test_rng_shuffle_is_permutation);

@@ -101,7 +101,7 @@ static float rand_coef(void) {
 /* ---- device selection (runs with or without a GPU) ---- */
 
 static void test_select_device(void) {
-    int rc = cuda_select_device("yes");
+    int rc = matrix_select_device("yes");
     if (rc == 0) {
         CHECK(matrix_default_device == MATRIX_GPU);
         have_gpu = 1;
@@ -113,19 +113,19 @@ static void test_select_device(void) {
         CHECK(matrix_default_device == MATRIX_CPU);
         /* "wait" retries only while GPUs exist but are busy; with none it fails at once. */
         if (strstr(no_gpu_reason, "no CUDA device") || strstr(no_gpu_reason, "without CUDA")) {
-            CHECK(cuda_select_device("wait") == -1);
+            CHECK(matrix_select_device("wait") == -1);
             CHECK(strstr(error_get(), "--use-gpu=wait but no GPU: ") == error_get());
             CHECK(matrix_default_device == MATRIX_CPU);
         }
     }
-    CHECK(cuda_select_device("no") == 0 && matrix_default_device == MATRIX_CPU);
-    CHECK(cuda_select_device("optional") == 0);
+    CHECK(matrix_select_device("no") == 0 && matrix_default_device == MATRIX_CPU);
+    CHECK(matrix_select_device("optional") == 0);
     CHECK(matrix_default_device == (have_gpu ? MATRIX_GPU : MATRIX_CPU));
-    CHECK(cuda_select_device("maybe") == -1);
+    CHECK(matrix_select_device("maybe") == -1);
     CHECK(strstr(error_get(), "expected yes, no, optional or wait, got 'maybe'") != NULL);
-    CHECK(cuda_select_device("no") == 0 && matrix_default_device == MATRIX_CPU);
+    CHECK(matrix_select_device("no") == 0 && matrix_default_device == MATRIX_CPU);
     if (have_gpu) { /* new storage follows the default device */
-        CHECK(cuda_select_device("yes") == 0);
+        CHECK(matrix_select_device("yes") == 0);
         struct matrix m;
         matrix_init(&m, 3, 4);
         CHECK(m.device == MATRIX_GPU && m.owns && m.stride == 4);

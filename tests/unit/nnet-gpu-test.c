@@ -133,7 +133,7 @@ static void test_networks_cpu_vs_gpu(void) {
 int main(void) {
     rng_seed(&rng, 99);
     TEST_RUN(test_networks_cpu_twice);
-    if (cuda_select_device("yes") != 0) {
+    if (matrix_select_device("yes") != 0) {
         const char *e = error_get(), *p = strstr(e, "no GPU: ");
         snprintf(no_gpu_reason, sizeof no_gpu_reason, "%s", p ? p + 8 : e);
         printf("SKIP nnet-gpu: no GPU (%s)\n", no_gpu_reason);
