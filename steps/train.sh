@@ -9,6 +9,17 @@
 # Iteration 0 keeps the best job's model instead of the average (Kaldi).
 # Every model is written atomically by the programs; rerun with --stage N to resume at iteration N.
 #
+# Safety (reference/kaldi-nnet2.md; README "Safe by default"): nnet-train clips with its default
+# global max-change (2.0) and the components' default max-changes; iteration 0 trains with half the
+# minibatch and max-change/sqrt(2) (Kaldi nnet3). After every iteration the validation objective of
+# the new model is checked: when it is not finite, or falls clearly below the initial model's
+# (by more than max(0.5, 0.25 |initial|)), the run stops with exit 1 and a "diverged" message, or,
+# with --on-divergence backoff, reruns that iteration from the previous model at half the learning
+# rate (at most --max-backoffs times; the halving then holds for the rest of the run). The run
+# never ends 0 with a final model whose validation objective is below the initial model's.
+# With --feature-transform (default: the egs directory's feature_transform.mat when get_egs.sh
+# made one, "none": off) the network starts with FixedAffineComponent matrix=<that file>.
+#
 # Averaging methods (--averaging; reference/averaging-methods.md):
 #   average    the plain average of the jobs' models (Kaldi).
 #   agreement  jobs whose change since $x.mdl disagrees with the consensus change (cosine distance
@@ -54,6 +65,9 @@ parle_scoping=0.5    # couplings grow by this factor per iteration ...
 parle_gamma_max=0.3  # ... up to these caps
 parle_rho_max=0.5
 offline_window=0     # HWA: average the last W synchronised models into final.mdl (0: off)
+on_divergence=stop   # stop | backoff
+max_backoffs=3       # backoff: at most this many halvings of the learning rate
+feature_transform=   # default: \$egs_dir/feature_transform.mat if present; none: no transform
 # End configuration section.
 
 echo "$0 $*"
@@ -77,7 +91,12 @@ Options:
   --elastic-alpha <a>            EASGD alpha (default: 0.9 / num-jobs)
   --parle-inner-steps <L>        Parle: inner steps per outer step (default: 25)
   --offline-window <W>           HWA: final.mdl = average of the last W models (default: 0, off)
-  --combine-method <m>           per-layer|twa (default: per-layer)"
+  --combine-method <m>           per-layer|twa (default: per-layer)
+  --on-divergence <stop|backoff> on a diverged iteration: stop (exit 1) or rerun it from the
+                                 previous model at half the learning rate (default: stop)
+  --max-backoffs <n>             at most this many backoffs (default: 3)
+  --feature-transform <file|none> FixedAffine matrix put in front of the network (default:
+                                 the egs directory's feature_transform.mat when present)"
 
 [ -f ./path.sh ] && . ./path.sh
 . utils/parse_options.sh || exit 1
@@ -103,6 +122,9 @@ if [ $num_jobs -gt $egs_jobs ]; then
 fi
 num_iters=$((num_epochs * iters_per_epoch))
 [ $num_iters -lt 1 ] && echo "$0: no iterations (num_epochs=$num_epochs)" && exit 1
+case $on_divergence in stop|backoff) ;;
+    *) echo "$0: --on-divergence $on_divergence: expected stop or backoff"; exit 1 ;;
+esac
 case $averaging in average|agreement|elastic|parle) ;;
     *) echo "$0: --averaging $averaging: expected average, agreement, elastic or parle"; exit 1 ;;
 esac
@@ -114,19 +136,65 @@ mkdir -p $dir/log
 echo $num_iters > $dir/num_iters
 echo $num_jobs > $dir/num_jobs
 
-# Per-job learning rate of iteration x: num_jobs * initial * (final/initial)^(x/num_iters).
+# Per-job learning rate of iteration x: num_jobs * initial * (final/initial)^(x/num_iters), times
+# the backoff scale ($dir/lr_scale, 1 unless a divergence halved it).
+lr_scale=1
+[ -f $dir/lr_scale ] && [ $stage -ge 0 ] && lr_scale=$(cat $dir/lr_scale)
 learning_rate() {
     awk -v x=$1 -v n=$num_iters -v i=$initial_learning_rate -v f=$final_learning_rate -v j=$num_jobs \
-        'BEGIN { printf "%.6g\n", j * i * exp(x * log(f / i) / n) }'
+        -v s=$lr_scale 'BEGIN { printf "%.6g\n", s * j * i * exp(x * log(f / i) / n) }'
+}
+# The validation objective in a nnet-compute-prob log ("nan"/"inf" when not finite).
+valid_objf() {
+    grep -o 'average probability is [^ ]*' $1 | tail -n 1 | awk '{print $4}'
+}
+# 0 (true) if objective $1 is not finite or clearly below the initial objective $2.
+diverged() {
+    awk -v o="$1" -v i="$2" 'BEGIN {
+        if (o !~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/) exit 0
+        m = 0.25 * (i < 0 ? -i : i); if (m < 0.5) m = 0.5
+        exit !(o + 0 < i - m) }'
 }
 
 if [ $stage -le -1 ]; then
     [ ! -f $config ] && echo "$0: no such file $config" && exit 1
-    echo "$0: initialising the model from $config"
+    [ -z "$feature_transform" ] && [ -f $egs_dir/feature_transform.mat ] && \
+        feature_transform=$egs_dir/feature_transform.mat
+    init_config=$config
+    if [ -n "$feature_transform" ] && [ "$feature_transform" != none ]; then
+        [ ! -f $feature_transform ] && echo "$0: no such file $feature_transform" && exit 1
+        first=$(grep -v '^[[:space:]]*\(#\|$\)' $config | head -n 1 | awk '{print $1}')
+        tdim=$(( $(feat-to-dim $feature_transform - 2>/dev/null) - 1 ))
+        fdim=$(cat $egs_dir/info/feat_dim 2>/dev/null)
+        line="FixedAffineComponent matrix=$feature_transform"
+        init_config=$dir/nnet.config
+        case $first in
+        FixedAffine*)
+            echo "$0: $config already starts with a FixedAffine line: not adding $feature_transform"
+            init_config=$config ;;
+        Splice*)
+            if [ "$tdim" = "$fdim" ]; then
+                { echo "$line"; cat $config; } > $init_config
+            else   # a transform of spliced frames (LDA) goes after the splicing
+                awk -v l="$line" '{ print } !done && $1 ~ /^Splice/ { print l; done = 1 }' $config > $init_config
+            fi ;;
+        *)  { echo "$line"; cat $config; } > $init_config ;;
+        esac
+        [ $init_config != $config ] && echo "$0: normalising inputs with $feature_transform (FixedAffineComponent, input dim $tdim)"
+    fi
+    echo "$0: initialising the model from $init_config"
+    rm -f $dir/lr_scale
     $cmd $dir/log/init.log \
-        nnet-init --srand=$srand $config - \| \
+        nnet-init --srand=$srand $init_config - \| \
         nnet-copy --learning-rate=$(learning_rate 0) - $dir/0.mdl || exit 1
 fi
+[ -f $dir/0.mdl ] || { echo "$0: no $dir/0.mdl (run from --stage -1)"; exit 1; }
+if [ ! -f $dir/log/compute_prob_valid.0.log ] || [ -z "$(valid_objf $dir/log/compute_prob_valid.0.log)" ]; then
+    $cmd $dir/log/compute_prob_valid.0.log \
+        nnet-compute-prob $dir/0.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
+fi
+initial_objf=$(valid_objf $dir/log/compute_prob_valid.0.log)
+echo "$0: validation objective of the initial model: $initial_objf"
 
 echo "$0: $num_iters iterations ($num_epochs epochs x $iters_per_epoch), $num_jobs jobs, $averaging"
 # A scoped coupling: min(cap, c0 (1 + s)^x).
@@ -135,18 +203,23 @@ scoped() {
 }
 replicas=false
 case $averaging in elastic|parle) replicas=true ;; esac
-for x in $(seq 0 $((num_iters - 1))); do
+num_backoffs=0
+x=0
+while [ $x -lt $num_iters ]; do
     if [ $stage -le $x ]; then
         [ ! -f $dir/$x.mdl ] && echo "$0: missing $dir/$x.mdl (resume from an earlier stage)" && exit 1
-        # Diagnostics of the model this iteration starts from, in the background.
-        $cmd $dir/log/compute_prob_valid.$x.log \
-            nnet-compute-prob $dir/$x.mdl ark:$egs_dir/valid_diagnostic.egs &
+        # Diagnostics of the model this iteration starts from, in the background (its validation
+        # objective was computed when it was made, for the divergence check).
         $cmd $dir/log/compute_prob_train.$x.log \
             nnet-compute-prob $dir/$x.mdl ark:$egs_dir/train_diagnostic.egs &
 
         echo "$0: iteration $x / $num_iters, learning rate $(learning_rate $x)"
         archive=$((x % iters_per_epoch))
         start=$dir/$x.mdl extra_opts=
+        # Iteration 0: half the minibatch and the global max-change / sqrt(2) (Kaldi nnet3).
+        # (before $train_opts, so that a --max-change there holds for iteration 0 too).
+        ramp_opts=
+        [ $x -eq 0 ] && ramp_opts="--minibatch-size=$(( (minibatch_size + 1) / 2 )) --max-change=1.41421"
         if $replicas; then
             # Each job continues its own replica (the centre for the first iteration).
             for j in $(seq $num_jobs); do
@@ -161,7 +234,7 @@ for x in $(seq 0 $((num_iters - 1))); do
             nnet-shuffle-egs --buffer-size=$shuffle_buffer_size --srand=$((srand + x)) \
                 ark:$egs_dir/egs.JOB.$archive.ark ark:- \| \
             nnet-train --minibatch-size=$minibatch_size --srand=$((srand + x)) \
-                --num-threads=$num_threads $train_opts $extra_opts $start ark:- $dir/$((x + 1)).JOB.mdl \
+                --num-threads=$num_threads $ramp_opts $train_opts $extra_opts $start ark:- $dir/$((x + 1)).JOB.mdl \
             || { echo "$0: training iteration $x failed"; exit 1; }
 
         next_lr=$(learning_rate $((x + 1)))
@@ -201,8 +274,28 @@ for x in $(seq 0 $((num_iters - 1))); do
                 nnet-average $opts $models - \| \
                 nnet-copy --learning-rate=$next_lr - $dir/$((x + 1)).mdl || exit 1
         fi
+        # The divergence check on the new model's validation objective.
+        $cmd $dir/log/compute_prob_valid.$((x + 1)).log \
+            nnet-compute-prob $dir/$((x + 1)).mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
+        objf=$(valid_objf $dir/log/compute_prob_valid.$((x + 1)).log)
+        if diverged "$objf" "$initial_objf"; then
+            lr=$(learning_rate $x)
+            if [ $on_divergence = backoff ] && [ $num_backoffs -lt $max_backoffs ]; then
+                num_backoffs=$((num_backoffs + 1))
+                lr_scale=$(awk -v s=$lr_scale 'BEGIN { printf "%.6g", s / 2 }')
+                echo $lr_scale > $dir/lr_scale
+                echo "$0: iteration $x diverged (learning rate $lr, validation objective $objf vs $initial_objf at the start): backoff $num_backoffs of $max_backoffs, rerunning it from $x.mdl at half the rate"
+                rm -f $dir/$((x + 1)).mdl $dir/$((x + 1)).*.mdl
+                nnet-copy --learning-rate=$(learning_rate $x) $dir/$x.mdl $dir/$x.mdl 2>$dir/log/backoff.$x.$num_backoffs.log || exit 1
+                continue
+            fi
+            echo "$0: training diverged at iteration $x (per-job learning rate $lr): the validation objective went to $objf from $initial_objf at the start. Try a lower --initial-learning-rate / --final-learning-rate (e.g. a tenth), keep --max-change on (nnet-train's default 2.0, via --train-opts), normalise the inputs (get_egs.sh's feature transform), or --on-divergence backoff" 1>&2
+            rm -f $dir/$((x + 1)).mdl
+            exit 1
+        fi
         rm -f $dir/$((x + 1)).?.mdl $dir/$((x + 1)).??.mdl $dir/$x.*.rep.mdl
     fi
+    x=$((x + 1))
 done
 wait
 
@@ -223,6 +316,12 @@ if [ $stage -le $num_iters ]; then
     fi
     $cmd $dir/log/compute_prob_valid.final.log \
         nnet-compute-prob $dir/final.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
+    final_objf=$(valid_objf $dir/log/compute_prob_valid.final.log)
+    if awk -v o="$final_objf" -v i="$initial_objf" 'BEGIN { exit !(o !~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/ || o + 0 < i + 0) }'; then
+        echo "$0: training diverged: the final model's validation objective $final_objf is worse than the initial model's $initial_objf; final.mdl removed. Try a lower --initial-learning-rate, or normalise the inputs" 1>&2
+        rm -f $dir/final.mdl
+        exit 1
+    fi
     $cmd $dir/log/compute_prob_train.final.log \
         nnet-compute-prob $dir/final.mdl ark:$egs_dir/train_diagnostic.egs || exit 1
 fi
