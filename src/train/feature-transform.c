@@ -53,27 +53,27 @@ static void acc_frame(struct acc *a, const double *x, int label) {
     }
 }
 
+/* 1 / stddev of dimension j, or 1 for a constant one (variance 0 up to the rounding of the sums;
+ * the test is relative to the dimension's own mean, so that scales from 1e-3 to 1e4 all count). */
+static double inv_stddev(double mean, double var) {
+    return var > 1e-12 * mean * mean && var > 0 ? 1 / sqrt(var) : 1;
+}
+
 static void meanvar_transform(const struct acc *a, struct matrix *out) {
     int d = a->dim;
     matrix_init_on(out, d, d + 1, MATRIX_CPU);
     matrix_set_zero(out);
-    double mean_var = 0;
     for (int i = 0; i < d; i++) {
         double m = a->sum[i] / a->count, v = a->scatter[i] / a->count - m * m;
-        mean_var += v > 0 ? v : 0;
-    }
-    mean_var /= d;
-    for (int i = 0; i < d; i++) {
-        double m = a->sum[i] / a->count, v = a->scatter[i] / a->count - m * m;
-        /* a constant dimension (variance ~0 against the others) is only centred */
-        double s = v > 1e-10 * mean_var && v > 0 ? 1 / sqrt(v) : 1;
+        double s = inv_stddev(m, v);
         float *row = out->data + (size_t)i * out->stride;
         row[i] = (float)s;
         row[d] = (float)(-s * m);
     }
 }
 
-/* LDA: W (within-class) and B (between-class) covariances; W^-1/2 from its eigendecomposition
+/* LDA: W (within-class) and B (between-class) covariances of the dimensions scaled to unit
+ * variance first (S = diag(1/stddev), so that features on any scale count alike); W^-1/2 from its eigendecomposition
  * (floored at 1e-6 of its mean eigenvalue), then the eigenvectors U of W^-1/2 B W^-1/2; the rows
  * of U^T W^-1/2, largest between-class variance s first, scaled by 1/sqrt(1 + s) so that every
  * output dimension has unit total variance; bias -A mean. */
@@ -82,7 +82,7 @@ static int lda_transform(const struct acc *a, int out_dim, struct matrix *out) {
     size_t dd = (size_t)d * d;
     double *w = xcalloc(dd, sizeof *w), *b = xcalloc(dd, sizeof *b), *ev = xmalloc(sizeof *ev * d);
     double *mean = xmalloc(sizeof *mean * d), *diff = xmalloc(sizeof *diff * d);
-    double *t = xcalloc(dd, sizeof *t), *m2 = xmalloc(dd * sizeof *m2);
+    double *t = xcalloc(dd, sizeof *t), *m2 = xmalloc(dd * sizeof *m2), *sc = NULL;
     int rc = 0;
     for (int i = 0; i < d; i++) mean[i] = a->sum[i] / a->count;
     for (int c = 0; c < a->num_classes; c++) {
@@ -96,6 +96,14 @@ static int lda_transform(const struct acc *a, int out_dim, struct matrix *out) {
         for (int j = 0; j <= i; j++) {
             double tot = a->scatter[(size_t)i * d + j] / a->count - mean[i] * mean[j];
             w[(size_t)i * d + j] = w[(size_t)j * d + i] = tot - b[(size_t)i * d + j];
+        }
+    sc = xmalloc(sizeof *sc * d);
+    for (int i = 0; i < d; i++)
+        sc[i] = inv_stddev(mean[i], a->scatter[(size_t)i * d + i] / a->count - mean[i] * mean[i]);
+    for (int i = 0; i < d; i++)
+        for (int j = 0; j < d; j++) {
+            w[(size_t)i * d + j] *= sc[i] * sc[j];
+            b[(size_t)i * d + j] *= sc[i] * sc[j];
         }
     if (dense_sym_eig(d, w, ev)) { rc = -1; goto done; }
     double mean_ev = 0;
@@ -127,13 +135,14 @@ static int lda_transform(const struct acc *a, int out_dim, struct matrix *out) {
         for (int j = 0; j < d; j++) {
             double aj = 0;
             for (int i = 0; i < d; i++) aj += u[i] * t[(size_t)i * d + j];
-            aj *= scale;
+            aj *= scale * sc[j];
             row[j] = (float)aj;
             bias -= aj * mean[j];
         }
         row[d] = (float)bias;
     }
 done:
+    free(sc);
     free(w); free(b); free(ev); free(mean); free(diff); free(t); free(m2);
     return rc;
 }

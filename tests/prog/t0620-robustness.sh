@@ -90,3 +90,33 @@ if awk -v a="$acc" 'BEGIN { exit !(a >= 0.85) }'; then
 else fail "nnet-train lr 0.004 mb 512: test accuracy '$acc'"; fi
 cp nt.1.log err
 expect_err "nnet-train logs its clipping per component" "Max-change of component 0 .*clipped [0-9]+ of [0-9]+ steps"
+
+# nnet-get-feature-transform: the meanvar and LDA transforms give zero-mean, unit-variance outputs
+# (checked through a FixedAffine network and nnet-forward on the training features).
+unit_stats() { # feats-rspecifier transform -> "max|mean| min-var max-var"
+    echo "FixedAffineComponent matrix=$2" > ft.config
+    nnet-init ft.config ft.mdl 2>/dev/null
+    nnet-forward ft.mdl "$1" ark,t:- 2>/dev/null | tr -d '[]' | awk 'NF > 1 && $1 !~ /-/ || NF > 2 {
+        for (i = 1; i <= NF; i++) if ($i ~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) { s[i] += $i; q[i] += $i * $i; if (i > d) d = i }
+        n++ }
+        END { if (!n) { print "1e30 0 0"; exit } m = 0; lo = 1e30; hi = 0; for (i = 1; i <= d; i++) { a = s[i] / n; v = q[i] / n - a * a;
+              if ((a < 0 ? -a : a) > m) m = (a < 0 ? -a : a); if (v < lo) lo = v; if (v > hi) hi = v }
+              printf "%.3g %.4f %.4f\n", m, lo, hi }'
+}
+f=scp:work/scaled/data/train/feats.scp
+expect_status "nnet-get-feature-transform (meanvar) on features scaled 1e-3..1e4" 0 \
+    nnet-get-feature-transform $f mv.mat
+read m lo hi <<<"$(unit_stats $f mv.mat)"
+if awk -v m=$m -v l=$lo -v h=$hi 'BEGIN { exit !(m < 1e-3 && l > 0.999 && h < 1.001) }'; then
+    pass "meanvar output: max |mean| $m, variances $lo..$hi"
+else fail "meanvar output: max |mean| $m, variances $lo..$hi"; fi
+f=scp:work/wine/data/train/feats.scp
+expect_status "nnet-get-feature-transform --type=lda" 0 nnet-get-feature-transform --type=lda \
+    $f scp:work/wine/data/train/labels.scp lda.mat
+read m lo hi <<<"$(unit_stats $f lda.mat)"
+if awk -v m=$m -v l=$lo -v h=$hi 'BEGIN { exit !(m < 1e-3 && l > 0.999 && h < 1.001) }'; then
+    pass "LDA output: max |mean| $m, variances $lo..$hi"
+else fail "LDA output: max |mean| $m, variances $lo..$hi"; fi
+expect_status "--type=foo is an error" 1 nnet-get-feature-transform --type=foo $f x.mat
+expect_status "lda without labels is a usage error" 2 nnet-get-feature-transform --type=lda $f x.mat
+expect_status "a missing archive is an error" 1 nnet-get-feature-transform scp:/nonexistent.scp x.mat
