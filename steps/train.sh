@@ -17,6 +17,11 @@
 # with --on-divergence backoff, reruns that iteration from the previous model at half the learning
 # rate (at most --max-backoffs times; the halving then holds for the rest of the run). The run
 # never ends 0 with a final model whose validation objective is below the initial model's.
+# Kaldi's ramp of jobs: with --num-jobs-initial / --num-jobs-final the number of jobs grows
+# linearly over the run (int(0.5 + ji + (jf - ji) x / num_iters)), each job trains with the
+# current jobs x the effective rate, and job j of iteration x reads archive number
+# (archives so far + j - 1) mod (jobs x iters-per-epoch) of the egs directory, so every archive is
+# used in turn; num_iters = 2 num_epochs x archives / (ji + jf). Not with elastic or parle.
 # With --feature-transform (default: the egs directory's feature_transform.mat when get_egs.sh
 # made one, "none": off) the network starts with FixedAffineComponent matrix=<that file>.
 #
@@ -43,6 +48,8 @@ cmd=utils/run.pl
 stage=-1
 num_epochs=4
 num_jobs=            # default: the number of jobs the examples were cut for
+num_jobs_initial=    # Kaldi's ramp (default: --num-jobs)
+num_jobs_final=      # (default: --num-jobs)
 minibatch_size=128
 initial_learning_rate=0.01
 final_learning_rate=0.001
@@ -78,6 +85,8 @@ Options:
   --stage <n>                    resume at iteration n (-1: initialise the model) (default: -1)
   --num-epochs <n>               passes over the data (default: 4)
   --num-jobs <n>                 parallel jobs (default: as the examples were cut)
+  --num-jobs-initial <n>         ramp: jobs at the start (default: --num-jobs)
+  --num-jobs-final <n>           ramp: jobs at the end (default: --num-jobs)
   --minibatch-size <n>           (default: 128)
   --initial-learning-rate <r>    effective learning rate at the start (default: 0.01)
   --final-learning-rate <r>      effective learning rate at the end (default: 0.001)
@@ -120,7 +129,24 @@ egs_jobs=$(cat $egs_dir/info/num_jobs)
 if [ $num_jobs -gt $egs_jobs ]; then
     echo "$0: --num-jobs $num_jobs but the examples in $egs_dir were cut for $egs_jobs jobs"; exit 1
 fi
-num_iters=$((num_epochs * iters_per_epoch))
+[ -z "$num_jobs_initial" ] && num_jobs_initial=$num_jobs
+[ -z "$num_jobs_final" ] && num_jobs_final=$num_jobs
+ramp=false
+[ $num_jobs_initial -ne $num_jobs ] || [ $num_jobs_final -ne $num_jobs ] && ramp=true
+for n in $num_jobs_initial $num_jobs_final; do
+    if [ $n -lt 1 ] || [ $n -gt $egs_jobs ]; then
+        echo "$0: --num-jobs-initial/--num-jobs-final $n: must lie in 1..$egs_jobs (the jobs the examples were cut for)"; exit 1
+    fi
+done
+num_archives=$((egs_jobs * iters_per_epoch))
+if $ramp; then
+    case $averaging in elastic|parle)
+        echo "$0: --num-jobs-initial/--num-jobs-final do not apply to --averaging $averaging"; exit 1 ;;
+    esac
+    num_iters=$(( 2 * num_epochs * num_archives / (num_jobs_initial + num_jobs_final) ))
+else
+    num_iters=$((num_epochs * iters_per_epoch))
+fi
 [ $num_iters -lt 1 ] && echo "$0: no iterations (num_epochs=$num_epochs)" && exit 1
 case $on_divergence in stop|backoff) ;;
     *) echo "$0: --on-divergence $on_divergence: expected stop or backoff"; exit 1 ;;
@@ -136,12 +162,21 @@ mkdir -p $dir/log
 echo $num_iters > $dir/num_iters
 echo $num_jobs > $dir/num_jobs
 
-# Per-job learning rate of iteration x: num_jobs * initial * (final/initial)^(x/num_iters), times
+# Jobs of iteration x (the ramp; else num_jobs), and the archives used before iteration x.
+jobs_at() {
+    awk -v x=$1 -v n=$num_iters -v i=$num_jobs_initial -v f=$num_jobs_final \
+        'BEGIN { print int(0.5 + i + (f - i) * x / n) }'
+}
+archives_before() {
+    awk -v x=$1 -v n=$num_iters -v i=$num_jobs_initial -v f=$num_jobs_final \
+        'BEGIN { s = 0; for (k = 0; k < x; k++) s += int(0.5 + i + (f - i) * k / n); print s }'
+}
+# Per-job learning rate of iteration x: jobs_at(x) * initial * (final/initial)^(x/num_iters), times
 # the backoff scale ($dir/lr_scale, 1 unless a divergence halved it).
 lr_scale=1
 [ -f $dir/lr_scale ] && [ $stage -ge 0 ] && lr_scale=$(cat $dir/lr_scale)
 learning_rate() {
-    awk -v x=$1 -v n=$num_iters -v i=$initial_learning_rate -v f=$final_learning_rate -v j=$num_jobs \
+    awk -v x=$1 -v n=$num_iters -v i=$initial_learning_rate -v f=$final_learning_rate -v j=$(jobs_at $1) \
         -v s=$lr_scale 'BEGIN { printf "%.6g\n", s * j * i * exp(x * log(f / i) / n) }'
 }
 # The validation objective in a nnet-compute-prob log ("nan"/"inf" when not finite).
@@ -196,7 +231,11 @@ fi
 initial_objf=$(valid_objf $dir/log/compute_prob_valid.0.log)
 echo "$0: validation objective of the initial model: $initial_objf"
 
-echo "$0: $num_iters iterations ($num_epochs epochs x $iters_per_epoch), $num_jobs jobs, $averaging"
+if $ramp; then
+    echo "$0: $num_iters iterations ($num_epochs epochs over $num_archives archives), jobs ramping $num_jobs_initial -> $num_jobs_final, $averaging"
+else
+    echo "$0: $num_iters iterations ($num_epochs epochs x $iters_per_epoch), $num_jobs jobs, $averaging"
+fi
 # A scoped coupling: min(cap, c0 (1 + s)^x).
 scoped() {
     awk -v c=$1 -v s=$parle_scoping -v x=$2 -v m=$3 'BEGIN { v = c * exp(x * log(1 + s)); printf "%.6g\n", v < m ? v : m }'
@@ -213,8 +252,19 @@ while [ $x -lt $num_iters ]; do
         $cmd $dir/log/compute_prob_train.$x.log \
             nnet-compute-prob $dir/$x.mdl ark:$egs_dir/train_diagnostic.egs &
 
-        echo "$0: iteration $x / $num_iters, learning rate $(learning_rate $x)"
+        nj=$(jobs_at $x)
+        echo "$0: iteration $x / $num_iters, $nj jobs, learning rate $(learning_rate $x)"
         archive=$((x % iters_per_epoch))
+        egs_in=$egs_dir/egs.JOB.$archive.ark
+        if $ramp; then   # job j reads archive (archives so far + j - 1) mod num_archives
+            mkdir -p $dir/egs
+            before=$(archives_before $x)
+            for j in $(seq $nj); do
+                k=$(( (before + j - 1) % num_archives ))
+                ln -sf $(cd $egs_dir && pwd)/egs.$((k % egs_jobs + 1)).$((k / egs_jobs)).ark $dir/egs/$x.$j.ark
+            done
+            egs_in=$dir/egs/$x.JOB.ark
+        fi
         start=$dir/$x.mdl extra_opts=
         # Iteration 0: half the minibatch and the global max-change / sqrt(2) (Kaldi nnet3).
         # (before $train_opts, so that a --max-change there holds for iteration 0 too).
@@ -222,7 +272,7 @@ while [ $x -lt $num_iters ]; do
         [ $x -eq 0 ] && ramp_opts="--minibatch-size=$(( (minibatch_size + 1) / 2 )) --max-change=1.41421"
         if $replicas; then
             # Each job continues its own replica (the centre for the first iteration).
-            for j in $(seq $num_jobs); do
+            for j in $(seq $nj); do
                 [ -f $dir/$x.$j.rep.mdl ] || cp $dir/$x.mdl $dir/$x.$j.rep.mdl || exit 1
             done
             start=$dir/$x.JOB.rep.mdl
@@ -230,22 +280,22 @@ while [ $x -lt $num_iters ]; do
         if [ $averaging = parle ]; then
             extra_opts="--entropy-inner-steps=$parle_inner_steps --entropy-coupling=$(scoped $parle_gamma0 $x $parle_gamma_max) --proximal-model=$dir/$x.mdl --proximal-coupling=$(scoped $parle_rho0 $x $parle_rho_max)"
         fi
-        $cmd JOB=1:$num_jobs $dir/log/train.$x.JOB.log \
+        $cmd JOB=1:$nj $dir/log/train.$x.JOB.log \
             nnet-shuffle-egs --buffer-size=$shuffle_buffer_size --srand=$((srand + x)) \
-                ark:$egs_dir/egs.JOB.$archive.ark ark:- \| \
+                ark:$egs_in ark:- \| \
             nnet-train --minibatch-size=$minibatch_size --srand=$((srand + x)) \
                 --num-threads=$num_threads $ramp_opts $train_opts $extra_opts $start ark:- $dir/$((x + 1)).JOB.mdl \
             || { echo "$0: training iteration $x failed"; exit 1; }
 
         next_lr=$(learning_rate $((x + 1)))
-        models=$(for j in $(seq $num_jobs); do echo -n "$dir/$((x + 1)).$j.mdl "; done)
+        models=$(for j in $(seq $nj); do echo -n "$dir/$((x + 1)).$j.mdl "; done)
         if [ $averaging = elastic ]; then
             # EASGD: the centre moves toward the replicas, each replica toward the old centre.
             $cmd $dir/log/average.$x.log \
                 nnet-average --elastic-alpha=$elastic_alpha --elastic-center=$dir/$x.mdl $models - \| \
                 nnet-copy --learning-rate=$next_lr - $dir/$((x + 1)).mdl || exit 1
             w=$(awk -v a=$elastic_alpha 'BEGIN { printf "%.6g:%.6g", 1 - a, a }')
-            $cmd JOB=1:$num_jobs $dir/log/pull.$x.JOB.log \
+            $cmd JOB=1:$nj $dir/log/pull.$x.JOB.log \
                 nnet-average --weights=$w $dir/$((x + 1)).JOB.mdl $dir/$x.mdl - \| \
                 nnet-copy --learning-rate=$next_lr - $dir/$((x + 1)).JOB.rep.mdl || exit 1
         elif [ $averaging = parle ]; then
@@ -253,12 +303,12 @@ while [ $x -lt $num_iters ]; do
             $cmd $dir/log/average.$x.log \
                 nnet-average $average_opts $models - \| \
                 nnet-copy --learning-rate=$next_lr - $dir/$((x + 1)).mdl || exit 1
-            $cmd JOB=1:$num_jobs $dir/log/pull.$x.JOB.log \
+            $cmd JOB=1:$nj $dir/log/pull.$x.JOB.log \
                 nnet-copy --learning-rate=$next_lr $dir/$((x + 1)).JOB.mdl $dir/$((x + 1)).JOB.rep.mdl || exit 1
         elif [ $x -eq 0 ]; then
             # Iteration 0: keep the job with the best training objective (Kaldi).
             best=1 best_objf=-1e30
-            for j in $(seq $num_jobs); do
+            for j in $(seq $nj); do
                 objf=$(grep -o 'log-prob-per-frame=[^ ]*' $dir/log/train.$x.$j.log | tail -n 1 | cut -d= -f2)
                 [ -z "$objf" ] && echo "$0: no objective in $dir/log/train.$x.$j.log" && exit 1
                 if awk -v a=$objf -v b=$best_objf 'BEGIN { exit !(a > b) }'; then best=$j; best_objf=$objf; fi
@@ -293,7 +343,7 @@ while [ $x -lt $num_iters ]; do
             rm -f $dir/$((x + 1)).mdl
             exit 1
         fi
-        rm -f $dir/$((x + 1)).?.mdl $dir/$((x + 1)).??.mdl $dir/$x.*.rep.mdl
+        rm -f $dir/$((x + 1)).?.mdl $dir/$((x + 1)).??.mdl $dir/$x.*.rep.mdl $dir/egs/$x.*.ark
     fi
     x=$((x + 1))
 done

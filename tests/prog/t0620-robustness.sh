@@ -77,6 +77,16 @@ else
     fail "--on-divergence backoff: $n backoffs, rc $rc"
 fi
 
+# Kaldi's ramp of jobs: 1 -> 2 jobs, the per-job rate = current jobs x the effective rate.
+out=$(bash $run csv/digits work/ramp --num-jobs-initial 1 --num-jobs-final 2); rc=$?
+acc=$(echo "$out" | sed -n 's/.*accuracy=\([^ ]*\).*/\1/p')
+if [ $rc -eq 0 ] && grep -q "jobs ramping 1 -> 2" work/ramp/train.log && grep -q "iteration 0 / [0-9]*, 1 jobs" work/ramp/train.log \
+    && awk -v a="$acc" 'BEGIN { exit !(a >= 0.85) }'; then
+    pass "--num-jobs-initial 1 --num-jobs-final 2: $(grep -o '[0-9]* iterations ([^)]*)' work/ramp/train.log), test accuracy $acc"
+else fail "jobs ramp: rc $rc, accuracy '$acc'"; fi
+grep -q -- "--minibatch-size=64 --max-change=1.41421" work/ramp/nnet/log/train.0.1.log && \
+    pass "iteration 0: half the minibatch and max-change/sqrt(2)" || fail "iteration 0 ramp options missing"
+
 # nnet-train alone at learning rate 0.004 and its default minibatch 512 on raw digits (0..16).
 w=work/digits
 nnet-init $w/nnet.config - 2>/dev/null | nnet-copy --learning-rate=0.004 - nt.mdl 2>/dev/null
