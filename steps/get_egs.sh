@@ -22,6 +22,7 @@ num_frames_diagnostic=4000
 num_frames_combine=10000
 valid_data_dir=           # if set, validation examples come from this directory instead
 compress=8bit             # none | 8bit | 16bit | zlib
+feature_transform=meanvar # meanvar | lda | none: normalising transform for train.sh
 srand=0
 # End configuration section.
 
@@ -37,7 +38,16 @@ Options:
   --num-jobs <n>              number of training jobs (archives per iteration) (default: 4)
   --num-utts-subset <n>       utterances held out for diagnostics (default: 300)
   --valid-data-dir <dir>      take validation examples from this data directory instead
-  --compress <mode>           none|8bit|16bit|zlib (default: 8bit)"
+  --compress <mode>           none|8bit|16bit|zlib (default: 8bit). none: floats as given;
+                              zlib: lossless (deflated floats); 16bit: Kaldi CM2, one range per
+                              example; 8bit: Kaldi CM (per-column ranges) for examples of more
+                              than 8 rows, else CM3 (one range per example). nnet-get-egs
+                              measures the error per dimension and falls back to a finer mode
+                              (warning) when it exceeds 0.1 of a dimension's standard deviation
+  --feature-transform <type>  meanvar|lda|none: nnet-get-feature-transform on the training
+                              features into <egs-dir>/feature_transform.mat, which train.sh puts
+                              in front of the network (lda: on frames spliced with the context,
+                              after the config's SpliceComponent) (default: meanvar)"
 
 [ -f ./path.sh ] && . ./path.sh
 . utils/parse_options.sh || exit 1
@@ -115,6 +125,19 @@ if [ $stage -le 2 ]; then
     cp $dir/info/iters_per_epoch $dir/iters_per_epoch
     cp $dir/info/samples_per_iter $dir/samples_per_iter
     echo "$0: $num_frames frames of dimension $feat_dim; $num_jobs jobs x $iters_per_epoch iterations per epoch"
+    rm -f $dir/feature_transform.mat
+    case $feature_transform in
+        none) ;;
+        meanvar)
+            $cmd $dir/log/feature_transform.log \
+                nnet-get-feature-transform scp:$data/feats.scp $dir/feature_transform.mat || exit 1 ;;
+        lda)
+            $cmd $dir/log/feature_transform.log \
+                nnet-get-feature-transform --type=lda $ctx scp:$data/feats.scp scp:$data/labels.scp \
+                    $dir/feature_transform.mat || exit 1 ;;
+        *) echo "$0: --feature-transform $feature_transform: expected meanvar, lda or none"; exit 1 ;;
+    esac
+    [ -f $dir/feature_transform.mat ] && echo "$0: wrote $dir/feature_transform.mat ($feature_transform)"
 fi
 iters_per_epoch=$(cat $dir/info/iters_per_epoch) || exit 1
 

@@ -9,6 +9,22 @@
 # Iteration 0 keeps the best job's model instead of the average (Kaldi).
 # Every model is written atomically by the programs; rerun with --stage N to resume at iteration N.
 #
+# Safety (reference/kaldi-nnet2.md; README "Safe by default"): nnet-train clips with its default
+# global max-change (2.0) and the components' default max-changes; iteration 0 trains with half the
+# minibatch and max-change/sqrt(2) (Kaldi nnet3). After every iteration the validation objective of
+# the new model is checked: when it is not finite, or falls clearly below the initial model's
+# (by more than max(0.5, 0.25 |initial|)), the run stops with exit 1 and a "diverged" message, or,
+# with --on-divergence backoff, reruns that iteration from the previous model at half the learning
+# rate (at most --max-backoffs times; the halving then holds for the rest of the run). The run
+# never ends 0 with a final model whose validation objective is below the initial model's.
+# Kaldi's ramp of jobs: with --num-jobs-initial / --num-jobs-final the number of jobs grows
+# linearly over the run (int(0.5 + ji + (jf - ji) x / num_iters)), each job trains with the
+# current jobs x the effective rate, and job j of iteration x reads archive number
+# (archives so far + j - 1) mod (jobs x iters-per-epoch) of the egs directory, so every archive is
+# used in turn; num_iters = 2 num_epochs x archives / (ji + jf). Not with elastic or parle.
+# With --feature-transform (default: the egs directory's feature_transform.mat when get_egs.sh
+# made one, "none": off) the network starts with FixedAffineComponent matrix=<that file>.
+#
 # Averaging methods (--averaging; reference/averaging-methods.md):
 #   average    the plain average of the jobs' models (Kaldi).
 #   agreement  jobs whose change since $x.mdl disagrees with the consensus change (cosine distance
@@ -32,6 +48,8 @@ cmd=utils/run.pl
 stage=-1
 num_epochs=4
 num_jobs=            # default: the number of jobs the examples were cut for
+num_jobs_initial=    # Kaldi's ramp (default: --num-jobs)
+num_jobs_final=      # (default: --num-jobs)
 minibatch_size=128
 initial_learning_rate=0.01
 final_learning_rate=0.001
@@ -54,6 +72,9 @@ parle_scoping=0.5    # couplings grow by this factor per iteration ...
 parle_gamma_max=0.3  # ... up to these caps
 parle_rho_max=0.5
 offline_window=0     # HWA: average the last W synchronised models into final.mdl (0: off)
+on_divergence=stop   # stop | backoff
+max_backoffs=3       # backoff: at most this many halvings of the learning rate
+feature_transform=   # default: \$egs_dir/feature_transform.mat if present; none: no transform
 # End configuration section.
 
 echo "$0 $*"
@@ -64,6 +85,8 @@ Options:
   --stage <n>                    resume at iteration n (-1: initialise the model) (default: -1)
   --num-epochs <n>               passes over the data (default: 4)
   --num-jobs <n>                 parallel jobs (default: as the examples were cut)
+  --num-jobs-initial <n>         ramp: jobs at the start (default: --num-jobs)
+  --num-jobs-final <n>           ramp: jobs at the end (default: --num-jobs)
   --minibatch-size <n>           (default: 128)
   --initial-learning-rate <r>    effective learning rate at the start (default: 0.01)
   --final-learning-rate <r>      effective learning rate at the end (default: 0.001)
@@ -77,7 +100,12 @@ Options:
   --elastic-alpha <a>            EASGD alpha (default: 0.9 / num-jobs)
   --parle-inner-steps <L>        Parle: inner steps per outer step (default: 25)
   --offline-window <W>           HWA: final.mdl = average of the last W models (default: 0, off)
-  --combine-method <m>           per-layer|twa (default: per-layer)"
+  --combine-method <m>           per-layer|twa (default: per-layer)
+  --on-divergence <stop|backoff> on a diverged iteration: stop (exit 1) or rerun it from the
+                                 previous model at half the learning rate (default: stop)
+  --max-backoffs <n>             at most this many backoffs (default: 3)
+  --feature-transform <file|none> FixedAffine matrix put in front of the network (default:
+                                 the egs directory's feature_transform.mat when present)"
 
 [ -f ./path.sh ] && . ./path.sh
 . utils/parse_options.sh || exit 1
@@ -93,7 +121,28 @@ set -o pipefail
 
 . steps/lib/train-common.sh
 train_read_egs_info $egs_dir
+[ -z "$num_jobs_initial" ] && num_jobs_initial=$num_jobs
+[ -z "$num_jobs_final" ] && num_jobs_final=$num_jobs
+ramp=false
+[ $num_jobs_initial -ne $num_jobs ] || [ $num_jobs_final -ne $num_jobs ] && ramp=true
+for n in $num_jobs_initial $num_jobs_final; do
+    if [ $n -lt 1 ] || [ $n -gt $egs_jobs ]; then
+        echo "$0: --num-jobs-initial/--num-jobs-final $n: must lie in 1..$egs_jobs (the jobs the examples were cut for)"; exit 1
+    fi
+done
+num_archives=$((egs_jobs * iters_per_epoch))
+if $ramp; then
+    case $averaging in elastic|parle)
+        echo "$0: --num-jobs-initial/--num-jobs-final do not apply to --averaging $averaging"; exit 1 ;;
+    esac
+    num_iters=$(( 2 * num_epochs * num_archives / (num_jobs_initial + num_jobs_final) ))
+else
+    num_iters=$((num_epochs * iters_per_epoch))
+fi
 [ $num_iters -lt 1 ] && echo "$0: no iterations (num_epochs=$num_epochs)" && exit 1
+case $on_divergence in stop|backoff) ;;
+    *) echo "$0: --on-divergence $on_divergence: expected stop or backoff"; exit 1 ;;
+esac
 case $averaging in average|agreement|elastic|parle) ;;
     *) echo "$0: --averaging $averaging: expected average, agreement, elastic or parle"; exit 1 ;;
 esac
@@ -105,42 +154,117 @@ mkdir -p $dir/log
 echo $num_iters > $dir/num_iters
 echo $num_jobs > $dir/num_jobs
 
-# Per-job learning rate of iteration x: num_jobs * initial * (final/initial)^(x/num_iters).
+# Jobs of iteration x (the ramp; else num_jobs), and the archives used before iteration x.
+jobs_at() {
+    awk -v x=$1 -v n=$num_iters -v i=$num_jobs_initial -v f=$num_jobs_final \
+        'BEGIN { print int(0.5 + i + (f - i) * x / n) }'
+}
+archives_before() {
+    awk -v x=$1 -v n=$num_iters -v i=$num_jobs_initial -v f=$num_jobs_final \
+        'BEGIN { s = 0; for (k = 0; k < x; k++) s += int(0.5 + i + (f - i) * k / n); print s }'
+}
+# Per-job learning rate of iteration x: jobs_at(x) * initial * (final/initial)^(x/num_iters), times
+# the backoff scale ($dir/lr_scale, 1 unless a divergence halved it).
+lr_scale=1
+[ -f $dir/lr_scale ] && [ $stage -ge 0 ] && lr_scale=$(cat $dir/lr_scale)
 learning_rate() {
-    awk -v x=$1 -v n=$num_iters -v i=$initial_learning_rate -v f=$final_learning_rate -v j=$num_jobs \
-        'BEGIN { printf "%.6g\n", j * i * exp(x * log(f / i) / n) }'
+    awk -v x=$1 -v n=$num_iters -v i=$initial_learning_rate -v f=$final_learning_rate -v j=$(jobs_at $1) \
+        -v s=$lr_scale 'BEGIN { printf "%.6g\n", s * j * i * exp(x * log(f / i) / n) }'
+}
+# The validation objective in a nnet-compute-prob log ("nan"/"inf" when not finite).
+valid_objf() {
+    grep -o 'average probability is [^ ]*' $1 | tail -n 1 | awk '{print $4}'
+}
+# 0 (true) if objective $1 is not finite or clearly below the initial objective $2.
+diverged() {
+    awk -v o="$1" -v i="$2" 'BEGIN {
+        if (o !~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/) exit 0
+        m = 0.25 * (i < 0 ? -i : i); if (m < 0.5) m = 0.5
+        exit !(o + 0 < i - m) }'
 }
 
 if [ $stage -le -1 ]; then
     [ ! -f $config ] && echo "$0: no such file $config" && exit 1
-    echo "$0: initialising the model from $config"
+    [ -z "$feature_transform" ] && [ -f $egs_dir/feature_transform.mat ] && \
+        feature_transform=$egs_dir/feature_transform.mat
+    init_config=$config
+    if [ -n "$feature_transform" ] && [ "$feature_transform" != none ]; then
+        [ ! -f $feature_transform ] && echo "$0: no such file $feature_transform" && exit 1
+        first=$(grep -v '^[[:space:]]*\(#\|$\)' $config | head -n 1 | awk '{print $1}')
+        tdim=$(( $(feat-to-dim $feature_transform - 2>/dev/null) - 1 ))
+        fdim=$(cat $egs_dir/info/feat_dim 2>/dev/null)
+        line="FixedAffineComponent matrix=$feature_transform"
+        init_config=$dir/nnet.config
+        case $first in
+        FixedAffine*)
+            echo "$0: $config already starts with a FixedAffine line: not adding $feature_transform"
+            init_config=$config ;;
+        Splice*)
+            if [ "$tdim" = "$fdim" ]; then
+                { echo "$line"; cat $config; } > $init_config
+            else   # a transform of spliced frames (LDA) goes after the splicing
+                awk -v l="$line" '{ print } !done && $1 ~ /^Splice/ { print l; done = 1 }' $config > $init_config
+            fi ;;
+        *)  { echo "$line"; cat $config; } > $init_config ;;
+        esac
+        [ $init_config != $config ] && echo "$0: normalising inputs with $feature_transform (FixedAffineComponent, input dim $tdim)"
+    fi
+    echo "$0: initialising the model from $init_config"
+    rm -f $dir/lr_scale
     $cmd $dir/log/init.log \
-        nnet-init --srand=$srand $config - \| \
+        nnet-init --srand=$srand $init_config - \| \
         nnet-copy --learning-rate=$(learning_rate 0) - $dir/0.mdl || exit 1
 fi
+[ -f $dir/0.mdl ] || { echo "$0: no $dir/0.mdl (run from --stage -1)"; exit 1; }
+if [ ! -f $dir/log/compute_prob_valid.0.log ] || [ -z "$(valid_objf $dir/log/compute_prob_valid.0.log)" ]; then
+    $cmd $dir/log/compute_prob_valid.0.log \
+        nnet-compute-prob $dir/0.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
+fi
+initial_objf=$(valid_objf $dir/log/compute_prob_valid.0.log)
+echo "$0: validation objective of the initial model: $initial_objf"
 
-echo "$0: $num_iters iterations ($num_epochs epochs x $iters_per_epoch), $num_jobs jobs, $averaging"
+if $ramp; then
+    echo "$0: $num_iters iterations ($num_epochs epochs over $num_archives archives), jobs ramping $num_jobs_initial -> $num_jobs_final, $averaging"
+else
+    echo "$0: $num_iters iterations ($num_epochs epochs x $iters_per_epoch), $num_jobs jobs, $averaging"
+fi
 # A scoped coupling: min(cap, c0 (1 + s)^x).
 scoped() {
     awk -v c=$1 -v s=$parle_scoping -v x=$2 -v m=$3 'BEGIN { v = c * exp(x * log(1 + s)); printf "%.6g\n", v < m ? v : m }'
 }
 replicas=false
 case $averaging in elastic|parle) replicas=true ;; esac
-for x in $(seq 0 $((num_iters - 1))); do
+num_backoffs=0
+x=0
+while [ $x -lt $num_iters ]; do
     if [ $stage -le $x ]; then
         [ ! -f $dir/$x.mdl ] && echo "$0: missing $dir/$x.mdl (resume from an earlier stage)" && exit 1
-        # Diagnostics of the model this iteration starts from, in the background.
-        $cmd $dir/log/compute_prob_valid.$x.log \
-            nnet-compute-prob $dir/$x.mdl ark:$egs_dir/valid_diagnostic.egs &
+        # Diagnostics of the model this iteration starts from, in the background (its validation
+        # objective was computed when it was made, for the divergence check).
         $cmd $dir/log/compute_prob_train.$x.log \
             nnet-compute-prob $dir/$x.mdl ark:$egs_dir/train_diagnostic.egs &
 
-        echo "$0: iteration $x / $num_iters, learning rate $(learning_rate $x)"
+        nj=$(jobs_at $x)
+        echo "$0: iteration $x / $num_iters, $nj jobs, learning rate $(learning_rate $x)"
         archive=$((x % iters_per_epoch))
+        egs_in=$egs_dir/egs.JOB.$archive.ark
+        if $ramp; then   # job j reads archive (archives so far + j - 1) mod num_archives
+            mkdir -p $dir/egs
+            before=$(archives_before $x)
+            for j in $(seq $nj); do
+                k=$(( (before + j - 1) % num_archives ))
+                ln -sf $(cd $egs_dir && pwd)/egs.$((k % egs_jobs + 1)).$((k / egs_jobs)).ark $dir/egs/$x.$j.ark
+            done
+            egs_in=$dir/egs/$x.JOB.ark
+        fi
         start=$dir/$x.mdl extra_opts=
+        # Iteration 0: half the minibatch and the global max-change / sqrt(2) (Kaldi nnet3).
+        # (before $train_opts, so that a --max-change there holds for iteration 0 too).
+        ramp_opts=
+        [ $x -eq 0 ] && ramp_opts="--minibatch-size=$(( (minibatch_size + 1) / 2 )) --max-change=1.41421"
         if $replicas; then
             # Each job continues its own replica (the centre for the first iteration).
-            for j in $(seq $num_jobs); do
+            for j in $(seq $nj); do
                 [ -f $dir/$x.$j.rep.mdl ] || cp $dir/$x.mdl $dir/$x.$j.rep.mdl || exit 1
             done
             start=$dir/$x.JOB.rep.mdl
@@ -148,22 +272,22 @@ for x in $(seq 0 $((num_iters - 1))); do
         if [ $averaging = parle ]; then
             extra_opts="--entropy-inner-steps=$parle_inner_steps --entropy-coupling=$(scoped $parle_gamma0 $x $parle_gamma_max) --proximal-model=$dir/$x.mdl --proximal-coupling=$(scoped $parle_rho0 $x $parle_rho_max)"
         fi
-        $cmd JOB=1:$num_jobs $dir/log/train.$x.JOB.log \
+        $cmd JOB=1:$nj $dir/log/train.$x.JOB.log \
             nnet-shuffle-egs --buffer-size=$shuffle_buffer_size --srand=$((srand + x)) \
-                ark:$egs_dir/egs.JOB.$archive.ark ark:- \| \
+                ark:$egs_in ark:- \| \
             nnet-train --minibatch-size=$minibatch_size --srand=$((srand + x)) \
-                --num-threads=$num_threads $train_opts $extra_opts $start ark:- $dir/$((x + 1)).JOB.mdl \
+                --num-threads=$num_threads $ramp_opts $train_opts $extra_opts $start ark:- $dir/$((x + 1)).JOB.mdl \
             || { echo "$0: training iteration $x failed"; exit 1; }
 
         next_lr=$(learning_rate $((x + 1)))
-        models=$(for j in $(seq $num_jobs); do echo -n "$dir/$((x + 1)).$j.mdl "; done)
+        models=$(for j in $(seq $nj); do echo -n "$dir/$((x + 1)).$j.mdl "; done)
         if [ $averaging = elastic ]; then
             # EASGD: the centre moves toward the replicas, each replica toward the old centre.
             $cmd $dir/log/average.$x.log \
                 nnet-average --elastic-alpha=$elastic_alpha --elastic-center=$dir/$x.mdl $models - \| \
                 nnet-copy --learning-rate=$next_lr - $dir/$((x + 1)).mdl || exit 1
             w=$(awk -v a=$elastic_alpha 'BEGIN { printf "%.6g:%.6g", 1 - a, a }')
-            $cmd JOB=1:$num_jobs $dir/log/pull.$x.JOB.log \
+            $cmd JOB=1:$nj $dir/log/pull.$x.JOB.log \
                 nnet-average --weights=$w $dir/$((x + 1)).JOB.mdl $dir/$x.mdl - \| \
                 nnet-copy --learning-rate=$next_lr - $dir/$((x + 1)).JOB.rep.mdl || exit 1
         elif [ $averaging = parle ]; then
@@ -171,12 +295,12 @@ for x in $(seq 0 $((num_iters - 1))); do
             $cmd $dir/log/average.$x.log \
                 nnet-average $average_opts $models - \| \
                 nnet-copy --learning-rate=$next_lr - $dir/$((x + 1)).mdl || exit 1
-            $cmd JOB=1:$num_jobs $dir/log/pull.$x.JOB.log \
+            $cmd JOB=1:$nj $dir/log/pull.$x.JOB.log \
                 nnet-copy --learning-rate=$next_lr $dir/$((x + 1)).JOB.mdl $dir/$((x + 1)).JOB.rep.mdl || exit 1
         elif [ $x -eq 0 ]; then
             # Iteration 0: keep the job with the best training objective (Kaldi).
             best=1 best_objf=-1e30
-            for j in $(seq $num_jobs); do
+            for j in $(seq $nj); do
                 objf=$(grep -o 'log-prob-per-frame=[^ ]*' $dir/log/train.$x.$j.log | tail -n 1 | cut -d= -f2)
                 [ -z "$objf" ] && echo "$0: no objective in $dir/log/train.$x.$j.log" && exit 1
                 if awk -v a=$objf -v b=$best_objf 'BEGIN { exit !(a > b) }'; then best=$j; best_objf=$objf; fi
@@ -192,8 +316,28 @@ for x in $(seq 0 $((num_iters - 1))); do
                 nnet-average $opts $models - \| \
                 nnet-copy --learning-rate=$next_lr - $dir/$((x + 1)).mdl || exit 1
         fi
-        rm -f $models $dir/$x.*.rep.mdl  # the jobs' models, however many jobs
+        # The divergence check on the new model's validation objective.
+        $cmd $dir/log/compute_prob_valid.$((x + 1)).log \
+            nnet-compute-prob $dir/$((x + 1)).mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
+        objf=$(valid_objf $dir/log/compute_prob_valid.$((x + 1)).log)
+        if diverged "$objf" "$initial_objf"; then
+            lr=$(learning_rate $x)
+            if [ $on_divergence = backoff ] && [ $num_backoffs -lt $max_backoffs ]; then
+                num_backoffs=$((num_backoffs + 1))
+                lr_scale=$(awk -v s=$lr_scale 'BEGIN { printf "%.6g", s / 2 }')
+                echo $lr_scale > $dir/lr_scale
+                echo "$0: iteration $x diverged (learning rate $lr, validation objective $objf vs $initial_objf at the start): backoff $num_backoffs of $max_backoffs, rerunning it from $x.mdl at half the rate"
+                rm -f $dir/$((x + 1)).mdl $dir/$((x + 1)).*.mdl
+                nnet-copy --learning-rate=$(learning_rate $x) $dir/$x.mdl $dir/$x.mdl 2>$dir/log/backoff.$x.$num_backoffs.log || exit 1
+                continue
+            fi
+            echo "$0: training diverged at iteration $x (per-job learning rate $lr): the validation objective went to $objf from $initial_objf at the start. Try a lower --initial-learning-rate / --final-learning-rate (e.g. a tenth), keep --max-change on (nnet-train's default 2.0, via --train-opts), normalise the inputs (get_egs.sh's feature transform), or --on-divergence backoff" 1>&2
+            rm -f $dir/$((x + 1)).mdl
+            exit 1
+        fi
+        rm -f $models $dir/$x.*.rep.mdl $dir/egs/$x.*.ark  # the jobs' models, however many jobs
     fi
+    x=$((x + 1))
 done
 wait
 
@@ -214,6 +358,12 @@ if [ $stage -le $num_iters ]; then
     fi
     $cmd $dir/log/compute_prob_valid.final.log \
         nnet-compute-prob $dir/final.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
+    final_objf=$(valid_objf $dir/log/compute_prob_valid.final.log)
+    if awk -v o="$final_objf" -v i="$initial_objf" 'BEGIN { exit !(o !~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/ || o + 0 < i + 0) }'; then
+        echo "$0: training diverged: the final model's validation objective $final_objf is worse than the initial model's $initial_objf; final.mdl removed. Try a lower --initial-learning-rate, or normalise the inputs" 1>&2
+        rm -f $dir/final.mdl
+        exit 1
+    fi
     $cmd $dir/log/compute_prob_train.final.log \
         nnet-compute-prob $dir/final.mdl ark:$egs_dir/train_diagnostic.egs || exit 1
 fi

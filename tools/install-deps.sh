@@ -10,7 +10,7 @@
 set -euo pipefail
 
 pkgs=(make gcc libopenblas-dev zlib1g-dev clang libclang-rt-14-dev python3 gawk bc perl gzip
-      dataset-fashion-mnist gnuplot-nox)
+      dataset-fashion-mnist gnuplot-nox python3-numpy python3-sklearn)
 engines=false
 for arg in "$@"; do
     case $arg in

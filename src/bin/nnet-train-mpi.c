@@ -128,7 +128,7 @@ int main(int argc, char **argv) {
     struct train_sync_options o;
     train_sync_options_default(&o);
     int binary = 1, num_threads = 1, srand_seed = 0;
-    float max_change = 0;
+    float max_change = NNET_DEFAULT_MAX_CHANGE_GLOBAL;
     const char *mode = "", *fusion = "halving", *gaf_on = "gradient";
     struct option_spec specs[] = {
         {"mode", OPT_STRING, &mode,
@@ -144,7 +144,7 @@ int main(int argc, char **argv) {
         {"minibatches-per-phase", OPT_INT, &o.train.progress_every,
          "Log progress (rank 0) every this many minibatches (0: never)"},
         {"max-change", OPT_FLOAT, &max_change,
-         "Global max-change: largest norm of one minibatch's whole step (0: no limit)"},
+         "Global max-change: largest norm of one minibatch's whole step (Kaldi's 2.0; 0: no limit)"},
         {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
         {"gaf-microbatches", OPT_INT, &o.train.gaf_microbatches,
          "GAF across ranks: minibatches per rank per update (0: off; implies gradients mode)"},
@@ -258,6 +258,7 @@ int main(int argc, char **argv) {
                 t->gaf_skipped, t->num_updates,
                 t->gaf_offered ? (double)t->gaf_accepted / t->gaf_offered : 0.0, t->gaf_accepted,
                 t->gaf_offered);
+        nnet_log_max_change_stats(n); /* rank 0's steps */
         if (st.num_stopped_early)
             LOG("%lld rank(s) stopped with examples left (the shortest archive ends the pass)",
                 st.num_stopped_early);

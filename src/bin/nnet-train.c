@@ -17,7 +17,7 @@ int main(int argc, char **argv) {
     struct train_options o;
     train_options_default(&o);
     int binary = 1, num_threads = 1, srand_seed = 0;
-    float max_change = 0;
+    float max_change = NNET_DEFAULT_MAX_CHANGE_GLOBAL;
     const char *fusion = "halving", *gaf_on = "gradient", *proximal = "";
     const char *use_gpu = "no";
     struct option_spec specs[] = {
@@ -27,7 +27,7 @@ int main(int argc, char **argv) {
         {"minibatches-per-phase", OPT_INT, &o.progress_every,
          "Log progress every this many minibatches (0: never)"},
         {"max-change", OPT_FLOAT, &max_change,
-         "Global max-change: largest norm of one minibatch's whole step (0: no limit)"},
+         "Global max-change: largest norm of one minibatch's whole step (Kaldi's 2.0; 0: no limit)"},
         {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
         {"gaf-microbatches", OPT_INT, &o.gaf_microbatches,
          "GAF: minibatches per update, filtered by agreement (0 or 1: off)"},
@@ -94,6 +94,7 @@ int main(int argc, char **argv) {
             st.gaf_offered ? (double)st.gaf_accepted / st.gaf_offered : 0.0, st.gaf_accepted,
             st.gaf_offered);
     if (o.entropy_inner_steps > 0) LOG("Entropy-SGD: %lld outer updates", st.outer_steps);
+    nnet_log_max_change_stats(n);
     LOG("[this line is to be parsed by a script:] log-prob-per-frame=%.6f", st.objf / st.weight);
     nnet_free(n);
     nnet_free(o.proximal_model);

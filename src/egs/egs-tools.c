@@ -105,11 +105,6 @@ int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t
     return rc;
 }
 
-static int emit_to_writer(void *ctx, const char *key, const struct example *eg) {
-    struct table_writer *w = ctx;
-    return write_eg(w, key, eg);
-}
-
 /* Labels held in memory, sorted by key: the whole table is read once, so that it may come from
  * a pipe (ali-to-pdf) in any order, as Kaldi's random-access reader allows. */
 struct label_entry {
@@ -159,9 +154,78 @@ static void free_labels(struct label_entry *e, int n) {
     free(e);
 }
 
+/* egs_get's writing side: examples arrive stored as float; the first EGS_COMPRESS_PROBE are
+ * held until the storage format is chosen (egs.h), then every example is stored in it, measured
+ * against its float original and written. */
+struct get_sink {
+    struct table_writer *w;
+    int asked, compress; /* compress: chosen, or -1 while probing */
+    struct item *probe;
+    int num_probe;
+    struct egs_compress_check check;
+    struct example tmp;
+};
+
+static int sink_store_write(struct get_sink *k, const char *key, const struct example *eg) {
+    example_copy(&k->tmp, eg);
+    if (example_recompress(&k->tmp, k->compress)) return error_wrap("key '%s': ", key);
+    if (egs_compress_check_add(&k->check, &eg->input, &k->tmp)) return error_wrap("key '%s': ", key);
+    return write_eg(k->w, key, &k->tmp);
+}
+
+static const char *compress_name(int c) {
+    return c == EGS_COMPRESS_8BIT ? "8bit" : c == EGS_COMPRESS_16BIT ? "16bit"
+           : c == EGS_COMPRESS_ZLIB ? "zlib" : "none";
+}
+
+/* Choose the format on the probe (the asked one, or finer ones past the bound), then write it. */
+static int sink_decide(struct get_sink *k) {
+    int c = k->asked;
+    while (c == EGS_COMPRESS_8BIT || c == EGS_COMPRESS_16BIT) {
+        struct egs_compress_check chk;
+        egs_compress_check_init(&chk);
+        int rc = 0;
+        for (int i = 0; i < k->num_probe && !rc; i++) {
+            example_copy(&k->tmp, &k->probe[i].eg);
+            rc = example_recompress(&k->tmp, c) ||
+                 egs_compress_check_add(&chk, &k->probe[i].eg.input, &k->tmp);
+        }
+        int dim;
+        double worst = egs_compress_check_worst(&chk, &dim);
+        egs_compress_check_release(&chk);
+        if (rc) return -1;
+        if (worst <= EGS_COMPRESS_MAX_REL_ERROR) break;
+        int next = c == EGS_COMPRESS_8BIT ? EGS_COMPRESS_16BIT : EGS_COMPRESS_ZLIB;
+        WARN("--compress=%s would destroy features: on the first %d examples its RMS error in "
+             "input dimension %d is %.3g of that dimension's standard deviation (bound %g; features on "
+             "very different scales share one range per example); using %s instead", compress_name(c),
+             k->num_probe, dim, worst, EGS_COMPRESS_MAX_REL_ERROR, compress_name(next));
+        c = next;
+    }
+    k->compress = c;
+    int rc = 0;
+    for (int i = 0; i < k->num_probe; i++) {
+        if (!rc) rc = sink_store_write(k, k->probe[i].key, &k->probe[i].eg);
+        item_release(&k->probe[i]);
+    }
+    k->num_probe = 0;
+    return rc;
+}
+
+static int emit_to_sink(void *ctx, const char *key, const struct example *eg) {
+    struct get_sink *k = ctx;
+    if (k->compress >= 0) return sink_store_write(k, key, eg);
+    struct item *it = &k->probe[k->num_probe++];
+    it->key = xstrdup(key);
+    example_init(&it->eg);
+    example_copy(&it->eg, eg);
+    return k->num_probe == EGS_COMPRESS_PROBE ? sink_decide(k) : 0;
+}
+
 int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_wspec,
             const struct egs_get_opts *opts, struct egs_stats *st) {
     memset(st, 0, sizeof *st);
+    st->worst_dim = -1;
     struct label_entry *labels;
     int num_labels;
     if (load_labels(labels_rspec, &labels, &num_labels)) {
@@ -181,6 +245,12 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
         error_wrap("cannot open '%s': ", egs_wspec);
         return finish(&feats, NULL, -1);
     }
+    struct get_sink sink = {&w, opts->compress, -1, NULL, 0, {0}, {0}};
+    sink.probe = xcalloc(EGS_COMPRESS_PROBE, sizeof *sink.probe);
+    egs_compress_check_init(&sink.check);
+    example_init(&sink.tmp);
+    struct egs_get_opts float_opts = *opts;
+    float_opts.compress = EGS_COMPRESS_NONE;
     struct matrix m = {0};
     int rc = 0, got;
     while ((got = table_reader_next(&feats, &m)) == 1) {
@@ -203,12 +273,29 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
             st->num_skipped++;
             continue;
         }
-        long long before = w.num_written;
-        if ((rc = egs_cut_utterance(utt, &m, lab->v.data, opts, emit_to_writer, &w))) break;
-        st->num_written += w.num_written - before;
+        if ((rc = egs_cut_utterance(utt, &m, lab->v.data, &float_opts, emit_to_sink, &sink))) break;
         st->num_read++;
     }
     if (got < 0) rc = error_wrap("reading features '%s': ", feats_rspec);
+    if (!rc && sink.compress < 0) rc = sink_decide(&sink);
+    for (int i = 0; i < sink.num_probe; i++) item_release(&sink.probe[i]);
+    free(sink.probe);
+    st->num_written = w.num_written;
+    st->compress_used = sink.compress < 0 ? opts->compress : sink.compress;
+    st->worst_rel_error = egs_compress_check_worst(&sink.check, &st->worst_dim);
+    if (!rc && (st->compress_used == EGS_COMPRESS_8BIT || st->compress_used == EGS_COMPRESS_16BIT)) {
+        if (st->worst_rel_error > EGS_COMPRESS_MAX_REL_ERROR)
+            WARN("--compress=%s: worst RMS error %.3g of a dimension's standard deviation (dimension "
+                 "%d) over all examples, past the bound %g: use --compress=zlib or none",
+                 compress_name(st->compress_used), st->worst_rel_error, st->worst_dim,
+                 EGS_COMPRESS_MAX_REL_ERROR);
+        else
+            LOG("--compress=%s: worst RMS error %.3g of a dimension's standard deviation (dimension "
+                "%d; bound %g)", compress_name(st->compress_used), st->worst_rel_error,
+                st->worst_dim, EGS_COMPRESS_MAX_REL_ERROR);
+    }
+    egs_compress_check_release(&sink.check);
+    example_release(&sink.tmp);
     matrix_release(&m);
     free_labels(labels, num_labels);
     return finish(&feats, &w, rc);
@@ -319,13 +406,31 @@ int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, i
     rng_seed(&g, srand);
     struct example eg;
     example_init(&eg);
+    struct egs_compress_check check;
+    egs_compress_check_init(&check);
+    struct matrix orig = {0};
+    st->worst_dim = -1;
     double whole = floor(keep_proportion), frac = keep_proportion - whole;
     while (!rc && (got = table_reader_next(&r, &eg)) == 1) {
         st->num_read++;
         int count = (int)whole + (frac > 0 && rng_uniform(&g) < frac);
-        if (count && compress != EGS_COMPRESS_KEEP && example_recompress(&eg, compress)) {
-            rc = error_wrap("key '%s': ", table_reader_key(&r));
-            break;
+        if (count && compress != EGS_COMPRESS_KEEP) {
+            /* the error this copy adds: against the input as read (decoded) */
+            int lossy = compress == EGS_COMPRESS_8BIT || compress == EGS_COMPRESS_16BIT;
+            struct matrix view = {0};
+            if (lossy) {
+                matrix_resize(&orig, eg.rows, example_input_dim(&eg));
+                view = matrix_view(&orig, 0, eg.rows, 0, eg.cols);
+                int spk = eg.spk_dim;
+                eg.spk_dim = 0;
+                rc = example_input_decode(&eg, &view);
+                eg.spk_dim = spk;
+            }
+            if (rc || example_recompress(&eg, compress) ||
+                (lossy && egs_compress_check_add(&check, &view, &eg))) {
+                rc = error_wrap("key '%s': ", table_reader_key(&r));
+                break;
+            }
         }
         for (int c = 0; c < count && !rc; c++) {
             int o =
@@ -335,6 +440,15 @@ int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, i
         }
     }
     if (!rc && got < 0) rc = error_wrap("reading '%s': ", in_rspec);
+    st->worst_rel_error = egs_compress_check_worst(&check, &st->worst_dim);
+    if (!rc && check.rows)
+        log_message(st->worst_rel_error > EGS_COMPRESS_MAX_REL_ERROR ? LOG_LEVEL_WARNING
+                                                                     : LOG_LEVEL_INFO,
+                    __func__, __FILE__, __LINE__, "--compress: worst RMS error %.3g of a dimension's standard deviation (dimension %d; "
+            "bound %g)%s", st->worst_rel_error, st->worst_dim, EGS_COMPRESS_MAX_REL_ERROR,
+            st->worst_rel_error > EGS_COMPRESS_MAX_REL_ERROR ? ": use --compress=zlib or none" : "");
+    egs_compress_check_release(&check);
+    matrix_release(&orig);
     example_release(&eg);
     rc = finish(&r, NULL, rc);
     for (int o = 0; o < opened; o++)

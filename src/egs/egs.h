@@ -131,6 +131,33 @@ extern const struct holder_ops holder_example;
 /* "none" "8bit" "16bit" "zlib", and "keep" or "" -> KEEP. 0, or -1 (error_set). */
 int egs_compress_parse(const char *s, int *compress);
 
+/* ---- the error of lossy storage (nnet-get-egs, nnet-copy-egs) ----
+ * Per input dimension j: the root mean square of (stored - original) over all rows, relative to
+ * the dimension's standard deviation over those rows (a noise-to-signal ratio; a constant
+ * dimension, which carries nothing, is left out); the worst is the largest over dimensions. nnet-get-egs stores a probe of the first EGS_COMPRESS_PROBE examples first: if
+ * the asked-for format's worst relative error there exceeds EGS_COMPRESS_MAX_REL_ERROR, it falls
+ * back to the next finer one (8bit -> 16bit -> zlib, lossless) with a warning; at the end it
+ * logs the worst relative error over all examples (and warns past the bound). nnet-copy-egs
+ * --compress measures and warns the same way. One-row examples in 8bit/16bit keep one range per
+ * example (Kaldi CM3/CM2, one range for all dimensions), so features on very different scales
+ * are where the fallback acts. */
+#define EGS_COMPRESS_MAX_REL_ERROR 0.1
+#define EGS_COMPRESS_PROBE 1000
+struct egs_compress_check {
+    int dim;
+    long long rows;
+    double *sum, *sumsq, *err_sq; /* (dim) */
+    struct matrix scratch;
+};
+void egs_compress_check_init(struct egs_compress_check *c);
+void egs_compress_check_release(struct egs_compress_check *c);
+/* Add one example: orig (host, the input before storage: rows x cols) against stored's decoded
+ * input. Returns 0, or -1 (error_set: dimension mismatch, corrupt stored data). */
+int egs_compress_check_add(struct egs_compress_check *c, const struct matrix *orig,
+                           const struct example *stored);
+/* The worst relative error and (dim, may be NULL) where; 0 and -1 before anything varied. */
+double egs_compress_check_worst(const struct egs_compress_check *c, int *dim);
+
 /* ---- minibatches (for the trainer) ---- */
 /* K examples of one shape -> one input matrix of K * rows_per_eg rows, example k at rows
  * [k * rows_per_eg, (k+1) * rows_per_eg), and the labels as (row, index, weight) triples where
@@ -161,6 +188,9 @@ struct egs_get_opts {
     int compress;                    /* enum egs_compress (not KEEP) */
 };
 struct egs_stats {
+    double worst_rel_error; /* egs_get, egs_copy with compress: egs_compress_check_worst */
+    int worst_dim;          /* and its dimension (-1: none) */
+    int compress_used;      /* egs_get: the format used (after a fallback) */
     long long num_read;    /* examples (or utterances for egs_get) read */
     long long num_written; /* examples written (egs_copy: over all outputs) */
     long long num_skipped; /* egs_get: utterances skipped with a warning */

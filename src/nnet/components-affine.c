@@ -65,10 +65,10 @@ static int affine_params_from_config(struct component *c, struct config_line *cl
 
 static int updatable_from_config(struct component *c, struct config_line *cl) {
     c->learning_rate = 0.001f;
-    c->max_change = 0;
-    if (config_get_float(cl, "learning-rate", &c->learning_rate) < 0 ||
-        config_get_float(cl, "max-change", &c->max_change) < 0)
-        return -1;
+    c->max_change = NNET_DEFAULT_MAX_CHANGE_HIDDEN; /* the network may raise the last layer's */
+    int got = config_get_float(cl, "max-change", &c->max_change);
+    if (config_get_float(cl, "learning-rate", &c->learning_rate) < 0 || got < 0) return -1;
+    c->max_change_default = !got;
     if (c->learning_rate < 0)
         return error_set("key 'learning-rate': negative (%g)", c->learning_rate);
     if (c->max_change < 0) return error_set("key 'max-change': negative (%g)", c->max_change);
@@ -276,14 +276,19 @@ static struct ng_priv *ng_priv_new(void) {
 static int ng_init(struct component *c, struct config_line *cl, int prev_dim, struct rng *r) {
     struct ng_priv *p = ng_priv_new();
     c->priv = p;
-    if (updatable_from_config(c, cl) || config_get_int(cl, "rank-in", &p->rank_in) < 0 ||
-        config_get_int(cl, "rank-out", &p->rank_out) < 0 ||
+    int got_in, got_out;
+    if (updatable_from_config(c, cl) || (got_in = config_get_int(cl, "rank-in", &p->rank_in)) < 0 ||
+        (got_out = config_get_int(cl, "rank-out", &p->rank_out)) < 0 ||
         config_get_int(cl, "update-period", &p->update_period) < 0 ||
         config_get_float(cl, "num-samples-history", &p->num_samples_history) < 0 ||
         config_get_float(cl, "alpha", &p->alpha) < 0 ||
-        config_get_float(cl, "max-change-per-sample", &p->max_change_per_sample) < 0 || ng_check(p))
+        config_get_float(cl, "max-change-per-sample", &p->max_change_per_sample) < 0 ||
+        affine_params_from_config(c, cl, prev_dim, r, 1.0f))
         return -1;
-    return affine_params_from_config(c, cl, prev_dim, r, 1.0f);
+    /* nnet3's rule when the line gives no rank: min(20, (D_in+1)/2), min(80, (D_out+1)/2). */
+    if (!got_in) p->rank_in = c->input_dim + 1 < 40 ? (c->input_dim + 1) / 2 : 20;
+    if (!got_out) p->rank_out = c->output_dim + 1 < 160 ? (c->output_dim + 1) / 2 : 80;
+    return ng_check(p);
 }
 
 static int ng_read(struct component *c, struct nnet_stream *s) {
@@ -319,11 +324,15 @@ static int ng_write(const struct component *c, struct nnet_stream *s) {
 }
 
 static struct natgrad *ng_new_preconditioner(const struct ng_priv *p, int dim, int rank,
-                                             uint64_t seed) {
+                                             uint64_t seed, const char *side) {
     struct natgrad_options o;
     natgrad_options_default(&o);
-    /* The estimate needs rank < dim: like Kaldi nnet2, use dim - 1 (quietly; dim 1 = identity). */
+    /* The estimate needs rank < dim: like Kaldi nnet2, use dim - 1 (dim 1 = identity), with a
+     * warning (a config that omits the ranks gets ranks that fit: ng_init). */
     o.rank = rank < dim ? rank : dim > 1 ? dim - 1 : 1;
+    if (rank >= dim && dim > 1)
+        WARN("NaturalGradientAffine: rank %d >= dimension %d of its %s side: using rank %d", rank,
+             dim, side, o.rank);
     o.update_period = p->update_period;
     o.num_samples_history = p->num_samples_history;
     o.alpha = p->alpha;
@@ -351,8 +360,8 @@ static double ng_prepare(struct component *c, const struct matrix *in,
     struct ng_priv *p = c->priv;
     int n = in->rows, din = c->input_dim, dout = c->output_dim;
     if (!p->pre_in) {
-        p->pre_in = ng_new_preconditioner(p, din + 1, p->rank_in, c->seed);
-        p->pre_out = ng_new_preconditioner(p, dout, p->rank_out, c->seed + 1);
+        p->pre_in = ng_new_preconditioner(p, din + 1, p->rank_in, c->seed, "input");
+        p->pre_out = ng_new_preconditioner(p, dout, p->rank_out, c->seed + 1, "output");
     }
     matrix_resize(&p->x, n, din + 1);
     matrix_resize(&p->y, n, dout);

@@ -11,6 +11,9 @@ struct nnet {
     struct vector params; /* the parameter block, owned */
     struct vector delta;  /* gradient or step, same layout, owned */
     float max_change;     /* global, 0 = off */
+    long long mc_steps, mc_clipped; /* global max-change statistics */
+    double mc_scale_sum;
+    int mc_logged;        /* clipping events logged at LOG level so far */
     /* activations of the last forward: acts[i + 1] is component i's output (acts[0] unused) */
     struct matrix *acts;
     struct matrix *derivs; /* derivs[i]: d objective / d input of component i (i >= 1) */
@@ -130,6 +133,13 @@ struct nnet *nnet_init_from_config_text(const char *text, uint64_t seed) {
         error_set("no components");
         return NULL;
     }
+    /* The layer feeding the output gets the larger default max-change (Kaldi nnet3's configs). */
+    for (int i = n->num - 1; i >= 0; i--)
+        if (n->comps[i]->ops->updatable) {
+            if (n->comps[i]->max_change_default)
+                n->comps[i]->max_change = NNET_DEFAULT_MAX_CHANGE_FINAL;
+            break;
+        }
     nnet_finalize(n);
     nnet_set_seed(n, seed);
     return n;
@@ -253,6 +263,31 @@ void nnet_set_max_change(struct nnet *n, float max_change) {
     n->max_change = max_change;
 }
 
+float nnet_get_max_change(const struct nnet *n) { return n->max_change; }
+
+void nnet_reset_max_change_stats(struct nnet *n) {
+    n->mc_steps = n->mc_clipped = 0;
+    n->mc_scale_sum = 0;
+    for (int i = 0; i < n->num; i++) {
+        n->comps[i]->mc_steps = n->comps[i]->mc_clipped = 0;
+        n->comps[i]->mc_scale_sum = 0;
+    }
+}
+
+void nnet_log_max_change_stats(const struct nnet *n) {
+    for (int i = 0; i < n->num; i++) {
+        const struct component *c = n->comps[i];
+        if (!c->ops->updatable || !c->num_params || !(c->max_change > 0) || !c->mc_steps) continue;
+        LOG("Max-change of component %d (%s, max-change=%g): clipped %lld of %lld steps "
+            "(%.1f%%), mean scale %.4f", i, c->ops->type, c->max_change, c->mc_clipped,
+            c->mc_steps, 100.0 * c->mc_clipped / c->mc_steps, c->mc_scale_sum / c->mc_steps);
+    }
+    if (n->max_change > 0 && n->mc_steps)
+        LOG("Global max-change %g: clipped %lld of %lld steps (%.1f%%), mean scale %.4f",
+            n->max_change, n->mc_clipped, n->mc_steps, 100.0 * n->mc_clipped / n->mc_steps,
+            n->mc_scale_sum / n->mc_steps);
+}
+
 void nnet_set_seed(struct nnet *n, uint64_t seed) {
     for (int i = 0; i < n->num; i++) {
         struct component *c = n->comps[i];
@@ -301,20 +336,42 @@ static double clip_step(struct nnet *n) {
         struct vector d = vector_range(&n->delta, c->param_offset, c->num_params);
         double norm = vector_norm2(&d);
         if (!isfinite(norm)) return norm;
+        double scale = 1;
         if (c->max_change > 0 && norm > c->max_change) {
-            VLOG(2, "component %d: step norm %g > max-change %g, scaling it down", i, norm,
-                 c->max_change);
-            vector_scale(&d, (float)(c->max_change / norm));
+            scale = c->max_change / norm;
+            if (n->mc_logged < NNET_MAX_CHANGE_LOG_EVENTS) {
+                n->mc_logged++;
+                LOG("component %d (%s): step norm %g > max-change %g, scaling it by %.4g%s", i,
+                    c->ops->type, norm, c->max_change, scale,
+                    n->mc_logged == NNET_MAX_CHANGE_LOG_EVENTS ? " (later events: verbose 2)" : "");
+            } else {
+                VLOG(2, "component %d: step norm %g > max-change %g, scaling it down", i, norm,
+                     c->max_change);
+            }
+            vector_scale(&d, (float)scale);
             norm = c->max_change;
+            c->mc_clipped++;
         }
+        c->mc_steps++;
+        c->mc_scale_sum += scale;
         total_sq += norm * norm;
     }
-    double total = sqrt(total_sq);
+    double total = sqrt(total_sq), scale = 1;
     if (n->max_change > 0 && total > n->max_change) {
-        VLOG(2, "step norm %g > global max-change %g, scaling it down", total, n->max_change);
-        vector_scale(&n->delta, (float)(n->max_change / total));
+        scale = n->max_change / total;
+        if (n->mc_logged < NNET_MAX_CHANGE_LOG_EVENTS) {
+            n->mc_logged++;
+            LOG("step norm %g > global max-change %g, scaling it by %.4g%s", total, n->max_change,
+                scale, n->mc_logged == NNET_MAX_CHANGE_LOG_EVENTS ? " (later events: verbose 2)" : "");
+        } else {
+            VLOG(2, "step norm %g > global max-change %g, scaling it down", total, n->max_change);
+        }
+        vector_scale(&n->delta, (float)scale);
         total = n->max_change;
+        n->mc_clipped++;
     }
+    n->mc_steps++;
+    n->mc_scale_sum += scale;
     return total;
 }
 

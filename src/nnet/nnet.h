@@ -162,6 +162,9 @@ struct component {
     int left_context, right_context; /* rows consumed per chunk (Splice), else 0 */
     float learning_rate;             /* updatable only */
     float max_change;                /* updatable only; 0 = off */
+    int max_change_default;          /* 1: the config line gave no max-change (a default) */
+    long long mc_steps, mc_clipped;  /* max-change statistics of this job: steps seen, clipped */
+    double mc_scale_sum;             /* sum over steps of the scale applied (1 when not clipped) */
     int num_params;                  /* in the parameter block; 0 if not updatable */
     int param_offset;                /* into the block, valid once in a network */
     struct vector params;            /* owned before joining a network, then a view of the block */
@@ -226,6 +229,22 @@ void nnet_set_learning_rate(struct nnet *n, float lr); /* every updatable compon
 int nnet_set_learning_rates(struct nnet *n, const float *lrs, int num);
 void nnet_scale_learning_rates(struct nnet *n, float factor);
 void nnet_set_max_change(struct nnet *n, float max_change); /* global; 0 = off */
+float nnet_get_max_change(const struct nnet *n);
+
+/* Default guards (Kaldi nnet3's): a config line of an affine type that gives no max-change gets
+ * NNET_DEFAULT_MAX_CHANGE_HIDDEN, the last updatable component of a config (the layer feeding the
+ * softmax) NNET_DEFAULT_MAX_CHANGE_FINAL; max-change=0 on the line turns it off. The trainers'
+ * global max-change defaults to NNET_DEFAULT_MAX_CHANGE_GLOBAL (--max-change=0: off). */
+#define NNET_DEFAULT_MAX_CHANGE_HIDDEN 0.75f
+#define NNET_DEFAULT_MAX_CHANGE_FINAL 1.5f
+#define NNET_DEFAULT_MAX_CHANGE_GLOBAL 2.0f
+/* Max-change statistics (like nnet3's): every applied or skipped step counts; the first
+ * NNET_MAX_CHANGE_LOG_EVENTS clipping events of a network are logged at LOG level (later ones at
+ * verbose 2). nnet_log_max_change_stats logs one line per component with a limit (steps clipped,
+ * mean scale) and one for the global limit; nnet_reset_max_change_stats zeroes the counts. */
+#define NNET_MAX_CHANGE_LOG_EVENTS 5
+void nnet_log_max_change_stats(const struct nnet *n);
+void nnet_reset_max_change_stats(struct nnet *n);
 /* Seed the random streams of the components that draw (Dropout masks, and the natural-gradient
  * preconditioners' fallback). nnet_init_from_config seeds with its seed, nnet_read with 0; a
  * trainer calls this with its --srand. */

@@ -195,6 +195,19 @@ int train_check_labels(const struct egs_minibatch *mb, int output_dim) {
     return 0;
 }
 
+/* Divergence warning (training only): an average objective that is not finite, or far below the
+ * uniform prediction's log(1/C) (below 2 log(1/C) - 2), means the step is too large. */
+static void warn_if_diverging(const struct nnet *n, double objf, double weight, long long first,
+                              long long last) {
+    if (!(weight > 0)) return;
+    double avg = objf / weight, uniform = -log((double)nnet_output_dim(n));
+    if (!isfinite(avg) || avg < 2 * uniform - 2)
+        WARN("minibatches %lld-%lld: average objective %g is %s the uniform prediction's %.4f: "
+             "training is diverging (lower the learning rate, keep --max-change on, normalise "
+             "the inputs)", first, last, avg, isfinite(avg) ? "far below" : "not finite, vs",
+             uniform);
+}
+
 static int run_pass(struct nnet *n, const char *egs_rspec, int minibatch_size,
                     const struct train_options *update, int progress_every,
                     struct train_stats *st) {
@@ -235,12 +248,15 @@ static int run_pass(struct nnet *n, const char *egs_rspec, int minibatch_size,
                 phase_weight > 0 ? phase_objf / phase_weight : 0.0,
                 phase_weight > 0 ? phase_correct / phase_weight : 0.0, phase_weight,
                 phase_weight / (now - phase_start > 1e-9 ? now - phase_start : 1e-9));
+            if (update) warn_if_diverging(n, phase_objf, phase_weight, phase_first,
+                                          st->num_minibatches - 1);
             phase_objf = phase_weight = phase_correct = 0;
             phase_first = st->num_minibatches;
             phase_start = now;
         }
     }
     if (minibatch_source_free(src) && rc == 0) rc = -1;
+    if (update && rc == 0) warn_if_diverging(n, st->objf, st->weight, 0, st->num_minibatches - 1);
     if (update) {
         if (rc == 0 && ex.gaf_on) gaf_finish(&ex, st); /* a short last step */
         if (rc == 0 && ex.entropy_on && ex.inner_count > 0) outer_step(&ex, st);

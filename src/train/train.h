@@ -287,4 +287,25 @@ void twa_options_default(struct twa_options *o);
 struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_rspec,
                          const struct twa_options *o);
 
+/* ---- input normalisation (nnet-get-feature-transform; Kaldi nnet2's get_lda.sh) ---- */
+enum train_transform_type {
+    TRAIN_TRANSFORM_MEANVAR, /* x -> (x - mean) / stddev per dimension (a constant one: centred) */
+    TRAIN_TRANSFORM_LDA,     /* LDA on frames spliced with left/right context: the rows, largest
+                              * between-class variance first, decorrelate the within-class
+                              * covariance; each output dimension has unit total variance */
+};
+struct train_transform_options {
+    enum train_transform_type type;
+    int left_context, right_context; /* LDA: frames spliced around each frame (edges repeated) */
+    int dim;                          /* LDA: output dimension (0: all) */
+};
+void train_transform_options_default(struct train_transform_options *o);
+/* Statistics of every frame of feats_rspec (labels_rspec: per-frame int32 labels, LDA only; an
+ * utterance without matching labels is left out with a warning) -> *out (host, matrix_init'ed):
+ * the (out x in + 1) matrix [A | b] of a FixedAffineComponent's matrix=F, y = A x + b. *num_frames
+ * (may be NULL) receives the frames used. Returns 0, or -1 (error_set: file, key, reason). */
+int train_get_feature_transform(const char *feats_rspec, const char *labels_rspec,
+                                const struct train_transform_options *o, struct matrix *out,
+                                long long *num_frames);
+
 #endif

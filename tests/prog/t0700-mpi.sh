@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # nnet-train-mpi under Open MPI (2 ranks on localhost): averaging keeps the ranks identical,
 # gradients mode equals one process on the concatenated minibatch, K=1 averaging at 2 x the rate
+# (Plain-SGD equalities hold without clipping: those runs turn the default max-changes off.)
 # equals gradients mode, uneven archives end together, and a failing or killed rank fails the job
 # (with a message, no model, no hang). Skipped only where mpirun or the program is missing.
 . "$PARNET_TOP/tests/prog/lib.sh"
@@ -54,9 +55,9 @@ NaturalGradientAffineComponent input-dim=32 output-dim=3 learning-rate=0.02 para
 SoftmaxComponent dim=3
 CFG
 cat > sgd.config <<'CFG'
-AffineComponent input-dim=8 output-dim=32 learning-rate=0.01
+AffineComponent input-dim=8 output-dim=32 learning-rate=0.01 max-change=0
 RectifiedLinearComponent dim=32
-AffineComponent input-dim=32 output-dim=3 learning-rate=0.01
+AffineComponent input-dim=32 output-dim=3 learning-rate=0.01 max-change=0
 SoftmaxComponent dim=3
 CFG
 nnet-init --srand=3 ng.config ng.mdl 2>/dev/null
@@ -82,9 +83,9 @@ expect_status "gradients mode, NG, 2 ranks" 0 mpi nnet-train-mpi --mode=gradient
 expect_err "ranks identical after every step" "held bitwise the same parameters after each of the 19 exchanges"
 
 # gradients mode, plain SGD: equals one process with minibatches of 2 x 16 from the interleaved archive
-mpi nnet-train-mpi --mode=gradients --minibatch-size=16 sgd.mdl ark:egs.JOB.ark g2.mdl 2>err
+mpi nnet-train-mpi --mode=gradients --max-change=0 --minibatch-size=16 sgd.mdl ark:egs.JOB.ark g2.mdl 2>err
 expect_err "gradients mode ran" "Trained on 1200 examples \(1200 frames, 76 minibatches"
-nnet-train --minibatch-size=32 sgd.mdl ark:ab.egs single.mdl 2>/dev/null
+nnet-train --max-change=0 --minibatch-size=32 sgd.mdl ark:ab.egs single.mdl 2>/dev/null
 nnet-copy --binary=false g2.mdl g2.txt 2>/dev/null; nnet-copy --binary=false single.mdl single.txt 2>/dev/null
 nnet-copy --binary=false sgd.mdl init.txt 2>/dev/null
 # largest |a - b| over all numbers of two text models
@@ -97,7 +98,7 @@ else fail "gradients mode vs single process: max diff $d (moved $moved)"; fi
 
 # params mode with K = 1 at twice the learning rate is the same algorithm (plain SGD)
 nnet-copy --learning-rate=0.02 sgd.mdl sgd2.mdl 2>/dev/null
-mpi nnet-train-mpi --average-every=1 --minibatch-size=16 sgd2.mdl ark:egs.JOB.ark k1.mdl 2>/dev/null
+mpi nnet-train-mpi --average-every=1 --max-change=0 --minibatch-size=16 sgd2.mdl ark:egs.JOB.ark k1.mdl 2>/dev/null
 nnet-copy --binary=false --learning-rate=0.01 k1.mdl k1.txt 2>/dev/null  # same rate token as g2
 d=$(maxdiff k1.txt g2.txt)
 if awk -v d="$d" 'BEGIN { exit !(d < 1e-4) }'; then pass "K=1 averaging at 2x rate == gradients mode (max diff $d)"

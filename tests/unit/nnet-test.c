@@ -525,6 +525,53 @@ static void test_objective_xent(void) {
     nnet_free(nl);
 }
 
+/* The default guards: hidden affine layers 0.75, the last 1.5, max-change=0 turns one off; NG
+ * ranks by nnet3's rule when omitted; clipping is counted. */
+static void test_default_guards(void) {
+    const char *cfg = "NaturalGradientAffineComponent input-dim=5 output-dim=300\n"
+                      "RectifiedLinearComponent\n"
+                      "AffineComponent output-dim=7 max-change=0\n"
+                      "NaturalGradientAffineComponent output-dim=3 learning-rate=1\n"
+                      "SoftmaxComponent\n";
+    struct nnet *n = nnet_init_from_config_text(cfg, 3);
+    CHECK(n != NULL);
+    if (!n) return;
+    CHECK(nnet_component(n, 0)->max_change == NNET_DEFAULT_MAX_CHANGE_HIDDEN);
+    CHECK(nnet_component(n, 2)->max_change == 0);
+    CHECK(nnet_component(n, 3)->max_change == NNET_DEFAULT_MAX_CHANGE_FINAL);
+    char buf[512];
+    component_info(nnet_component(n, 0), buf, sizeof buf);
+    CHECK(strstr(buf, "rank-in=3, rank-out=80") != NULL); /* min(20, 6/2), min(80, 301/2) */
+    component_info(nnet_component(n, 3), buf, sizeof buf);
+    CHECK(strstr(buf, "rank-in=4, rank-out=2") != NULL);  /* (7+1)/2, (3+1)/2 */
+    /* a big step is clipped and counted */
+    struct rng r;
+    rng_seed(&r, 5);
+    struct matrix in, d = {0};
+    matrix_init(&in, 16, 5);
+    matrix_set_randn(&in, &r, 100);
+    nnet_forward(n, &in, 16, 1);
+    int rows[16], cols[16];
+    for (int i = 0; i < 16; i++) rows[i] = i, cols[i] = i % 3;
+    nnet_objective_xent(n, 16, rows, cols, NULL, &d);
+    nnet_set_learning_rate(n, 10);
+    nnet_set_max_change(n, NNET_DEFAULT_MAX_CHANGE_GLOBAL);
+    struct vector p = nnet_params(n), before;
+    vector_init(&before, p.dim);
+    vector_copy(&before, &p);
+    CHECK(nnet_backward(n, &d, NNET_UPDATE) == 0);
+    vector_add(&before, -1, &p);
+    CHECK(vector_norm2(&before) <= NNET_DEFAULT_MAX_CHANGE_GLOBAL * 1.001);
+    CHECK(nnet_component(n, 0)->mc_steps == 1 && nnet_component(n, 3)->mc_steps == 1);
+    nnet_log_max_change_stats(n);
+    nnet_reset_max_change_stats(n);
+    CHECK(nnet_component(n, 0)->mc_steps == 0);
+    vector_release(&before);
+    matrix_release(&in);
+    matrix_release(&d);
+    nnet_free(n);
+}
+
 static void test_max_change_and_nonfinite(void) {
     const char *cfg = "AffineComponent input-dim=5 output-dim=4 learning-rate=1 max-change=0.5\n"
                       "SigmoidComponent\n"
@@ -856,6 +903,7 @@ int main(void) {
     TEST_RUN(test_truncated_model);
     TEST_RUN(test_objective_xent);
     TEST_RUN(test_max_change_and_nonfinite);
+    TEST_RUN(test_default_guards);
     TEST_RUN(test_direct_update);
     TEST_RUN(test_components_from_files);
     TEST_RUN(test_dropout);
