@@ -61,6 +61,8 @@ int main(int argc, char **argv) {
     int rc;
     while ((rc = table_reader_next(&reader, &m)) > 0) {
         const char *key = table_reader_key(&reader);
+        long long bad = io_count_nonfinite(&m);
+        if (bad) WARN("'%s': key '%s': %lld NaN or Inf values (copied as they are)", in_name, key, bad);
         int wrc;
         if (compress) {
             wrc = compressed_matrix_compress(&cm, &m, method);

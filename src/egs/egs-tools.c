@@ -120,7 +120,21 @@ static int label_entry_cmp(const void *a, const void *b) {
     return strcmp(((const struct label_entry *)a)->key, ((const struct label_entry *)b)->key);
 }
 
-static int load_labels(const char *rspec, struct label_entry **out, int *count) {
+/* Labels are class indices: >= 0, and < num_pdfs when it is known (> 0). */
+static int check_labels(const char *rspec, const char *key, const struct int32_vec *v,
+                        int num_pdfs) {
+    for (int i = 0; i < v->dim; i++)
+        if (v->data[i] < 0 || (num_pdfs > 0 && v->data[i] >= num_pdfs)) {
+            if (num_pdfs > 0)
+                return error_set("labels '%s': key '%s': label %d at frame %d is out of range "
+                                 "[0, %d) (--num-pdfs)", rspec, key, (int)v->data[i], i, num_pdfs);
+            return error_set("labels '%s': key '%s': label %d at frame %d is negative", rspec,
+                             key, (int)v->data[i], i);
+        }
+    return 0;
+}
+
+static int load_labels(const char *rspec, int num_pdfs, struct label_entry **out, int *count) {
     struct table_reader r;
     memset(&r, 0, sizeof r);
     *out = NULL;
@@ -139,8 +153,9 @@ static int load_labels(const char *rspec, struct label_entry **out, int *count) 
         e[n].v = v;
         memset(&v, 0, sizeof v);
         n++;
+        if (check_labels(rspec, e[n - 1].key, &e[n - 1].v, num_pdfs)) break;
     }
-    int rc = got < 0 ? error_wrap("reading labels '%s': ", rspec) : 0;
+    int rc = got < 0 ? error_wrap("reading labels '%s': ", rspec) : got > 0 ? -1 : 0;
     rc = finish(&r, NULL, rc);
     qsort(e, (size_t)n, sizeof *e, label_entry_cmp);
     for (int i = 1; i < n && !rc; i++)
@@ -164,7 +179,7 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
     memset(st, 0, sizeof *st);
     struct label_entry *labels;
     int num_labels;
-    if (load_labels(labels_rspec, &labels, &num_labels)) {
+    if (load_labels(labels_rspec, opts->num_pdfs, &labels, &num_labels)) {
         free_labels(labels, num_labels);
         return -1;
     }
@@ -202,6 +217,10 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
             WARN("utterance %s has no frames", utt);
             st->num_skipped++;
             continue;
+        }
+        if (io_check_finite(&m)) {
+            rc = error_wrap("features '%s': key '%s': ", feats_rspec, utt);
+            break;
         }
         long long before = w.num_written;
         if ((rc = egs_cut_utterance(utt, &m, lab->v.data, opts, emit_to_writer, &w))) break;
