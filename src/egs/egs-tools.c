@@ -200,6 +200,10 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
     int rc = 0, got;
     while ((got = table_reader_next(&feats, &m)) == 1) {
         const char *utt = table_reader_key(&feats);
+        if (io_check_finite(&m)) {
+            rc = error_wrap("features '%s': key '%s': ", feats_rspec, utt);
+            break;
+        }
         struct label_entry probe = {(char *)utt, {0}};
         const struct label_entry *lab =
             bsearch(&probe, labels, (size_t)num_labels, sizeof *labels, label_entry_cmp);
@@ -217,10 +221,6 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
             WARN("utterance %s has no frames", utt);
             st->num_skipped++;
             continue;
-        }
-        if (io_check_finite(&m)) {
-            rc = error_wrap("features '%s': key '%s': ", feats_rspec, utt);
-            break;
         }
         long long before = w.num_written;
         if ((rc = egs_cut_utterance(utt, &m, lab->v.data, opts, emit_to_writer, &w))) break;
