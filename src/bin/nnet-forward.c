@@ -55,5 +55,6 @@ int main(int argc, char **argv) {
     matrix_release(&feats);
     matrix_release(&out);
     nnet_free(n);
-    return num_done > 0 ? 0 : 1;
+    if (!num_done) die("no non-empty utterances in '%s'", argv[2]);
+    return 0;
 }

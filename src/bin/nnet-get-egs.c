@@ -47,5 +47,8 @@ int main(int argc, char **argv) {
         "examples, %lld files had errors.",
         st.num_read, st.num_written, st.num_skipped);
     if (rc) die("%s", error_get());
-    return st.num_written == 0 ? 1 : 0;
+    if (st.num_written == 0)
+        die("wrote no examples from '%s' with labels '%s' (%lld utterances skipped)", argv[1],
+            argv[2], st.num_skipped);
+    return 0;
 }
