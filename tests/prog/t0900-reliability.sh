@@ -134,3 +134,7 @@ expect_status "nnet-combine different structure" 1 nnet-combine m2.mdl m2b.mdl a
 expect_err "combine names files and dim" "model 'm2b.mdl' does not have the structure of 'm2.mdl': component 0 \(AffineComponent\) has output-dim 3"
 expect_same "structure: old model untouched" keep out.mdl
 no_temps "all"
+
+# Disk full: the write error is reported (here at the final flush) and the status is 1.
+expect_status "disk full" 1 copy-feats ark:f.ark ark:/dev/full
+expect_err "disk full named" "cannot write 'ark:/dev/full': write error on '/dev/full': No space left on device"
