@@ -70,7 +70,8 @@ _Noreturn void log_die(const char *func, const char *file, int line, const char 
     do { \
         if ((n) <= log_verbose) log_message((n), __func__, __FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
-/* Print an ERROR line and exit(1). For main() only: the library reports with error_set(). */
+/* Print an ERROR line, remove the temporaries, flush stdio and _exit(1) (no atexit handlers: the
+ * memory still held is not a leak). For main() only: the library reports with error_set(). */
 #define die(...) log_die(__func__, __FILE__, __LINE__, __VA_ARGS__)
 
 _Noreturn void assert_fail(const char *cond, const char *func, const char *file, int line);
@@ -127,6 +128,8 @@ int tempfile_commit(struct tempfile *t);
 void tempfile_remove(struct tempfile *t);
 /* From now on commits wait for exit(0); any other end removes the temporaries. */
 void tempfile_commit_at_exit(void);
+/* Remove every temporary not yet renamed (what a failing exit does; die() calls it). */
+void tempfile_remove_all(void);
 /* Rename every committed-but-waiting temporary now, in creation order. -1 (error_set) if one
  * failed; then it and the rest are removed. The exit handler calls it on status 0. */
 int tempfile_commit_all(void);

@@ -38,6 +38,8 @@ static void remove_all_uncommitted(void) {
         }
 }
 
+void tempfile_remove_all(void) { remove_all_uncommitted(); }
+
 static void on_signal(int sig) {
     remove_all_uncommitted();
     signal(sig, SIG_DFL);

@@ -157,7 +157,7 @@ static int load_labels(const char *rspec, int num_pdfs, struct label_entry **out
     }
     int rc = got < 0 ? error_wrap("reading labels '%s': ", rspec) : got > 0 ? -1 : 0;
     rc = finish(&r, NULL, rc);
-    qsort(e, (size_t)n, sizeof *e, label_entry_cmp);
+    if (n > 0) qsort(e, (size_t)n, sizeof *e, label_entry_cmp); /* qsort(NULL, 0) is UB */
     for (int i = 1; i < n && !rc; i++)
         if (!strcmp(e[i].key, e[i - 1].key))
             rc = error_set("labels '%s': key '%s' appears twice", rspec, e[i].key);
@@ -206,7 +206,9 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
         }
         struct label_entry probe = {(char *)utt, {0}};
         const struct label_entry *lab =
-            bsearch(&probe, labels, (size_t)num_labels, sizeof *labels, label_entry_cmp);
+            num_labels ? bsearch(&probe, labels, (size_t)num_labels, sizeof *labels,
+                                 label_entry_cmp)
+                       : NULL;
         if (!lab) {
             WARN("no labels for utterance %s", utt);
             st->num_skipped++;
