@@ -3,6 +3,8 @@
 #   make test             unit, program and recipe tests; last line "N passed, N failed"
 #   make SAN=address,undefined test    the same under sanitizers (objects in build/san)
 #   make fuzz             libFuzzer targets for every reader (clang), in build/fuzz/
+#   make fuzz-long FUZZ_SECONDS=3600   run each target that long (tests/fuzz/fuzz-long.sh)
+#   make ARCH=x86-64-v2   portable code (no AVX-512): what valgrind can run (make valgrind-test)
 #   make CUDA=1           adds the GPU backend (nvcc, cuBLAS) from src/cuda/
 #   make DEBUG=1          -O0 -g
 CUDA ?= 0
@@ -30,7 +32,8 @@ ifneq ($(SAN),)
   OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=$(SAN) -fno-sanitize-recover=all
   LDFLAGS += -fsanitize=$(SAN)
 else
-  BUILD := build/obj
+  # A portable build (ARCH=x86-64-v2, for valgrind) keeps its objects apart from the native ones.
+  BUILD := build/obj$(if $(filter native,$(ARCH)),,-$(ARCH))
   BIN := bin
   LIB := lib
 endif
@@ -72,7 +75,7 @@ ifneq ($(MPICC),)
   endif
 endif
 
-.PHONY: all test fuzz clean features check-cuda FORCE
+.PHONY: all test fuzz fuzz-long valgrind-test clean features check-cuda FORCE
 all: features $(PROGS) $(UNIT_BIN)
 
 features:
@@ -131,6 +134,15 @@ fuzz: $(FUZZ_BIN)
 build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) $< $(FUZZ_LIB_SRC) $(LDLIBS) -o $@
+
+FUZZ_SECONDS ?= 600
+fuzz-long:
+	bash tests/fuzz/fuzz-long.sh $(FUZZ_SECONDS)
+
+# The unit tests under valgrind's memcheck. -march=native may use AVX-512, which valgrind cannot
+# decode, so call this with ARCH=x86-64-v2 (or v3) unless the build machine lacks AVX-512.
+valgrind-test: all
+	@bash tests/valgrind-unit.sh $(abspath $(BUILD)/tests)
 
 check-cuda:
 	$(MAKE) CUDA=1 all

@@ -9,8 +9,8 @@
 #                                    started: those scripts start and stop them.
 set -euo pipefail
 
-pkgs=(make gcc libopenblas-dev zlib1g-dev clang libclang-rt-14-dev python3 gawk bc perl gzip
-      dataset-fashion-mnist gnuplot-nox python3-numpy python3-sklearn)
+pkgs=(make gcc libopenblas-dev zlib1g-dev clang libclang-rt-14-dev valgrind python3 gawk bc perl
+      gzip dataset-fashion-mnist gnuplot-nox python3-numpy python3-sklearn)
 engines=false
 for arg in "$@"; do
     case $arg in

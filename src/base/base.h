@@ -29,6 +29,17 @@
  * task, or while another thread is using the pool, so callers never need to care. Workers poll for
  * a while after each job (the gaps between matrix operations are microseconds), then sleep.
  *
+ * Temporaries (git tempfile.c / lockfile.h): one registry per process of the temporary files
+ *   that outputs are written to. tempfile_create() makes "<dir>/.<name>.XXXXXX" next to the final
+ *   name and puts it on the registry; the first call installs handlers for SIGINT, SIGTERM, SIGHUP,
+ *   SIGQUIT and SIGPIPE (ones already ignored stay ignored) that remove every uncommitted temporary
+ *   and then die of the signal, and an exit handler that removes them on any exit. tempfile_commit()
+ *   renames the closed temporary onto the final name at once -- unless tempfile_commit_at_exit()
+ *   was called (options_parse does, so in every program): then the rename waits for the program
+ *   to exit with status 0, and die(), a non-zero exit or a signal leaves every existing output
+ *   untouched. Only SIGKILL (or a crash) can leave a ".name.XXXXXX" behind, never a partial file
+ *   under the final name.
+ *
  * Random numbers: struct rng holds its whole state (xoshiro128**, seeded by splitmix64), so every
  * random stream is reproducible from a seed and threads never share hidden state. Never libc rand().
  */
@@ -59,7 +70,8 @@ _Noreturn void log_die(const char *func, const char *file, int line, const char 
     do { \
         if ((n) <= log_verbose) log_message((n), __func__, __FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
-/* Print an ERROR line and exit(1). For main() only: the library reports with error_set(). */
+/* Print an ERROR line, remove the temporaries, flush stdio and _exit(1) (no atexit handlers: the
+ * memory still held is not a leak). For main() only: the library reports with error_set(). */
 #define die(...) log_die(__func__, __FILE__, __LINE__, __VA_ARGS__)
 
 _Noreturn void assert_fail(const char *cond, const char *func, const char *file, int line);
@@ -107,6 +119,24 @@ int parse_double(const char *s, double *out);
  * -> *num floats in *out (xmalloc'ed; the caller frees). An empty item, a bad number or min_value
  * above an item: -1 with error_set naming the item and the list, *out untouched. */
 int parse_float_list(const char *s, float min_value, float **out, int *num);
+
+/* ---- temporaries ---- */
+struct tempfile;
+/* Create and register a temporary for final_path; *fd is open for writing. NULL (error_set). */
+struct tempfile *tempfile_create(const char *final_path, int *fd);
+const char *tempfile_path(const struct tempfile *t);
+/* The caller has closed the file. Rename it now, or mark it for the rename at a successful exit
+ * (tempfile_commit_at_exit). Frees t (or hands it to the registry). -1 (error_set): removed. */
+int tempfile_commit(struct tempfile *t);
+/* Unlink the temporary and free t; NULL is a no-op. */
+void tempfile_remove(struct tempfile *t);
+/* From now on commits wait for exit(0); any other end removes the temporaries. */
+void tempfile_commit_at_exit(void);
+/* Remove every temporary not yet renamed (what a failing exit does; die() calls it). */
+void tempfile_remove_all(void);
+/* Rename every committed-but-waiting temporary now, in creation order. -1 (error_set) if one
+ * failed; then it and the rest are removed. The exit handler calls it on status 0. */
+int tempfile_commit_all(void);
 
 /* ---- random numbers ---- */
 struct rng {

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int parse_bool(const char *s, int *out) {
     if (!strcmp(s, "true") || !strcmp(s, "t") || !strcmp(s, "1")) *out = 1;
@@ -165,7 +166,12 @@ static int set_option(const char *arg, const struct option_spec *specs, int n) {
 
 static int read_config(const char *path, const struct option_spec *specs, int n) {
     FILE *f = fopen(path, "r");
-    if (!f) return error_set("cannot open config file '%s'", path);
+    if (!f) return error_set("cannot open config file '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return error_set("cannot read config file '%s': is a directory", path);
+    }
     char line[4096];
     int lineno = 0;
     while (fgets(line, sizeof line, f)) {
@@ -209,6 +215,8 @@ static void print_args(int argc, char **argv) {
 void options_parse(int *argc, char **argv, const char *usage, const struct option_spec *specs,
                    int num_specs) {
     log_set_program(argv[0]);
+    /* Every program's outputs are renamed into place only when it exits with status 0. */
+    tempfile_commit_at_exit();
     int orig_argc = *argc, out = 1, ended = 0;
     char **orig = xmalloc(sizeof(char *) * (orig_argc + 1));
     memcpy(orig, argv, sizeof(char *) * orig_argc);

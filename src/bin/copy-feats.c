@@ -61,6 +61,8 @@ int main(int argc, char **argv) {
     int rc;
     while ((rc = table_reader_next(&reader, &m)) > 0) {
         const char *key = table_reader_key(&reader);
+        long long bad = io_count_nonfinite(&m);
+        if (bad) WARN("'%s': key '%s': %lld NaN or Inf values (copied as they are)", in_name, key, bad);
         int wrc;
         if (compress) {
             wrc = compressed_matrix_compress(&cm, &m, method);
@@ -87,5 +89,6 @@ int main(int argc, char **argv) {
     }
     if (table_writer_close(&writer)) die("cannot write '%s': %s", out_name, error_get());
     LOG("Copied %lld feature matrices.", num_done);
-    return num_done ? 0 : 1;
+    if (!num_done) die("no feature matrices in '%s'", in_name);
+    return 0;
 }

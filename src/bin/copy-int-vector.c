@@ -56,5 +56,6 @@ int main(int argc, char **argv) {
     }
     if (table_writer_close(&writer)) die("cannot write '%s': %s", out_name, error_get());
     LOG("Copied %lld vectors of int32.", num_done);
-    return num_done ? 0 : 1;
+    if (!num_done) die("no vectors in '%s'", in_name);
+    return 0;
 }

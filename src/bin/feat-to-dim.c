@@ -43,7 +43,8 @@ int main(int argc, char **argv) {
             die("cannot read '%s': %s", in_name, error_get());
         }
         if (table_writer_close(&writer)) die("cannot write '%s': %s", out_name, error_get());
-        return n ? 0 : 1;
+        if (!n) die("no feature matrices in '%s'", in_name);
+        return 0;
     }
     int rc = table_reader_next(&reader, &m);
     if (rc < 0) die("cannot read '%s': %s", in_name, error_get());

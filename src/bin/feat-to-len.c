@@ -41,6 +41,6 @@ int main(int argc, char **argv) {
         printf("%lld\n", total);
         if (fflush(stdout)) die("cannot write to standard output");
     }
-    if (!n) WARN("no feature matrices in '%s'", in_name);
-    return n ? 0 : 1;
+    if (!n) die("no feature matrices in '%s'", in_name);
+    return 0;
 }

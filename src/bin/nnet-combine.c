@@ -39,12 +39,15 @@ int main(int argc, char **argv) {
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc < 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
-    if (o.minibatch_size < 1 || o.max_examples < 1 || o.num_iters < 0)
-        die("--minibatch-size and --max-examples must be positive, --num-iters >= 0");
+    if (o.minibatch_size < 1) die("--minibatch-size=%d: must be at least 1", o.minibatch_size);
+    if (o.max_examples < 1) die("--max-examples=%d: must be at least 1", o.max_examples);
+    if (o.num_iters < 0) die("--num-iters=%d: must not be negative", o.num_iters);
     if (strcmp(method, "per-layer") && strcmp(method, "twa"))
         die("--method='%s': expected per-layer or twa", method);
-    if (t.num_epochs < 0 || !(t.learning_rate >= 0) || !(t.momentum >= 0 && t.momentum < 1))
-        die("--twa-epochs and --twa-learning-rate must not be negative, --twa-momentum in [0, 1)");
+    if (t.num_epochs < 0) die("--twa-epochs=%d: must not be negative", t.num_epochs);
+    if (!(t.learning_rate >= 0))
+        die("--twa-learning-rate=%g: must not be negative", t.learning_rate);
+    if (!(t.momentum >= 0 && t.momentum < 1)) die("--twa-momentum=%g: must lie in [0, 1)", t.momentum);
     t.minibatch_size = o.minibatch_size < 256 ? o.minibatch_size : 256;
     t.max_examples = o.max_examples;
     if (*twa_train) t.train_rspec = twa_train;
@@ -55,6 +58,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < num; i++)
         if (!(models[i] = nnet_read_file(argv[i + 1])))
             die("cannot read model '%s': %s", argv[i + 1], error_get());
+    for (int i = 1; i < num; i++)
+        if (nnet_check_same_structure(models[0], models[i]))
+            die("model '%s' does not have the structure of '%s': %s", argv[i + 1], argv[1],
+                error_get());
     struct nnet *out = *method == 't' ? twa_combine(models, num, argv[argc - 2], &t)
                                       : combine_models(models, num, argv[argc - 2], &o);
     if (!out) die("%s", error_get());

@@ -1,6 +1,8 @@
 /* nnet-compute-prob: average log-probability and accuracy of a model on examples. */
 #include "train/train.h"
 
+#include <math.h>
+
 static const char *usage =
     "Compute the average log-probability and accuracy of a model on the examples of an archive.\n"
     "Prints the average log-probability per frame on stdout.\n"
@@ -26,6 +28,8 @@ int main(int argc, char **argv) {
     struct train_stats st;
     if (eval_prob(n, argv[2], minibatch_size, &st)) die("%s", error_get());
     if (st.num_egs == 0 || !(st.weight > 0)) die("no labelled examples in '%s'", argv[2]);
+    if (!isfinite(st.objf))
+        die("'%s' with model '%s': the objective is not finite (%g)", argv[2], argv[1], st.objf);
     LOG("Saw %lld examples, average probability is %.6f and accuracy is %.6f with total weight %g",
         st.num_egs, st.objf / st.weight, st.correct / st.weight, st.weight);
     printf("%.6f\n", st.objf / st.weight);

@@ -46,5 +46,6 @@ int main(int argc, char **argv) {
                       (uint64_t)(int64_t)srand, keep, how, &st);
     if (rc) die("%s", error_get());
     LOG("Read %lld neural-network training examples, wrote %lld", st.num_read, st.num_written);
+    if (st.num_read == 0) die("no examples in '%s'", argv[1]);
     return st.num_written == 0 ? 1 : 0;
 }

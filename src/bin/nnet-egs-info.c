@@ -22,7 +22,8 @@ int main(int argc, char **argv) {
     double mb = info.decoded_bytes / 1e6;
     LOG("Read %lld examples; decoded %.1f MB of input in %.3f s (%.0f MB/s)", info.num_egs, mb,
         info.decode_seconds, info.decode_seconds > 0 ? mb / info.decode_seconds : 0.0);
-    int rc = info.num_egs == 0;
+    long long num = info.num_egs;
     egs_info_release(&info);
-    return rc;
+    if (num == 0) die("no examples in '%s'", argv[1]);
+    return 0;
 }

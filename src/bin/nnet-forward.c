@@ -35,11 +35,15 @@ int main(int argc, char **argv) {
         if (feats.cols != nnet_input_dim(n))
             die("'%s': key '%s': feature dimension %d, the network expects %d", argv[2], key,
                 feats.cols, nnet_input_dim(n));
+        if (io_check_finite(&feats)) die("'%s': key '%s': %s", argv[2], key, error_get());
         if (feats.rows == 0) {
             WARN("'%s': key '%s': empty utterance, skipped", argv[2], key);
             continue;
         }
         forward_utterance(n, &feats, apply_log, &out);
+        if (io_check_finite(&out))
+            die("'%s': key '%s': the output of model '%s' is not finite: %s", argv[2], key,
+                argv[1], error_get());
         if (table_writer_write(&writer, key, &out)) die("%s", error_get());
         num_done++;
         num_frames += feats.rows;
@@ -51,5 +55,6 @@ int main(int argc, char **argv) {
     matrix_release(&feats);
     matrix_release(&out);
     nnet_free(n);
-    return num_done > 0 ? 0 : 1;
+    if (!num_done) die("no non-empty utterances in '%s'", argv[2]);
+    return 0;
 }

@@ -5,7 +5,8 @@ static const char *usage =
     "Cut features and per-frame integer labels (e.g. from ali-to-pdf) into neural-network\n"
     "training examples of --num-frames labelled frames with --left-context / --right-context\n"
     "frames around them (the first/last frame repeated at utterance edges). Utterances without\n"
-    "labels, or whose label count differs from their frame count, are skipped with a warning.\n"
+    "labels, or whose label count differs from their frame count, are skipped with a warning;\n"
+    "a negative label (or one >= --num-pdfs) or a NaN/Inf feature is an error.\n"
  "--compress: what each mode keeps. none: the floats as given. zlib: lossless (deflated\n"
     "floats; parnet only). 16bit: Kaldi CM2, one range per example (65535 steps). 8bit: Kaldi CM\n"
     "(a range per column from percentiles) for examples of more than 8 rows, else CM3 (one range\n"
@@ -21,20 +22,26 @@ static const char *usage =
 
 int main(int argc, char **argv) {
     log_set_program(argv[0]);
-    struct egs_get_opts opts = {0, 0, 1, EGS_COMPRESS_8BIT};
+    struct egs_get_opts opts = {0, 0, 1, EGS_COMPRESS_8BIT, 0};
     const char *compress = "8bit";
     const struct option_spec specs[] = {
         {"left-context", OPT_INT, &opts.left_context, "Frames of left context"},
         {"right-context", OPT_INT, &opts.right_context, "Frames of right context"},
         {"num-frames", OPT_INT, &opts.num_frames, "Labelled frames per example"},
+        {"num-pdfs", OPT_INT, &opts.num_pdfs,
+         "Number of classes (the model's output-dim): a label outside [0, num-pdfs) is an error; "
+         "0: unknown, only negative labels are rejected (training checks the rest)"},
         {"compress", OPT_STRING, &compress,
          "Input storage: none, 8bit (Kaldi CompressedMatrix), 16bit or zlib"},
     };
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
     options_parse(&argc, argv, usage, specs, nspecs);
     if (argc != 4) options_usage_exit(usage, specs, nspecs);
-    if (opts.left_context < 0 || opts.right_context < 0 || opts.num_frames < 1)
-        die("invalid --left-context, --right-context or --num-frames");
+    if (opts.left_context < 0) die("--left-context=%d: must not be negative", opts.left_context);
+    if (opts.right_context < 0)
+        die("--right-context=%d: must not be negative", opts.right_context);
+    if (opts.num_frames < 1) die("--num-frames=%d: must be at least 1", opts.num_frames);
+    if (opts.num_pdfs < 0) die("--num-pdfs=%d: must not be negative", opts.num_pdfs);
     if (egs_compress_parse(compress, &opts.compress) || opts.compress == EGS_COMPRESS_KEEP) {
         fprintf(stderr, "%s: --compress: %s\n", log_program(),
                 opts.compress == EGS_COMPRESS_KEEP ? "use none, 8bit, 16bit or zlib" : error_get());
@@ -47,5 +54,8 @@ int main(int argc, char **argv) {
         "examples, %lld files had errors.",
         st.num_read, st.num_written, st.num_skipped);
     if (rc) die("%s", error_get());
-    return st.num_written == 0 ? 1 : 0;
+    if (st.num_written == 0)
+        die("wrote no examples from '%s' with labels '%s' (%lld utterances skipped)", argv[1],
+            argv[2], st.num_skipped);
+    return 0;
 }

@@ -32,5 +32,6 @@ int main(int argc, char **argv) {
             st.num_written);
     else
         LOG("Shuffled order of %lld neural-network training examples", st.num_written);
-    return st.num_written == 0 ? 1 : 0;
+    if (st.num_written == 0) die("no examples in '%s'", argv[1]);
+    return 0;
 }

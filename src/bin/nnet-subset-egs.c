@@ -27,5 +27,6 @@ int main(int argc, char **argv) {
     if (rc) die("%s", error_get());
     LOG("Selected a subset of %lld out of %lld neural-network training examples", st.num_written,
         st.num_read);
-    return st.num_read == 0 ? 1 : 0;
+    if (st.num_read == 0) die("no examples in '%s'", argv[1]);
+    return 0;
 }

@@ -115,7 +115,21 @@ static int label_entry_cmp(const void *a, const void *b) {
     return strcmp(((const struct label_entry *)a)->key, ((const struct label_entry *)b)->key);
 }
 
-static int load_labels(const char *rspec, struct label_entry **out, int *count) {
+/* Labels are class indices: >= 0, and < num_pdfs when it is known (> 0). */
+static int check_labels(const char *rspec, const char *key, const struct int32_vec *v,
+                        int num_pdfs) {
+    for (int i = 0; i < v->dim; i++)
+        if (v->data[i] < 0 || (num_pdfs > 0 && v->data[i] >= num_pdfs)) {
+            if (num_pdfs > 0)
+                return error_set("labels '%s': key '%s': label %d at frame %d is out of range "
+                                 "[0, %d) (--num-pdfs)", rspec, key, (int)v->data[i], i, num_pdfs);
+            return error_set("labels '%s': key '%s': label %d at frame %d is negative", rspec,
+                             key, (int)v->data[i], i);
+        }
+    return 0;
+}
+
+static int load_labels(const char *rspec, int num_pdfs, struct label_entry **out, int *count) {
     struct table_reader r;
     memset(&r, 0, sizeof r);
     *out = NULL;
@@ -134,10 +148,11 @@ static int load_labels(const char *rspec, struct label_entry **out, int *count) 
         e[n].v = v;
         memset(&v, 0, sizeof v);
         n++;
+        if (check_labels(rspec, e[n - 1].key, &e[n - 1].v, num_pdfs)) break;
     }
-    int rc = got < 0 ? error_wrap("reading labels '%s': ", rspec) : 0;
+    int rc = got < 0 ? error_wrap("reading labels '%s': ", rspec) : got > 0 ? -1 : 0;
     rc = finish(&r, NULL, rc);
-    qsort(e, (size_t)n, sizeof *e, label_entry_cmp);
+    if (n > 0) qsort(e, (size_t)n, sizeof *e, label_entry_cmp); /* qsort(NULL, 0) is UB */
     for (int i = 1; i < n && !rc; i++)
         if (!strcmp(e[i].key, e[i - 1].key))
             rc = error_set("labels '%s': key '%s' appears twice", rspec, e[i].key);
@@ -228,7 +243,7 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
     st->worst_dim = -1;
     struct label_entry *labels;
     int num_labels;
-    if (load_labels(labels_rspec, &labels, &num_labels)) {
+    if (load_labels(labels_rspec, opts->num_pdfs, &labels, &num_labels)) {
         free_labels(labels, num_labels);
         return -1;
     }
@@ -255,9 +270,15 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
     int rc = 0, got;
     while ((got = table_reader_next(&feats, &m)) == 1) {
         const char *utt = table_reader_key(&feats);
+        if (io_check_finite(&m)) {
+            rc = error_wrap("features '%s': key '%s': ", feats_rspec, utt);
+            break;
+        }
         struct label_entry probe = {(char *)utt, {0}};
         const struct label_entry *lab =
-            bsearch(&probe, labels, (size_t)num_labels, sizeof *labels, label_entry_cmp);
+            num_labels ? bsearch(&probe, labels, (size_t)num_labels, sizeof *labels,
+                                 label_entry_cmp)
+                       : NULL;
         if (!lab) {
             WARN("no labels for utterance %s", utt);
             st->num_skipped++;

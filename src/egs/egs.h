@@ -186,6 +186,7 @@ struct egs_get_opts {
     int left_context, right_context; /* >= 0: context rows spliced around each block */
     int num_frames;                  /* >= 1: labelled frames per example */
     int compress;                    /* enum egs_compress (not KEEP) */
+    int num_pdfs;                    /* > 0: labels must be < num_pdfs; 0: unknown */
 };
 struct egs_stats {
     double worst_rel_error; /* egs_get, egs_copy with compress: egs_compress_check_worst */
@@ -206,7 +207,8 @@ int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t
 /* nnet-get-egs: features (matrices) + per-frame int32 labels -> examples. The labels table is
  * read whole into memory first (small; so it may be a pipe in any order, as Kaldi allows).
  * An utterance without labels, or whose label count differs from its frame count, is skipped
- * with a warning and counted (num_skipped); num_read counts utterances processed. */
+ * with a warning and counted (num_skipped); num_read counts utterances processed. A negative
+ * label (or one >= num_pdfs) and a NaN/Inf feature are errors naming the file and key. */
 int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_wspec,
             const struct egs_get_opts *opts, struct egs_stats *st);
 /* nnet-shuffle-egs: buffer_size 0 reads everything and shuffles (Fisher-Yates); B > 0 streams

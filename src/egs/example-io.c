@@ -120,6 +120,7 @@ static int read_input(struct kin *in, int binary, struct example *eg) {
     }
     eg->storage = EXAMPLE_STORE_FLOAT;
     if (io_read_matrix(in, binary, &eg->input)) return -1;
+    if (io_check_finite(&eg->input)) return kin_error(in, "example input: %s", error_get());
     eg->rows = eg->input.rows;
     eg->cols = eg->input.cols;
     return 0;
@@ -156,6 +157,11 @@ int example_read(struct kin *in, int binary, struct example *eg) {
     if (!strcmp(tok, "<SpkInfo>")) {
         struct vector v = {0};
         if (io_read_vector(in, binary, &v)) goto fail;
+        if (!vector_is_finite(&v)) {
+            vector_release(&v);
+            kin_error(in, "non-finite value in <SpkInfo>");
+            goto fail;
+        }
         if (v.dim > 0) {
             eg->spk_dim = v.dim;
             eg->spk_info = xmalloc(sizeof(float) * v.dim);

@@ -301,6 +301,8 @@ int example_input_decode_rows(const struct example *eg, int row0, int n, struct 
                        sizeof(float) * eg->cols);
         if (!direct) free(buf);
         if (rc) return error_wrap("example input: ");
+        struct matrix view = matrix_view(dst, 0, n, 0, eg->cols);
+        if (io_check_finite(&view)) return error_wrap("example input (ZM): ");
         break;
     }
     default: ASSERT(!"bad storage");

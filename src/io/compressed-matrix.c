@@ -240,6 +240,10 @@ int io_read_compressed_matrix(struct kin *in, int binary, struct compressed_matr
     if (kin_read(in, h, 16, "compressed matrix header")) return -1;
     memcpy(&cm->min_value, h, 4);
     memcpy(&cm->range, h + 4, 4);
+    if (!isfinite(cm->min_value) || !isfinite(cm->range)) {
+        cm->format = 0;
+        return kin_error(in, "compressed matrix header holds a non-finite min or range");
+    }
     int32_t rows, cols;
     memcpy(&rows, h + 8, 4);
     memcpy(&cols, h + 12, 4);

@@ -12,9 +12,15 @@
  *     other          a plain file
  *   Rejected: a leading '|', leading/trailing whitespace, "ark:"/"scp:" prefixes.
  * struct kout writes a wxfilename: "-" stdout, "| cmd" popen(cmd, "w"), else a plain file. A plain
- *   file is written as "<dir>/.<name>.XXXXXX" (mkstemp) in the same directory and renamed onto the final
- *   name by kout_close after fflush + fsync + fclose all succeed (STYLE §8). kout_abort removes
- *   the temporary. kin/kout count bytes (offset) so messages and scp offsets are exact.
+ *   file is written as "<dir>/.<name>.XXXXXX" in the same directory, a temporary on the registry
+ *   of base.h (tempfile_*), and committed by kout_close after fflush + fsync + fclose all succeed
+ *   (STYLE §8): renamed onto the final name at once in a library or test, or -- in a program,
+ *   where options_parse() turned on tempfile_commit_at_exit() -- when the program exits with
+ *   status 0. On die(), a non-zero exit, SIGINT, SIGTERM, SIGHUP, SIGQUIT or SIGPIPE every
+ *   temporary is removed and an existing file under the final name is left untouched.
+ *   kout_abort removes the temporary. kin/kout count bytes (offset) so messages and scp offsets
+ *   are exact. A directory where a file is expected is an error saying so ("is a directory"),
+ *   for input and output alike.
  *
  * ---- Errors ----
  * Every function returning int returns 0 (or 1 = "got an item" for readers), 0 = end, and -1 on
@@ -125,7 +131,7 @@ enum kout_kind { KOUT_NONE, KOUT_FILE, KOUT_STDOUT, KOUT_PIPE, KOUT_WRAPPED };
 struct kout {
     FILE *f;
     char *name;        /* the wxfilename as given */
-    char *tmp_name;    /* KOUT_FILE: the temporary being written */
+    struct tempfile *tmp; /* KOUT_FILE: the registered temporary being written (base.h) */
     int64_t offset;    /* bytes written so far */
     int kind;
     int failed;        /* a write failed (reported again by kout_close) */
@@ -186,6 +192,19 @@ int io_write_vector(struct kout *out, int binary, const struct vector *v); /* FV
 int io_read_matrix(struct kin *in, int binary, struct matrix *m);
 /* FM in binary; the text form in text mode. m must be a host matrix (any stride). */
 int io_write_matrix(struct kout *out, int binary, const struct matrix *m);
+
+/* ---- non-finite data (docs/RELIABILITY.md "NaN and Inf") ----
+ * The policy: data used for training or inference never contains NaN or Inf. Programs that use
+ * features (nnet-forward, nnet-get-egs) reject a matrix for which io_check_finite fails, naming
+ * the file and key; the example reader rejects non-finite inputs, so nnet-train,
+ * nnet-compute-prob, nnet-combine and the egs tools never see them; a compressed matrix with a
+ * non-finite header is corrupt. copy-feats, a format tool, copies them as Kaldi does, with a
+ * WARNING naming the key and the count (compressing them is an error). */
+/* 0 if every element of the host matrix is finite, else -1 with error_set("non-finite value
+ * (NaN) at row 3, column 0"). */
+int io_check_finite(const struct matrix *m);
+/* How many elements are NaN or Inf. */
+long long io_count_nonfinite(const struct matrix *m);
 
 /* ---- compressed matrices ---- */
 /* Kaldi's CompressionMethod numbering (copy-feats --compression-method). */

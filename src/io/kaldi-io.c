@@ -591,3 +591,23 @@ int io_write_matrix(struct kout *out, int binary, const struct matrix *m) {
     }
     return kout_write(out, "]\n", 2);
 }
+
+int io_check_finite(const struct matrix *m) {
+    if (m->rows == 0 || m->cols == 0 || matrix_is_finite(m)) return 0;
+    for (int r = 0; r < m->rows; r++)
+        for (int c = 0; c < m->cols; c++) {
+            float v = m->data[(size_t)r * m->stride + c];
+            if (!isfinite(v))
+                return error_set("non-finite value (%s) at row %d, column %d",
+                                 isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf", r, c);
+        }
+    return 0;
+}
+
+long long io_count_nonfinite(const struct matrix *m) {
+    if (m->rows == 0 || m->cols == 0 || matrix_is_finite(m)) return 0;
+    long long k = 0;
+    for (int r = 0; r < m->rows; r++)
+        for (int c = 0; c < m->cols; c++) k += !isfinite(m->data[(size_t)r * m->stride + c]);
+    return k;
+}

@@ -95,8 +95,12 @@ int kin_open(struct kin *in, const char *rx) {
         return error_set("cannot open '%s': %s", rx, strerror(e));
     }
     free(path);
-    kin_setup(in, f, rx, KIN_FILE);
     struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return error_set("cannot open '%s': is a directory, not a file", rx);
+    }
+    kin_setup(in, f, rx, KIN_FILE);
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) in->size = st.st_size;
     if (has_offset) {
         if (in->size >= 0 && offset > in->size) {
@@ -235,18 +239,6 @@ int kin_read(struct kin *in, void *dst, size_t n, const char *what) {
 
 /* ---- output ---- */
 
-static mode_t file_mode(void) {
-    static mode_t mode;
-    static int done;
-    if (!done) {
-        mode_t m = umask(022);
-        umask(m);
-        mode = 0666 & ~m;
-        done = 1;
-    }
-    return mode;
-}
-
 int kout_open(struct kout *out, const char *wx) {
     memset(out, 0, sizeof *out);
     if (!wx) wx = "-";
@@ -278,6 +270,8 @@ int kout_open(struct kout *out, const char *wx) {
     if (wx[n - 1] == '|') return error_set("invalid wxfilename '%s': a trailing '|' is for input", wx);
     /* Devices and FIFOs are written in place; only regular files go through a temporary. */
     struct stat st;
+    if (stat(wx, &st) == 0 && S_ISDIR(st.st_mode))
+        return error_set("cannot write '%s': is a directory, not a file", wx);
     if (stat(wx, &st) == 0 && !S_ISREG(st.st_mode)) {
         FILE *f = fopen(wx, "wb");
         if (!f) return error_set("cannot open '%s' for writing: %s", wx, strerror(errno));
@@ -286,29 +280,19 @@ int kout_open(struct kout *out, const char *wx) {
         out->kind = KOUT_FILE;
         return 0;
     }
-    const char *slash = strrchr(wx, '/');
-    size_t dir_len = slash ? (size_t)(slash - wx + 1) : 0;
-    char *tmp = xmalloc(n + 16);
-    memcpy(tmp, wx, dir_len);
-    snprintf(tmp + dir_len, n + 16 - dir_len, ".%s.XXXXXX", wx + dir_len);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return error_set("cannot open '%s' for writing: %s", wx, strerror(e));
-    }
-    fchmod(fd, file_mode());
+    int fd;
+    struct tempfile *tmp = tempfile_create(wx, &fd);
+    if (!tmp) return -1;
     FILE *f = fdopen(fd, "wb");
     if (!f) {
         int e = errno;
         close(fd);
-        unlink(tmp);
-        free(tmp);
+        tempfile_remove(tmp);
         return error_set("cannot open '%s' for writing: %s", wx, strerror(e));
     }
     out->f = f;
     out->name = xstrdup(wx);
-    out->tmp_name = tmp;
+    out->tmp = tmp;
     out->kind = KOUT_FILE;
     return 0;
 }
@@ -358,7 +342,6 @@ int kout_flush(struct kout *out) {
 
 static void kout_free(struct kout *out) {
     free(out->name);
-    free(out->tmp_name);
     memset(out, 0, sizeof *out);
 }
 
@@ -375,14 +358,13 @@ int kout_close(struct kout *out) {
     }
     switch (out->kind) {
     case KOUT_FILE:
-        if (out->tmp_name && !rc && fsync(fileno(out->f)))
+        if (out->tmp && !rc && fsync(fileno(out->f)))
             rc = error_set("cannot sync '%s': %s", name, strerror(errno));
         if (fclose(out->f) && !rc) rc = error_set("cannot close '%s': %s", name, strerror(errno));
-        if (out->tmp_name) {
-            if (!rc && rename(out->tmp_name, name))
-                rc = error_set("cannot rename '%s' to '%s': %s", out->tmp_name, name,
-                               strerror(errno));
-            if (rc) unlink(out->tmp_name);
+        if (out->tmp) {
+            if (rc) tempfile_remove(out->tmp);
+            else rc = tempfile_commit(out->tmp); /* now, or when the program succeeds */
+            out->tmp = NULL;
         }
         break;
     case KOUT_PIPE: {
@@ -406,7 +388,8 @@ void kout_abort(struct kout *out) {
     if (out->f) {
         if (out->kind == KOUT_FILE) {
             fclose(out->f);
-            if (out->tmp_name) unlink(out->tmp_name);
+            tempfile_remove(out->tmp);
+            out->tmp = NULL;
         } else if (out->kind == KOUT_PIPE) {
             pclose(out->f);
         } else {

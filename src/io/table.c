@@ -571,7 +571,10 @@ int table_writer_write(struct table_writer *w, const char *key, const void *obj)
 int table_writer_close(struct table_writer *w) {
     int rc = 0;
     if (w->ark.f && kout_close(&w->ark)) rc = -1;
-    if (w->scp.f && kout_close(&w->scp) && !rc) rc = -1;
+    if (w->scp.f) { /* an scp never goes out pointing into an archive that failed */
+        if (rc) kout_abort(&w->scp);
+        else if (kout_close(&w->scp)) rc = -1;
+    }
     free_strings(w->scp_keys, w->scp_count);
     free_strings(w->scp_files, w->scp_count);
     free(w->wspecifier);

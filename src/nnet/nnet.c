@@ -197,6 +197,32 @@ int nnet_same_structure(const struct nnet *a, const struct nnet *b) {
     return 1;
 }
 
+int nnet_check_same_structure(const struct nnet *a, const struct nnet *b) {
+    if (a->num != b->num)
+        return error_set("%d components, not %d", b->num, a->num);
+    for (int i = 0; i < a->num; i++) {
+        const struct component *x = a->comps[i], *y = b->comps[i];
+        const char *what = NULL;
+        int vx = 0, vy = 0;
+        if (x->ops != y->ops)
+            return error_set("component %d is %s, not %s", i, y->ops->type, x->ops->type);
+        if (x->input_dim != y->input_dim) what = "input-dim", vx = x->input_dim, vy = y->input_dim;
+        else if (x->output_dim != y->output_dim)
+            what = "output-dim", vx = x->output_dim, vy = y->output_dim;
+        else if (x->num_params != y->num_params)
+            what = "parameter count", vx = x->num_params, vy = y->num_params;
+        else if (x->left_context != y->left_context)
+            what = "left-context", vx = x->left_context, vy = y->left_context;
+        else if (x->right_context != y->right_context)
+            what = "right-context", vx = x->right_context, vy = y->right_context;
+        if (what)
+            return error_set("component %d (%s) has %s %d, not %d", i, x->ops->type, what, vy, vx);
+    }
+    if (a->params.dim != b->params.dim)
+        return error_set("parameter dimension %d, not %d", b->params.dim, a->params.dim);
+    return 0;
+}
+
 int nnet_num_components(const struct nnet *n) { return n->num; }
 
 struct component *nnet_component(const struct nnet *n, int i) {

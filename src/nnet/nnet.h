@@ -211,6 +211,9 @@ int nnet_write_file(const struct nnet *n, const char *wxfilename, int binary);
 struct nnet *nnet_copy(const struct nnet *n);
 /* 1 if a and b have the same components with the same dims (parameters may differ). */
 int nnet_same_structure(const struct nnet *a, const struct nnet *b);
+/* The same test, saying what differs: 0, or -1 with error_set("component 3 (AffineComponent)
+ * has input-dim 50, not 40") -- b's value first, a's second. */
+int nnet_check_same_structure(const struct nnet *a, const struct nnet *b);
 
 int nnet_num_components(const struct nnet *n);
 struct component *nnet_component(const struct nnet *n, int i);

@@ -30,10 +30,10 @@ struct nnet *average_model_files(const char *const *rxfilenames, int num, const 
             error_wrap("cannot read model '%s': ", rxfilenames[i]);
             goto fail;
         }
-        if (!nnet_same_structure(avg, m)) {
+        if (nnet_check_same_structure(avg, m)) {
             nnet_free(m);
-            error_set("model '%s' does not have the structure of '%s'", rxfilenames[i],
-                      rxfilenames[0]);
+            error_wrap("model '%s' does not have the structure of '%s': ", rxfilenames[i],
+                       rxfilenames[0]);
             goto fail;
         }
         struct vector p = nnet_params(m);
@@ -59,9 +59,9 @@ static struct nnet *read_like(const char *rxfilename, struct nnet *ref, const ch
         error_wrap("cannot read model '%s': ", rxfilename);
         return NULL;
     }
-    if (ref && !nnet_same_structure(ref, m)) {
+    if (ref && nnet_check_same_structure(ref, m)) {
         nnet_free(m);
-        error_set("model '%s' does not have the structure of '%s'", rxfilename, ref_name);
+        error_wrap("model '%s' does not have the structure of '%s': ", rxfilename, ref_name);
         return NULL;
     }
     return m;

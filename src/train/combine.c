@@ -151,8 +151,8 @@ struct nnet *combine_models(struct nnet *const *models, int num, const char *val
                             const struct combine_options *o) {
     ASSERT(num >= 1);
     for (int m = 1; m < num; m++)
-        if (!nnet_same_structure(models[0], models[m])) {
-            error_set("model %d does not have the structure of model 1", m + 1);
+        if (nnet_check_same_structure(models[0], models[m])) {
+            error_wrap("model %d does not have the structure of model 1: ", m + 1);
             return NULL;
         }
     struct combiner c = {.models = models, .num_models = num};

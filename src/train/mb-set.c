@@ -14,9 +14,11 @@ int mb_set_load(struct mb_set *s, const char *rspec, int minibatch_size, int max
     int rc = 0, cap = 0;
     while (s->num_egs < max_examples && (rc = minibatch_source_next(src, &mb)) == 1) {
         if (mb->input_dim != nnet_input_dim(n)) {
+            /* the message first: mb belongs to src */
+            error_set("'%s': examples have input dimension %d, the network expects %d", rspec,
+                      mb->input_dim, nnet_input_dim(n));
             minibatch_source_free(src);
-            return error_set("'%s': examples have input dimension %d, the network expects %d",
-                             rspec, mb->input_dim, nnet_input_dim(n));
+            return -1;
         }
         if (s->num == cap) {
             cap = cap ? 2 * cap : 8;
@@ -35,8 +37,9 @@ int mb_set_load(struct mb_set *s, const char *rspec, int minibatch_size, int max
         memcpy(dst->label_index, mb->label_index, sizeof(int32_t) * mb->num_labels);
         memcpy(dst->label_weight, mb->label_weight, sizeof(float) * mb->num_labels);
         if (train_check_labels(mb, nnet_output_dim(n))) {
+            error_wrap("'%s': ", rspec);
             minibatch_source_free(src);
-            return error_wrap("'%s': ", rspec);
+            return -1;
         }
         for (int i = 0; i < mb->num_labels; i++)
             s->total_weight += mb->label_weight[i];

@@ -46,8 +46,8 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
                          const struct twa_options *o) {
     ASSERT(num >= 1);
     for (int m = 1; m < num; m++)
-        if (!nnet_same_structure(models[0], models[m])) {
-            error_set("model %d does not have the structure of model 1", m + 1);
+        if (nnet_check_same_structure(models[0], models[m])) {
+            error_wrap("model %d does not have the structure of model 1: ", m + 1);
             return NULL;
         }
     struct twa t = {0};

@@ -14,6 +14,41 @@ static void cleanup(void) {
     rmdir(dir);
 }
 
+/* The archive lives in a private directory that the target works in (so that fuzzed scp lines
+ * can only name files there). libFuzzer reads and writes the corpus and artifacts by the paths
+ * it was given, so relative ones are made absolute here, before the chdir (libFuzzer parses its
+ * arguments after LLVMFuzzerInitialize). */
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) abort();
+    int has_artifact_prefix = 0;
+    char **args = malloc(sizeof(char *) * ((size_t)*argc + 2));
+    for (int i = 0; i < *argc; i++) {
+        const char *a = (*argv)[i];
+        char *abs = NULL;
+        if (i > 0 && a[0] != '-' && a[0] != '/') {
+            abs = malloc(strlen(cwd) + strlen(a) + 2);
+            sprintf(abs, "%s/%s", cwd, a);
+        } else if (!strncmp(a, "-artifact_prefix=", 17) && a[17] != '/') {
+            has_artifact_prefix = 1;
+            abs = malloc(strlen(cwd) + strlen(a) + 2);
+            sprintf(abs, "-artifact_prefix=%s/%s", cwd, a + 17);
+        } else if (!strncmp(a, "-artifact_prefix=", 17)) {
+            has_artifact_prefix = 1;
+        }
+        args[i] = abs ? abs : (*argv)[i];
+    }
+    int n = *argc;
+    if (!has_artifact_prefix) {
+        args[n] = malloc(strlen(cwd) + 20);
+        sprintf(args[n++], "-artifact_prefix=%s/", cwd);
+    }
+    args[n] = NULL;
+    *argc = n;
+    *argv = args;
+    return 0;
+}
+
 static void setup(void) {
     static int done;
     if (done) return;

@@ -2,6 +2,12 @@
 #include "base/base.h"
 #include "test.h"
 
+#include <dirent.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <stdlib.h>
 
 static void test_error_wrap(void) {
@@ -143,6 +149,89 @@ static void test_parallel_run(void) {
     CHECK(parallel_threads() == 1);
 }
 
+/* In a child: write "new" to path through the registry, commit, then end as `how` says. */
+static void tempfile_child(const char *path, int deferred, int how) {
+    if (deferred) tempfile_commit_at_exit();
+    int fd;
+    struct tempfile *t = tempfile_create(path, &fd);
+    if (!t || write(fd, "new", 3) != 3) _exit(3);
+    if (how == 2) raise(SIGTERM); /* killed while the temporary is open */
+    close(fd);
+    if (tempfile_commit(t)) _exit(3);
+    exit(how); /* 0 success, 1 failure: the exit handler decides */
+}
+
+static int tempfile_run(const char *path, int deferred, int how) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) tempfile_child(path, deferred, how);
+    int st;
+    waitpid(pid, &st, 0);
+    return st;
+}
+
+static int file_is(const char *path, const char *want) {
+    char buf[16] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    return n == strlen(want) && !memcmp(buf, want, n);
+}
+
+static int no_temporaries(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int ok = 1;
+    while ((e = readdir(d)))
+        if (e->d_name[0] == '.' && strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) ok = 0;
+    closedir(d);
+    return ok;
+}
+
+/* The registry: a deferred commit lands only on exit(0); exit(1) and SIGTERM leave the old file
+ * and no temporary; without deferral a commit renames at once. */
+static void test_tempfile_registry(void) {
+    char dir[] = "/tmp/base-test.XXXXXX", path[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/out", dir);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fputs("old", f) >= 0 && fclose(f) == 0);
+    int st = tempfile_run(path, 1, 1);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+    CHECK(file_is(path, "old"));
+    CHECK(no_temporaries(dir));
+    st = tempfile_run(path, 1, 2);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    CHECK(file_is(path, "old"));
+    CHECK(no_temporaries(dir));
+    st = tempfile_run(path, 1, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(file_is(path, "new"));
+    CHECK(no_temporaries(dir));
+    unlink(path);
+    st = tempfile_run(path, 0, 1); /* not deferred: committed before the failing exit */
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+    CHECK(file_is(path, "new"));
+    /* in this process (not deferred): commit renames now, remove leaves nothing */
+    int fd;
+    struct tempfile *t = tempfile_create(path, &fd);
+    CHECK(t != NULL);
+    CHECK(write(fd, "abc", 3) == 3 && close(fd) == 0);
+    CHECK(tempfile_commit(t) == 0);
+    CHECK(file_is(path, "abc"));
+    t = tempfile_create(path, &fd);
+    CHECK(t != NULL);
+    close(fd);
+    tempfile_remove(t);
+    CHECK(file_is(path, "abc"));
+    CHECK(no_temporaries(dir));
+    CHECK(tempfile_create("/nonexistent-dir/x", &fd) == NULL);
+    CHECK(strstr(error_get(), "/nonexistent-dir/x") != NULL);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void) {
     TEST_RUN(test_error_wrap);
     TEST_RUN(test_parse_numbers);
@@ -151,5 +240,6 @@ int main(void) {
     TEST_RUN(test_rng_distributions);
     TEST_RUN(test_rng_shuffle_is_permutation);
     TEST_RUN(test_parallel_run);
+    TEST_RUN(test_tempfile_registry);
     TEST_MAIN_END();
 }

@@ -406,7 +406,7 @@ static void test_cut_utterance_context(void) {
         f.data[t * f.stride + 1] = 10.0f + t;
     }
     int32_t labels[5] = {10, 11, 12, 13, 14};
-    struct egs_get_opts opts = {2, 1, 2, EGS_COMPRESS_NONE};
+    struct egs_get_opts opts = {2, 1, 2, EGS_COMPRESS_NONE, 0};
     struct collected c;
     c.n = 0;
     CHECK(egs_cut_utterance("utt", &f, labels, &opts, collect, &c) == 0);

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Writes the seed corpus of every fuzz target into tests/fuzz/corpus/<target>/ from the programs
+# in bin/ (make all first). The seeds are committed; run this again when a format changes.
+# fuzz-egs keeps its hand-made seeds (one example per storage).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+B=$top/bin C=$top/tests/fuzz/corpus
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+seed() { mkdir -p "$C/$1"; cat >"$C/$1/$2"; } # target name < bytes
+sel() { printf "\\$(printf '%03o' "$1")"; }   # one selector byte
+
+printf 'u1  [\n  0.5 -1 2\n  3 4.25 5 ]\nu2  [\n  1 2 3 ]\nu3  [ ]\n' >m.txt
+$B/copy-feats --print-args=false ark,t:m.txt ark:m.ark 2>/dev/null
+$B/copy-feats --print-args=false --compress=true ark,t:m.txt ark:cm.ark 2>/dev/null
+$B/copy-feats --print-args=false --compress=true --compression-method=3 ark,t:m.txt ark:cm2.ark 2>/dev/null
+$B/copy-feats --print-args=false --compress=true --compression-method=5 ark,t:m.txt ark:cm3.ark 2>/dev/null
+printf 'u1 1 2 3\nu2 7\nu3\n' >iv.txt
+$B/copy-int-vector --print-args=false ark,t:iv.txt ark:iv.ark 2>/dev/null
+$B/feat-to-len --print-args=false ark:m.ark ark:len.ark 2>/dev/null
+
+# fuzz-archive: selector % 5 picks matrix, int32 vector, vector, compressed matrix, int32;
+# (selector / 5) % 2 reads ahead (ark,bg)
+{ sel 0; cat m.ark; } | seed fuzz-archive matrix-binary
+{ sel 5; cat m.txt; } | seed fuzz-archive matrix-text-bg
+{ sel 1; cat iv.ark; } | seed fuzz-archive int32-vector-binary
+{ sel 1; cat iv.txt; } | seed fuzz-archive int32-vector-text
+{ sel 2; printf 'v1  [ 1 2 3 ]\nv2  [ ]\n'; } | seed fuzz-archive vector-text
+{ sel 3; cat cm.ark; } | seed fuzz-archive cm-binary
+{ sel 8; cat cm2.ark; } | seed fuzz-archive cm2-binary-bg
+{ sel 3; cat cm3.ark; } | seed fuzz-archive cm3-binary
+{ sel 4; cat len.ark; } | seed fuzz-archive int32-binary
+
+# fuzz-compressed-matrix: one matrix object (FM, CM, CM2, CM3, text)
+printf ' [\n  0.5 -1 2\n  3 4.25 5 ]\n' >one.txt
+$B/copy-feats --print-args=false one.txt fm.bin 2>/dev/null
+seed fuzz-compressed-matrix fm <fm.bin
+for m in 2 3 5 6; do
+    $B/copy-feats --print-args=false --compress=true --compression-method=$m one.txt c$m.bin 2>/dev/null
+    seed fuzz-compressed-matrix cm-method-$m <c$m.bin
+done
+seed fuzz-compressed-matrix text <one.txt
+
+# fuzz-nnet-read: a model with every kind of component, binary and text
+cat >nnet.config <<'CFG'
+SpliceComponent input-dim=3 context=-1:0:1
+FixedAffineComponent input-dim=9 output-dim=6
+AffineComponentPreconditionedOnline input-dim=6 output-dim=8 learning-rate=0.02 rank-in=2
+PnormComponent input-dim=8 output-dim=4 p=2
+NormalizeComponent dim=4
+AffineComponent input-dim=4 output-dim=3 learning-rate=0.01
+SoftmaxComponent dim=3
+CFG
+$B/nnet-init --print-args=false --srand=1 nnet.config 0.mdl 2>/dev/null
+$B/nnet-copy --print-args=false --binary=false 0.mdl 0.txt 2>/dev/null
+seed fuzz-nnet-read model-binary <0.mdl
+seed fuzz-nnet-read model-text <0.txt
+
+# fuzz-config: network configs
+seed fuzz-config full <nnet.config
+printf '# a comment\nAffineComponent input-dim=2 output-dim=2\nSoftmaxComponent\n' |
+    seed fuzz-config short
+
+# fuzz-scp: lines over the target's own a.ark (k0 3x2 at byte 3, k1 4x3 at 45, k2 5x4 at 111)
+printf 'k0 a.ark:3\nk1 a.ark:45\nk2 a.ark:111\n' | seed fuzz-scp offsets
+printf 'k1 a.ark:45[1:2]\nk2 a.ark:111[0:1,1:2]\nk0 a.ark:3[:,1:1]\n' | seed fuzz-scp ranges
+printf 'k0 a.ark\n' | seed fuzz-scp whole-archive
+
+# fuzz-text: selector % 8 picks matrix, vector, int32 vector, primitives, or a text archive of
+# matrices, int32 vectors, int32s, vectors
+{ sel 0; cat one.txt; } | seed fuzz-text matrix
+{ sel 1; printf ' [ 1 -2.5 3e2 ]\n'; } | seed fuzz-text vector
+{ sel 2; printf '[ 1 2 3 ]\n'; } | seed fuzz-text int32-vector
+{ sel 3; printf '<Tok> 3 1.5 2.25 T <Next> -7 1e-3 0.5 F '; } | seed fuzz-text primitives
+{ sel 4; cat m.txt; } | seed fuzz-text matrix-archive
+{ sel 5; cat iv.txt; } | seed fuzz-text int32-vector-archive
+{ sel 6; printf 'u1 13\nu2 7\n'; } | seed fuzz-text int32-archive
+{ sel 7; printf 'v1  [ 1 2 3 ]\nv2  [ ]\n'; } | seed fuzz-text vector-archive
+echo "seeds written to $C"
