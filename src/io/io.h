@@ -271,6 +271,7 @@ void table_writer_abort(struct table_writer *w);
 
 struct table_reader_bg;  /* read-ahead thread state (table.c) */
 struct table_reader_scp; /* scp reading state: line buffer, the archive kept open (table.c) */
+struct table_reader_stream; /* objects read ahead from a stream for random access (table.c) */
 
 struct table_reader {
     const struct holder_ops *ops;
@@ -286,6 +287,7 @@ struct table_reader {
     char **ra_keys, **ra_values;
     int ra_count, ra_loaded;
     struct table_reader_bg *bg;
+    struct table_reader_stream *stream; /* random access into a pipe/stdin archive (table.c) */
 };
 
 /* Parse an rspecifier and open it for sequential reading (random access loads lazily). */
@@ -300,8 +302,16 @@ int table_reader_open_stream(struct table_reader *r, const char *rspecifier, str
  * byte offset and reason in error_get()). After 0 or -1 every call returns the same. */
 int table_reader_next(struct table_reader *r, void *obj);
 const char *table_reader_key(const struct table_reader *r);
-/* Random access: 1 found (object in *obj), 0 not in the table, -1 error. Works on scp, and on a
- * seekable ark (indexed by one pass on first use). Do not mix with table_reader_next. */
+/* Random access: 1 found (object in *obj), 0 not in the table, -1 error. Works on scp, on a
+ * seekable ark (indexed by one pass on first use), and on an archive read from a pipe or stdin,
+ * which is read only as far as needed (Kaldi's semantics), the objects read past kept in memory
+ * (serialised) until asked for:
+ *   s   the archive's keys are sorted (strcmp): a lookup stops reading at the first key past the
+ *       one asked for, so a missing key costs nothing; unsorted keys are an error.
+ *   cs  lookups come in sorted order: with s, objects before the key asked for are dropped, so
+ *       memory stays at one object; a lookup out of order is an error.
+ *   o   each key is asked for once: an object is dropped when it has been returned.
+ * Without s a missing key reads the stream to its end. Do not mix with table_reader_next. */
 int table_reader_lookup(struct table_reader *r, const char *key, void *obj);
 int table_reader_close(struct table_reader *r);
 
