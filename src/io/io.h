@@ -322,6 +322,26 @@ int io_read_object(const char *rxfilename, const struct holder_ops *ops, void *o
 int io_read_matrix_file(const char *rxfilename, struct matrix *m);
 int io_write_matrix_file(const char *wxfilename, int binary, const struct matrix *m);
 
+/* ---- Posterior (Kaldi hmm/posterior.h: per frame a list of (int32 pdf, float weight)) ----
+ * binary: int32 num_frames, then per frame int32 num_pairs and each pair as int32 id, float
+ *         weight (all with size bytes); text: "[ 3 1 ] [ 3 0.7 5 0.3 ] [ ] \n" on one line.
+ * Stored flat (CSR): frame t owns pairs [start[t], start[t+1]). */
+struct posterior {
+    int num_frames;
+    int *start;       /* (num_frames + 1) */
+    int32_t *index;   /* (start[num_frames]) */
+    float *weight;    /* (start[num_frames]) */
+};
+void posterior_release(struct posterior *p);
+int posterior_write(struct kout *out, int binary, const struct posterior *p); /* no header */
+extern const struct holder_ops holder_posterior;
+/* Training targets, read as a struct posterior from either a Posterior (ali-to-post) or an int32
+ * vector of per-frame ids (ali-to-pdf; each id becomes one pair of weight 1), told apart per
+ * object: text by its '['; binary by the weights' bit patterns (an int32 vector of ids read as a
+ * Posterior puts small integers, i.e. denormal floats or zeros, where the weights go; a Posterior
+ * has normal or zero weights and at least one non-zero). Writes a Posterior. */
+extern const struct holder_ops holder_targets;
+
 /* ---- tokens (Kaldi TokenHolder / TokenVectorHolder; always text: "key tok\n", "key a b c\n") ---- */
 struct token_vec {
     char **v;

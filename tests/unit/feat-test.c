@@ -200,6 +200,57 @@ static void test_splice(void) {
     matrix_release(&o);
 }
 
+/* Read one object of a holder from bytes. */
+static int read_bytes(const struct holder_ops *ops, const void *bytes, size_t n, void *obj) {
+    FILE *f = fmemopen((void *)bytes, n, "rb");
+    struct kin in;
+    kin_wrap(&in, f, "mem", (int64_t)n);
+    int rc = ops->read(&in, obj);
+    fclose(f);
+    return rc;
+}
+
+static void test_posterior_bytes(void) {
+    /* Kaldi's binary Posterior for [[(3, 1)], [(4, 0.5), (5, 0.5)], []], by hand. */
+    const unsigned char b[] = {0, 'B', 4, 3, 0, 0, 0,
+                               4, 1, 0, 0, 0, 4, 3, 0, 0, 0, 4, 0, 0, 0x80, 0x3f,
+                               4, 2, 0, 0, 0, 4, 4, 0, 0, 0, 4, 0, 0, 0, 0x3f,
+                               4, 5, 0, 0, 0, 4, 0, 0, 0, 0x3f,
+                               4, 0, 0, 0, 0};
+    struct posterior p = {0};
+    CHECK(read_bytes(&holder_posterior, b, sizeof b, &p) == 0);
+    CHECK(p.num_frames == 3 && p.start[1] == 1 && p.start[2] == 3 && p.start[3] == 3);
+    CHECK(p.index[0] == 3 && p.weight[0] == 1.0f && p.index[2] == 5 && p.weight[2] == 0.5f);
+    /* holder_targets tells it from an int32 vector. */
+    struct posterior q = {0};
+    CHECK(read_bytes(&holder_targets, b, sizeof b, &q) == 0);
+    CHECK(q.num_frames == 3 && q.start[3] == 3 && q.weight[1] == 0.5f);
+    const unsigned char iv[] = {0, 'B', 4, 3, 0, 0, 0, 4, 1, 0, 0, 0, 4, 3, 0, 0, 0,
+                                4, 7, 0, 0, 0};
+    CHECK(read_bytes(&holder_targets, iv, sizeof iv, &q) == 0);
+    CHECK(q.num_frames == 3 && q.start[3] == 3 && q.index[0] == 1 && q.index[2] == 7);
+    CHECK(q.weight[0] == 1.0f && q.weight[2] == 1.0f);
+    /* Write back: the same bytes. */
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    struct kout out;
+    kout_wrap(&out, f, "mem");
+    CHECK(holder_posterior.write(&out, 1, &p) == 0 && kout_close(&out) == 0);
+    fclose(f);
+    CHECK(size == sizeof b && !memcmp(buf, b, size));
+    free(buf);
+    /* Text. */
+    const char *t = "[ 3 1 ] [ 4 0.5 5 0.5 ] [ ] \n";
+    CHECK(read_bytes(&holder_targets, t, strlen(t), &q) == 0);
+    CHECK(q.num_frames == 3 && q.start[2] == 3 && q.index[1] == 4 && q.weight[2] == 0.5f);
+    CHECK(read_bytes(&holder_targets, "1 2 3\n", 6, &q) == 0 && q.num_frames == 3);
+    /* Every truncation is an error. */
+    for (size_t cut = 3; cut < sizeof b; cut++) CHECK(read_bytes(&holder_posterior, b, cut, &q) == -1);
+    posterior_release(&p);
+    posterior_release(&q);
+}
+
 int main(void) {
     TEST_RUN(test_stream_sorted_called_sorted);
     TEST_RUN(test_stream_unsorted);
@@ -208,5 +259,6 @@ int main(void) {
     TEST_RUN(test_wave_round_trip);
     TEST_RUN(test_cmvn_maths);
     TEST_RUN(test_splice);
+    TEST_RUN(test_posterior_bytes);
     TEST_MAIN_END();
 }
