@@ -151,7 +151,7 @@ static int load_labels(const char *rspec, struct label_entry **out, int *count) 
     }
     int rc = got < 0 ? error_wrap("reading labels '%s': ", rspec) : 0;
     rc = finish(&r, NULL, rc);
-    qsort(e, (size_t)n, sizeof *e, label_entry_cmp);
+    if (n > 1) qsort(e, (size_t)n, sizeof *e, label_entry_cmp);
     for (int i = 1; i < n && !rc; i++)
         if (!strcmp(e[i].key, e[i - 1].key))
             rc = error_set("labels '%s': key '%s' appears twice", rspec, e[i].key);

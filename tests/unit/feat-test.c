@@ -148,12 +148,14 @@ static void test_wave_round_trip(void) {
     CHECK(feat_wave_read(&in, &r) == 0);
     CHECK(r.num_channels == 2 && r.num_samples == 5 && r.samp_freq == 8000);
     CHECK(r.data[0] == -4000 && r.data[5] == 1000 && r.data[8] == 4000 && r.data[9] == 32767);
+    kin_close(&in);
     fclose(f);
     /* Cut anywhere inside the header: an error, never a crash. */
     for (size_t cut = 0; cut < 46; cut++) {
         f = fmemopen(buf, cut ? cut : 1, "r");
         kin_wrap(&in, f, "mem", (int64_t)(cut ? cut : 1));
         int rc = feat_wave_read(&in, &r);
+        kin_close(&in);
         fclose(f);
         CHECK(rc == -1);
     }
@@ -206,6 +208,7 @@ static int read_bytes(const struct holder_ops *ops, const void *bytes, size_t n,
     struct kin in;
     kin_wrap(&in, f, "mem", (int64_t)n);
     int rc = ops->read(&in, obj);
+    kin_close(&in);
     fclose(f);
     return rc;
 }
