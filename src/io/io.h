@@ -55,6 +55,10 @@
  *   "[r0:r1]" or "[r0:r1,c0:c1]" (inclusive; an empty side or ":" means all).
  *   p: a bad scp entry is skipped and a truncated archive ends the table (with a warning) instead
  *      of failing; bg: a read-ahead thread reads the next entry while the caller works.
+ *   s / cs / o matter to random access (table_reader_lookup), where Kaldi gives them their
+ *      meaning: the archive is sorted / lookups come in sorted order / each key is asked once;
+ *      with them a lookup into an archive from a pipe reads only as far as it must and keeps
+ *      little in memory (see table_reader_lookup).
  *
  * Holders make tables generic: a const struct holder_ops names an object type and how to
  * read/write/release it. Objects are caller-owned structs of ops->size bytes that must start
@@ -66,6 +70,9 @@
  *   holder_int32_vector struct int32_vec (Kaldi BasicVectorHolder<int32>: binary "\0B", int32
  *                       count WITH size byte, then each element as an int32 with size byte;
  *                       text: "1 2 3 \n" to the end of the line).
+ *   holder_posterior    struct posterior (Kaldi Posterior); holder_targets reads a Posterior or an
+ *                       int32 vector into one (below);
+ *   holder_token, holder_token_vector  char *, struct token_vec (utt2spk, spk2utt).
  */
 #ifndef PARNET_IO_IO_H
 #define PARNET_IO_IO_H
@@ -342,7 +349,7 @@ extern const struct holder_ops holder_posterior;
  * has normal or zero weights and at least one non-zero). Writes a Posterior. */
 extern const struct holder_ops holder_targets;
 
-/* ---- tokens (Kaldi TokenHolder / TokenVectorHolder; always text: "key tok\n", "key a b c\n") ---- */
+/* ---- tokens (Kaldi TokenHolder / TokenVectorHolder; always text: "key tok\n", "key a b\n") ---- */
 struct token_vec {
     char **v;
     int n;

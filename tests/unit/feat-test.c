@@ -249,7 +249,8 @@ static void test_posterior_bytes(void) {
     CHECK(q.num_frames == 3 && q.start[2] == 3 && q.index[1] == 4 && q.weight[2] == 0.5f);
     CHECK(read_bytes(&holder_targets, "1 2 3\n", 6, &q) == 0 && q.num_frames == 3);
     /* Every truncation is an error. */
-    for (size_t cut = 3; cut < sizeof b; cut++) CHECK(read_bytes(&holder_posterior, b, cut, &q) == -1);
+    for (size_t cut = 3; cut < sizeof b; cut++)
+        CHECK(read_bytes(&holder_posterior, b, cut, &q) == -1);
     posterior_release(&p);
     posterior_release(&q);
 }
