@@ -2,12 +2,15 @@
 #include "egs/egs.h"
 
 static const char *usage =
-    "Cut features and per-frame integer labels (e.g. from ali-to-pdf) into neural-network\n"
-    "training examples of --num-frames labelled frames with --left-context / --right-context\n"
-    "frames around them (the first/last frame repeated at utterance edges). Utterances without\n"
-    "labels, or whose label count differs from their frame count, are skipped with a warning;\n"
-    "a negative label (or one >= --num-pdfs) or a NaN/Inf feature is an error.\n"
- "--compress: what each mode keeps. none: the floats as given. zlib: lossless (deflated\n"
+    "Cut features and per-frame targets into neural-network training examples of --num-frames\n"
+    "labelled frames with --left-context / --right-context frames around them (the first/last\n"
+    "frame repeated at utterance edges). Targets are, per utterance, either integer labels (an\n"
+    "int32 vector, e.g. from ali-to-pdf) or a Kaldi Posterior (per frame a list of (pdf, weight),\n"
+    "e.g. from ali-to-post; soft or weighted targets), binary or text, recognised per utterance.\n"
+    "Utterances without targets, or whose target count differs from their frame count, are\n"
+    "skipped with a warning; a negative label (or one >= --num-pdfs) or a NaN/Inf\n"
+    "feature is an error.\n"
+    "--compress: what each mode keeps. none: the floats as given. zlib: lossless (deflated\n"
     "floats; parnet only). 16bit: Kaldi CM2, one range per example (65535 steps). 8bit: Kaldi CM\n"
     "(a range per column from percentiles) for examples of more than 8 rows, else CM3 (one range\n"
     "per example, 255 steps): one-row examples whose features lie on very different scales lose\n"
@@ -15,10 +18,11 @@ static const char *usage =
     "standard deviation) and reported; past 0.1 on the first 1000 examples nnet-get-egs falls back\n"
     "to the next finer mode (8bit -> 16bit -> zlib) with a warning.\n"
     "\n"
-    "Usage:  nnet-get-egs [options] <feats-rspecifier> <labels-rspecifier> <egs-wspecifier>\n"
+    "Usage:  nnet-get-egs [options] <feats-rspecifier> <targets-rspecifier> <egs-wspecifier>\n"
     "e.g.:\n"
     "nnet-get-egs --left-context=4 --right-context=4 scp:feats.scp \\\n"
-    "  \"ark:gunzip -c ali.1.gz | ali-to-pdf final.mdl ark:- ark:- |\" ark:egs.1.ark\n";
+    "  \"ark:gunzip -c ali.1.gz | ali-to-pdf final.mdl ark:- ark:- | ali-to-post ark:- ark:- |\" \\\n"
+    "  ark:egs.1.ark\n";
 
 int main(int argc, char **argv) {
     log_set_program(argv[0]);

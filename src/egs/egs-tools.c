@@ -51,19 +51,18 @@ static int finish(struct table_reader *r, struct table_writer *w, int rc) {
 
 /* ---- nnet-get-egs ---- */
 
-int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t *labels,
-                      const struct egs_get_opts *opts,
-                      int (*emit)(void *ctx, const char *key, const struct example *eg),
-                      void *ctx) {
+int egs_cut_utterance_post(const char *utt, const struct matrix *feats,
+                           const struct posterior *post, const struct egs_get_opts *opts,
+                           int (*emit)(void *ctx, const char *key, const struct example *eg),
+                           void *ctx) {
     ASSERT(feats->device == MATRIX_CPU && feats->rows >= 1);
+    ASSERT(post->num_frames == feats->rows);
     ASSERT(opts->num_frames >= 1 && opts->left_context >= 0 && opts->right_context >= 0);
     int T = feats->rows, D = feats->cols, F = opts->num_frames;
     int L = opts->left_context, R = opts->right_context, rows = L + F + R;
     struct matrix in;
     matrix_init_on(&in, rows, D, MATRIX_CPU);
     int *start = xmalloc(sizeof(int) * (F + 1));
-    int32_t *index = xmalloc(sizeof(int32_t) * F);
-    float *weight = xmalloc(sizeof(float) * F);
     struct example eg;
     example_init(&eg);
     size_t keylen = strlen(utt) + 16;
@@ -79,15 +78,9 @@ int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t
         }
         /* frames past the end keep no labels */
         int actual = T - t0 < F ? T - t0 : F;
-        start[0] = 0;
-        for (int i = 0; i < F; i++) {
-            if (i < actual) {
-                index[i] = labels[t0 + i];
-                weight[i] = 1.0f;
-            }
-            start[i + 1] = i < actual ? i + 1 : actual;
-        }
-        example_set_labels(&eg, F, start, index, weight);
+        int base = post->start[t0];
+        for (int i = 0; i <= F; i++) start[i] = post->start[t0 + (i < actual ? i : actual)] - base;
+        example_set_labels(&eg, F, start, post->index + base, post->weight + base);
         rc = example_set_input(&eg, &in, L, opts->compress);
         if (rc) {
             error_wrap("utterance '%s' frame %d: ", utt, t0);
@@ -99,32 +92,54 @@ int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t
     example_release(&eg);
     matrix_release(&in);
     free(start);
-    free(index);
-    free(weight);
     free(key);
     return rc;
 }
 
-/* Labels held in memory, sorted by key: the whole table is read once, so that it may come from
- * a pipe (ali-to-pdf) in any order, as Kaldi's random-access reader allows. */
+int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t *labels,
+                      const struct egs_get_opts *opts,
+                      int (*emit)(void *ctx, const char *key, const struct example *eg),
+                      void *ctx) {
+    int T = feats->rows;
+    struct posterior p = {T, xmalloc(sizeof(int) * (size_t)(T + 1)),
+                          xmalloc(sizeof(int32_t) * (size_t)(T ? T : 1)),
+                          xmalloc(sizeof(float) * (size_t)(T ? T : 1))};
+    for (int t = 0; t <= T; t++) p.start[t] = t;
+    for (int t = 0; t < T; t++) {
+        p.index[t] = labels[t];
+        p.weight[t] = 1.0f;
+    }
+    int rc = egs_cut_utterance_post(utt, feats, &p, opts, emit, ctx);
+    posterior_release(&p);
+    return rc;
+}
+
+/* Targets held in memory, sorted by key: the whole table is read once, so that it may come from
+ * a pipe (ali-to-pdf, ali-to-post) in any order, as Kaldi's random-access reader allows. */
 struct label_entry {
     char *key;
-    struct int32_vec v;
+    struct posterior v;
 };
 static int label_entry_cmp(const void *a, const void *b) {
     return strcmp(((const struct label_entry *)a)->key, ((const struct label_entry *)b)->key);
 }
 
-/* Labels are class indices: >= 0, and < num_pdfs when it is known (> 0). */
-static int check_labels(const char *rspec, const char *key, const struct int32_vec *v,
+/* Targets are class indices: >= 0, and < num_pdfs when it is known (> 0); weights finite. */
+static int check_labels(const char *rspec, const char *key, const struct posterior *v,
                         int num_pdfs) {
-    for (int i = 0; i < v->dim; i++)
-        if (v->data[i] < 0 || (num_pdfs > 0 && v->data[i] >= num_pdfs)) {
-            if (num_pdfs > 0)
-                return error_set("labels '%s': key '%s': label %d at frame %d is out of range "
-                                 "[0, %d) (--num-pdfs)", rspec, key, (int)v->data[i], i, num_pdfs);
-            return error_set("labels '%s': key '%s': label %d at frame %d is negative", rspec,
-                             key, (int)v->data[i], i);
+    for (int t = 0; t < v->num_frames; t++)
+        for (int k = v->start[t]; k < v->start[t + 1]; k++) {
+            int32_t i = v->index[k];
+            if (i < 0 || (num_pdfs > 0 && i >= num_pdfs)) {
+                if (num_pdfs > 0)
+                    return error_set("labels '%s': key '%s': label %d at frame %d is out of range "
+                                     "[0, %d) (--num-pdfs)", rspec, key, (int)i, t, num_pdfs);
+                return error_set("labels '%s': key '%s': label %d at frame %d is negative", rspec,
+                                 key, (int)i, t);
+            }
+            if (!isfinite(v->weight[k]))
+                return error_set("labels '%s': key '%s': weight %g at frame %d is not finite",
+                                 rspec, key, v->weight[k], t);
         }
     return 0;
 }
@@ -134,11 +149,11 @@ static int load_labels(const char *rspec, int num_pdfs, struct label_entry **out
     memset(&r, 0, sizeof r);
     *out = NULL;
     *count = 0;
-    if (table_reader_open(&r, rspec, &holder_int32_vector))
+    if (table_reader_open(&r, rspec, &holder_targets))
         return error_wrap("cannot open '%s': ", rspec);
     struct label_entry *e = NULL;
     int n = 0, cap = 0, got;
-    struct int32_vec v = {0};
+    struct posterior v = {0};
     while ((got = table_reader_next(&r, &v)) == 1) {
         if (n == cap) {
             cap = cap ? 2 * cap : 256;
@@ -152,7 +167,7 @@ static int load_labels(const char *rspec, int num_pdfs, struct label_entry **out
     }
     int rc = got < 0 ? error_wrap("reading labels '%s': ", rspec) : got > 0 ? -1 : 0;
     rc = finish(&r, NULL, rc);
-    if (n > 0) qsort(e, (size_t)n, sizeof *e, label_entry_cmp); /* qsort(NULL, 0) is UB */
+    if (n > 1) qsort(e, (size_t)n, sizeof *e, label_entry_cmp);
     for (int i = 1; i < n && !rc; i++)
         if (!strcmp(e[i].key, e[i - 1].key))
             rc = error_set("labels '%s': key '%s' appears twice", rspec, e[i].key);
@@ -164,7 +179,7 @@ static int load_labels(const char *rspec, int num_pdfs, struct label_entry **out
 static void free_labels(struct label_entry *e, int n) {
     for (int i = 0; i < n; i++) {
         free(e[i].key);
-        int32_vec_release(&e[i].v);
+        posterior_release(&e[i].v);
     }
     free(e);
 }
@@ -284,8 +299,8 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
             st->num_skipped++;
             continue;
         }
-        if (lab->v.dim != m.rows) {
-            WARN("utterance %s has %d labels for %d frames", utt, lab->v.dim, m.rows);
+        if (lab->v.num_frames != m.rows) {
+            WARN("utterance %s has %d labels for %d frames", utt, lab->v.num_frames, m.rows);
             st->num_skipped++;
             continue;
         }
@@ -294,7 +309,8 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
             st->num_skipped++;
             continue;
         }
-        if ((rc = egs_cut_utterance(utt, &m, lab->v.data, &float_opts, emit_to_sink, &sink))) break;
+        if ((rc = egs_cut_utterance_post(utt, &m, &lab->v, &float_opts, emit_to_sink, &sink)))
+            break;
         st->num_read++;
     }
     if (got < 0) rc = error_wrap("reading features '%s': ", feats_rspec);
