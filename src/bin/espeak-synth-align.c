@@ -9,8 +9,8 @@
  *
  * Input lines (a file or '-'): <utt-id> <voice> <rate-wpm> <pitch 0-100> <range 0-100> <text...>
  * Output: <wav-dir>/<utt-id>.wav, and CTM lines on <ctm-wxfilename>:
- *   <utt-id> 1 <start-s> <dur-s> <phone> <word>
- * with times in seconds (6 decimals) at the synthesizer's sample rate (printed in the log).
+ *   <utt-id> 1 <start-s> <dur-s> <phone> <word> <word-index>
+ * (word-index counts the text's words from 1; 0 and "<sil>" for pauses) * with times in seconds (6 decimals) at the synthesizer's sample rate (printed in the log).
  * Built only where <espeak-ng/speak_lib.h> exists (Makefile). */
 #include <espeak-ng/speak_lib.h>
 #include <stdint.h>
@@ -120,15 +120,15 @@ int main(int argc, char **argv) {
         for (char *t = strtok(text, " \t"); t && nw < 512; t = strtok(NULL, " \t")) words[nw++] = t;
         double sr = rate;
         if (S.seg[0].start > 0)
-            fprintf(ctm, "%s 1 %.6f %.6f sil <sil>\n", utt, 0.0, S.seg[0].start / sr);
+            fprintf(ctm, "%s 1 %.6f %.6f sil <sil> 0\n", utt, 0.0, S.seg[0].start / sr);
         for (int i = 0; i < S.nseg; i++) {
             long end = i + 1 < S.nseg ? S.seg[i + 1].start : S.n;
             if (end <= S.seg[i].start) continue; /* zero-length phoneme: nothing to label */
             int w = S.seg[i].word;
             const char *word = w >= 1 && w <= nw ? words[w - 1] : "<sil>";
             const char *ph = S.seg[i].phone[0] == '_' ? "sil" : S.seg[i].phone;
-            fprintf(ctm, "%s 1 %.6f %.6f %s %s\n", utt, S.seg[i].start / sr,
-                    (end - S.seg[i].start) / sr, ph, word);
+            fprintf(ctm, "%s 1 %.6f %.6f %s %s %d\n", utt, S.seg[i].start / sr,
+                    (end - S.seg[i].start) / sr, ph, word, word[0] == '<' ? 0 : w);
         }
         done++;
     }
