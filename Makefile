@@ -51,7 +51,7 @@ NVCCFLAGS := -O2 -g -std=c++17 -Isrc -DHAVE_CUDA=1 --extended-lambda $(CUDA_ARCH
 CFLAGS += $(CFLAGS_BASE) $(OPT) $(CFLAGS_CUDA) -MMD -MP
 
 # Layers, lowest first (STYLE.md §2): a module includes only its own layer or lower ones.
-MODULES := base matrix cuda io natgrad egs nnet train
+MODULES := base matrix cuda io natgrad egs nnet train decode
 LIB_SRC := $(foreach m,$(MODULES),$(wildcard src/$(m)/*.c))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 CU_SRC := $(if $(filter 1,$(CUDA)),$(wildcard src/cuda/*.cu))
