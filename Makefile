@@ -20,7 +20,7 @@ ifeq ($(DEBUG),1)
 else
   OPT := -O2 -g -march=$(ARCH)
 endif
-LDLIBS := -lopenblas -lz -lpthread -lm
+LDLIBS := -lopenblas -lfftw3f -lz -lpthread -lm
 
 ifneq ($(SAN),)
   # Sanitized objects live apart so a sanitizer run never mixes with a normal build.
@@ -51,7 +51,7 @@ NVCCFLAGS := -O2 -g -std=c++17 -Isrc -DHAVE_CUDA=1 --extended-lambda $(CUDA_ARCH
 CFLAGS += $(CFLAGS_BASE) $(OPT) $(CFLAGS_CUDA) -MMD -MP
 
 # Layers, lowest first (STYLE.md §2): a module includes only its own layer or lower ones.
-MODULES := base matrix cuda io natgrad egs nnet train decode
+MODULES := base matrix cuda io feat natgrad egs nnet train decode
 LIB_SRC := $(foreach m,$(MODULES),$(wildcard src/$(m)/*.c))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 CU_SRC := $(if $(filter 1,$(CUDA)),$(wildcard src/cuda/*.cu))
@@ -137,7 +137,7 @@ test: all
 
 # libFuzzer targets: the library is compiled again with clang and coverage instrumentation.
 FUZZ_CFLAGS := $(CFLAGS_BASE) -O1 -g -fsanitize=fuzzer,address,undefined
-FUZZ_LIB_SRC := $(foreach m,base matrix io natgrad egs nnet,$(wildcard src/$(m)/*.c))
+FUZZ_LIB_SRC := $(foreach m,base matrix io feat natgrad egs nnet,$(wildcard src/$(m)/*.c))
 fuzz: $(FUZZ_BIN)
 build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)

@@ -11,6 +11,8 @@ set -euo pipefail
 
 pkgs=(make gcc libopenblas-dev zlib1g-dev clang libclang-rt-14-dev python3 gawk bc perl gzip
       dataset-fashion-mnist gnuplot-nox)
+# src/feat: the FFT (FFTW3, single precision); the front-end test's independent reference (numpy).
+pkgs+=(libfftw3-dev python3-numpy)
 engines=false
 for arg in "$@"; do
     case $arg in

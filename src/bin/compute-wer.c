@@ -12,7 +12,7 @@ static const char *usage =
     "Usage: compute-wer [options] <ref-rspecifier> <hyp-rspecifier>\n"
     "e.g.: compute-wer --text --mode=present ark:data/test/text ark:exp/decode/hyp.txt";
 
-struct entry { char *key; struct decode_tokens t; };
+struct entry { char *key; struct token_vec t; };
 static int cmp_entry(const void *a, const void *b) {
     return strcmp(((const struct entry *)a)->key, ((const struct entry *)b)->key);
 }
@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
     if (table_reader_open(&r, argv[2], &holder_token_vector)) die("%s", error_get());
     struct entry *hyp = NULL;
     int nhyp = 0, cap = 0, rc;
-    struct decode_tokens t = {0};
+    struct token_vec t = {0};
     while ((rc = table_reader_next(&r, &t)) == 1) {
         if (nhyp == cap) hyp = xrealloc(hyp, sizeof *hyp * (size_t)(cap = cap ? 2 * cap : 256));
         hyp[nhyp].key = xstrdup(table_reader_key(&r));
@@ -50,16 +50,16 @@ int main(int argc, char **argv) {
     while ((rc = table_reader_next(&r, &t)) == 1) {
         struct entry k = {(char *)table_reader_key(&r), {0}};
         struct entry *h = bsearch(&k, hyp, (size_t)nhyp, sizeof *hyp, cmp_entry);
-        struct decode_tokens empty = {0};
+        struct token_vec empty = {0};
         if (!h) {
             num_absent++;
             if (!strcmp(mode, "strict"))
                 die("'%s': no hypothesis for utterance '%s' (--mode=strict)", argv[2], k.key);
             if (!strcmp(mode, "present")) continue;
         }
-        const struct decode_tokens *ht = h ? &h->t : &empty;
+        const struct token_vec *ht = h ? &h->t : &empty;
         long long before = c.ins + c.del + c.sub;
-        decode_edit_counts_add(&c, t.tok, t.num, ht->tok, ht->num);
+        decode_edit_counts_add(&c, t.v, t.n, ht->v, ht->n);
         sent_errs += c.ins + c.del + c.sub != before;
         num_sent++;
     }
@@ -73,10 +73,10 @@ int main(int argc, char **argv) {
            sent_errs, num_sent);
     printf("Scored %lld sentences, %lld not present in hyp.\n", num_sent, num_absent);
     if (fflush(stdout)) die("cannot write to standard output");
-    decode_tokens_release(&t);
+    token_vec_release(&t);
     for (int i = 0; i < nhyp; i++) {
         free(hyp[i].key);
-        decode_tokens_release(&hyp[i].t);
+        token_vec_release(&hyp[i].t);
     }
     free(hyp);
     return 0;

@@ -77,53 +77,6 @@ int decode_write_vector_file(const char *wx, int binary, const struct vector *v)
     return kout_close(&out);
 }
 
-/* ---- token vectors (text only, as Kaldi's TokenVectorHolder) ---- */
-void decode_tokens_release(struct decode_tokens *t) {
-    for (int i = 0; i < t->num; i++) free(t->tok[i]);
-    free(t->tok);
-    t->tok = NULL;
-    t->num = 0;
-}
-
-static int tokens_read(struct kin *in, void *obj) {
-    struct decode_tokens *t = obj;
-    decode_tokens_release(t);
-    int c = kin_peek(in);
-    if (c == 0) return kin_error(in, "token vectors are text only (found a binary object)");
-    char w[IO_MAX_TOKEN];
-    int cap = 0;
-    for (;;) {
-        while ((c = kin_peek(in)) == ' ' || c == '\t' || c == '\r') kin_getc(in);
-        if (c < 0 || c == '\n') {
-            if (c == '\n') kin_getc(in);
-            return 0;
-        }
-        int n = 0;
-        while ((c = kin_peek(in)) >= 0 && c != ' ' && c != '\t' && c != '\r' && c != '\n') {
-            if (n == IO_MAX_TOKEN - 1) {
-                decode_tokens_release(t);
-                return kin_error(in, "token too long");
-            }
-            w[n++] = (char)kin_getc(in);
-        }
-        w[n] = 0;
-        if (t->num == cap) {
-            cap = cap ? 2 * cap : 16;
-            t->tok = xrealloc(t->tok, sizeof(char *) * (size_t)cap);
-        }
-        t->tok[t->num++] = xstrdup(w);
-    }
-}
-static int tokens_write(struct kout *out, int binary, const void *obj) {
-    const struct decode_tokens *t = obj;
-    for (int i = 0; i < t->num; i++)
-        if (kout_printf(out, "%s ", t->tok[i])) return -1;
-    return kout_printf(out, "\n");
-}
-static void tokens_free(void *obj) { decode_tokens_release(obj); }
-const struct holder_ops holder_token_vector = {"token vector", sizeof(struct decode_tokens),
-                                               tokens_read, tokens_write, tokens_free, NULL};
-
 /* ---- graph ---- */
 /* A chain of states: a pronunciation (word >= 0) or a silence (word -1). kind: see below. */
 enum { KIND_START = 0, KIND_SIL_BEGIN = 1, KIND_WORD = 2, KIND_SIL_END = 3, NUM_KINDS = 4 };

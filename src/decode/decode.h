@@ -68,14 +68,6 @@ int decode_counts_add(struct vector *counts, const struct int32_vec *ali);
 /* A Kaldi vector file (FV with the "\0B" header, or text " [ a b ]"), written atomically. */
 int decode_write_vector_file(const char *wxfilename, int binary, const struct vector *v);
 
-/* ---- tokens (Kaldi TokenVectorHolder: text "key tok tok ...\n") ---- */
-struct decode_tokens {
-    char **tok;
-    int num;
-};
-void decode_tokens_release(struct decode_tokens *t);
-extern const struct holder_ops holder_token_vector;
-
 /* ---- graph and search ---- */
 enum decode_grammar { DECODE_LOOP = 0, DECODE_ISOLATED = 1 };
 

@@ -312,6 +312,24 @@ int io_read_object(const char *rxfilename, const struct holder_ops *ops, void *o
 int io_read_matrix_file(const char *rxfilename, struct matrix *m);
 int io_write_matrix_file(const char *wxfilename, int binary, const struct matrix *m);
 
+/* ---- tokens (Kaldi TokenHolder / TokenVectorHolder; always text: "key tok\n", "key a b c\n") ---- */
+struct token_vec {
+    char **v;
+    int n;
+};
+void token_vec_release(struct token_vec *v);
+extern const struct holder_ops holder_token;        /* char * (one token per line) */
+extern const struct holder_ops holder_token_vector; /* struct token_vec (spk2utt) */
+/* A whole key -> token table in memory (utt2spk), sorted for lookup. */
+struct token_map {
+    char **keys, **values;
+    int n;
+};
+/* Read every entry of a token rspecifier; a key twice is an error. 0 or -1 (error_set). */
+int token_map_read(struct token_map *m, const char *rspecifier);
+const char *token_map_find(const struct token_map *m, const char *key); /* NULL: not there */
+void token_map_release(struct token_map *m);
+
 /* ---- zlib ---- */
 /* Deflate src into a new buffer (*dst, *dst_size; free with free()). level: 0..9 or -1. */
 int io_deflate(const void *src, size_t src_size, int level, unsigned char **dst,

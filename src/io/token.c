@@ -1,0 +1,150 @@
+/* Token tables (Kaldi TokenHolder, TokenVectorHolder): utt2spk, spk2utt; and a key -> token map. */
+#include "io/io.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int is_blank(int c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+/* Rest of the line as tokens (the newline consumed). At most IO_MAX_TOKEN - 1 chars each. */
+static int read_line_tokens(struct kin *in, struct token_vec *v) {
+    char buf[IO_MAX_TOKEN];
+    int cap = 0;
+    for (;;) {
+        int c;
+        while ((c = kin_peek(in)) >= 0 && is_blank(c)) kin_getc(in);
+        if (c < 0 || c == '\n') {
+            if (c == '\n') kin_getc(in);
+            return 0;
+        }
+        size_t n = 0;
+        while ((c = kin_peek(in)) >= 0 && c != '\n' && !is_blank(c)) {
+            if (c == 0) return kin_error(in, "NUL byte in a token");
+            if (n + 1 >= sizeof buf) return kin_error(in, "token too long");
+            buf[n++] = (char)kin_getc(in);
+        }
+        buf[n] = '\0';
+        if (v->n == cap) {
+            cap = cap ? 2 * cap : 8;
+            v->v = xrealloc(v->v, sizeof(char *) * (size_t)cap);
+        }
+        v->v[v->n++] = xstrdup(buf);
+    }
+}
+
+void token_vec_release(struct token_vec *v) {
+    for (int i = 0; i < v->n; i++) free(v->v[i]);
+    free(v->v);
+    memset(v, 0, sizeof *v);
+}
+
+static int tokvec_read(struct kin *in, void *obj) {
+    token_vec_release(obj);
+    if (read_line_tokens(in, obj)) {
+        token_vec_release(obj);
+        return -1;
+    }
+    return 0;
+}
+static int tokvec_write(struct kout *out, int binary, const void *obj) {
+    const struct token_vec *v = obj;
+    for (int i = 0; i < v->n; i++)
+        if (kout_printf(out, "%s ", v->v[i])) return -1;
+    return kout_write(out, "\n", 1);
+}
+static void tokvec_free(void *obj) { token_vec_release(obj); }
+const struct holder_ops holder_token_vector = {"token vector", sizeof(struct token_vec),
+                                               tokvec_read, tokvec_write, tokvec_free, NULL};
+
+static int token_read(struct kin *in, void *obj) {
+    char **s = obj;
+    free(*s);
+    *s = NULL;
+    struct token_vec v = {0};
+    if (read_line_tokens(in, &v)) return -1;
+    if (v.n != 1) {
+        token_vec_release(&v);
+        return kin_error(in, "expected one token on the line, got %d", v.n);
+    }
+    *s = v.v[0];
+    free(v.v);
+    return 0;
+}
+static int token_write(struct kout *out, int binary, const void *obj) {
+    return kout_printf(out, "%s\n", *(char *const *)obj);
+}
+static void token_free(void *obj) {
+    free(*(char **)obj);
+    *(char **)obj = NULL;
+}
+const struct holder_ops holder_token = {"token", sizeof(char *), token_read, token_write,
+                                        token_free, NULL};
+
+struct map_entry {
+    char *key, *value;
+};
+static int entry_cmp(const void *a, const void *b) {
+    return strcmp(((const struct map_entry *)a)->key, ((const struct map_entry *)b)->key);
+}
+
+int token_map_read(struct token_map *m, const char *rspecifier) {
+    memset(m, 0, sizeof *m);
+    struct table_reader r;
+    if (table_reader_open(&r, rspecifier, &holder_token)) return -1;
+    struct map_entry *e = NULL;
+    int n = 0, cap = 0, rc;
+    char *tok = NULL;
+    while ((rc = table_reader_next(&r, &tok)) > 0) {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            e = xrealloc(e, sizeof *e * (size_t)cap);
+        }
+        e[n].key = xstrdup(table_reader_key(&r));
+        e[n].value = tok;
+        tok = NULL;
+        n++;
+    }
+    if (table_reader_close(&r) && rc == 0) rc = -1;
+    if (rc == 0 && n > 1) {
+        qsort(e, (size_t)n, sizeof *e, entry_cmp);
+        for (int i = 1; i < n; i++)
+            if (!strcmp(e[i - 1].key, e[i].key)) {
+                rc = error_set("'%s': key '%s' appears twice", rspecifier, e[i].key);
+                break;
+            }
+    }
+    m->keys = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
+    m->values = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        m->keys[i] = e[i].key;
+        m->values[i] = e[i].value;
+    }
+    m->n = n;
+    free(e);
+    if (rc < 0) {
+        token_map_release(m);
+        return error_wrap("cannot read '%s': ", rspecifier);
+    }
+    return 0;
+}
+
+const char *token_map_find(const struct token_map *m, const char *key) {
+    int lo = 0, hi = m->n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(m->keys[mid], key);
+        if (!c) return m->values[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return NULL;
+}
+
+void token_map_release(struct token_map *m) {
+    for (int i = 0; i < m->n; i++) {
+        free(m->keys[i]);
+        free(m->values[i]);
+    }
+    free(m->keys);
+    free(m->values);
+    memset(m, 0, sizeof *m);
+}
