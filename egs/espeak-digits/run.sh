@@ -25,7 +25,9 @@ initial_learning_rate=0.008
 final_learning_rate=0.0008
 train_opts=          # extra options for steps/train.sh (e.g. "--averaging agreement")
 config=conf/nnet.config
-acoustic_scale=0.1
+acoustic_scales="0.05 0.1 0.2"     # decoder settings tried on the validation utterances
+word_insertion_penalties="0 2 4 6 8"
+acoustic_scale=0.1                 # used when stage 6 (tuning) has not run
 word_insertion_penalty=0
 beam=16
 data=data
@@ -35,12 +37,14 @@ help_message="Usage: $0 [options]
 e.g.: $0 --stage 0 --cmd utils/run.pl --num-jobs 2
 Options:
   --stage <n>          resume at stage n (0 corpus, 1 features, 2 CMVN and labels, 3 examples,
-                       4 training, 5 priors, 6 decoding and scoring) (default: 0)
+                       4 training, 5 priors, 6 decoder tuning on validation utterances,
+                       7 decoding and scoring the test voices) (default: 0)
   --cmd <runner>       utils/run.pl | utils/queue.pl | utils/slurm.pl (default: utils/run.pl)
   --num-jobs <n>       training jobs averaged each iteration (default: 2)
   --num-epochs <n>     (default: 6)
   --size <s>           default | tiny (default: default)
-  --acoustic-scale <a> decoder acoustic scale (default: 0.1)"
+  --acoustic-scales <list>            tried on the validation data (default: \"0.05 0.1 0.2\")
+  --word-insertion-penalties <list>   tried on the validation data (default: \"0 2 4 6 8\")"
 . utils/parse_options.sh || exit 1
 set -e -o pipefail
 start=$(date +%s)
@@ -121,12 +125,46 @@ if [ $stage -le 5 ]; then
 fi
 
 if [ $stage -le 6 ]; then
-    echo "$0: stage 6: decoding the held-out voices"
+    # The acoustic scale and the word insertion penalty are chosen on the validation utterances
+    # (held-out utterances of the training speakers, left out of training by get_egs.sh), then
+    # applied to the test voices.
+    echo "$0: stage 6: tuning the decoder on the validation utterances"
+    vdir=$dir/decode_valid
+    mkdir -p $vdir/log
+    utils/filter_scp.pl $egs_dir/valid_uttlist $data/train_cmvn/feats.scp > $vdir/feats.scp
+    utils/filter_scp.pl $egs_dir/valid_uttlist $data/train/text > $vdir/text
+    $cmd $vdir/log/nnet_forward.log \
+        nnet-forward --apply-log=true --class-frame-counts=$dir/pdf_counts.vec $dir/final.mdl \
+            scp:$vdir/feats.scp ark:$vdir/loglikes.ark
+    best=
+    for as in $acoustic_scales; do
+        for wip in $word_insertion_penalties; do
+            decode-word-loop --acoustic-scale=$as --beam=$beam --word-insertion-penalty=$wip \
+                $data/lang ark:$vdir/loglikes.ark ark,t:- 2>$vdir/log/decode_${as}_$wip.log | \
+                utils/int2sym.pl -f 2- $data/lang/words.txt > $vdir/hyp_${as}_$wip.txt
+            wer=$(compute-wer --text --mode=present ark:$vdir/text ark:$vdir/hyp_${as}_$wip.txt \
+                2>/dev/null | awk '/^%WER/ {print $2}')
+            echo "$as $wip $wer" >> $vdir/grid.tmp
+        done
+    done
+    sort -g -k3 -s $vdir/grid.tmp | head -1 > $vdir/best
+    mv $vdir/grid.tmp $vdir/grid
+    rm $vdir/loglikes.ark
+    read acoustic_scale word_insertion_penalty valid_wer < $vdir/best
+    echo "$0: validation WER $valid_wer% with --acoustic-scale=$acoustic_scale" \
+        "--word-insertion-penalty=$word_insertion_penalty"
+fi
+
+if [ $stage -le 7 ]; then
+    echo "$0: stage 7: decoding the held-out voices"
+    if [ -f $dir/decode_valid/best ]; then
+        read acoustic_scale word_insertion_penalty valid_wer < $dir/decode_valid/best
+    fi
     ddir=$dir/decode_test
-    mkdir -p $ddir
+    mkdir -p $ddir/log
     nnet-get-egs --left-context=5 --right-context=5 scp:$data/test_cmvn/feats.scp \
-        scp:$data/test_cmvn/labels.scp ark:$ddir/test.egs 2>$ddir/test_egs.log
-    nnet-compute-prob $dir/final.mdl ark:$ddir/test.egs 2>$ddir/compute_prob_test.log >/dev/null
+        scp:$data/test_cmvn/labels.scp ark:$ddir/test.egs 2>$ddir/log/test_egs.log
+    nnet-compute-prob $dir/final.mdl ark:$ddir/test.egs 2>$ddir/log/compute_prob_test.log >/dev/null
     $cmd $ddir/log/decode.log \
         nnet-forward --apply-log=true --class-frame-counts=$dir/pdf_counts.vec $dir/final.mdl \
             scp:$data/test_cmvn/feats.scp ark:- \| \
@@ -134,9 +172,11 @@ if [ $stage -le 6 ]; then
             --word-insertion-penalty=$word_insertion_penalty $data/lang ark:- ark,t:$ddir/hyp.int
     utils/int2sym.pl -f 2- $data/lang/words.txt $ddir/hyp.int > $ddir/hyp.txt
     compute-wer --text --mode=present ark:$data/test/text ark:$ddir/hyp.txt > $ddir/wer
-    acc=$(grep -o 'accuracy is [0-9.]*' $ddir/compute_prob_test.log | awk '{print $3}')
+    acc=$(grep -o 'accuracy is [0-9.]*' $ddir/log/compute_prob_test.log | awk '{print $3}')
     rtf=$(grep -o 'real-time factor [0-9.e-]*' $ddir/log/decode.log | awk '{print $3}')
     printf "%s: held-out voices: frame accuracy %.2f%% (%d phone states), %s\n" "$0" \
         "$(echo "$acc * 100" | bc -l)" "$(cat $data/lang/num_pdfs)" "$(head -1 $ddir/wer)"
-    echo "$0: decoding real-time factor $rtf; total $(( $(date +%s) - start )) s"
+    echo "$0: decoding with --acoustic-scale=$acoustic_scale" \
+        "--word-insertion-penalty=$word_insertion_penalty, real-time factor $rtf;" \
+        "total $(( $(date +%s) - start )) s"
 fi
