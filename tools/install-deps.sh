@@ -13,6 +13,8 @@ pkgs=(make gcc libopenblas-dev zlib1g-dev clang libclang-rt-14-dev python3 gawk 
       dataset-fashion-mnist gnuplot-nox)
 # src/feat: the FFT (FFTW3, single precision); the front-end test's independent reference (numpy).
 pkgs+=(libfftw3-dev python3-numpy)
+# The speech corpus of egs/espeak-digits: eSpeak NG (espeak-synth-align links libespeak-ng) and sox.
+pkgs+=(espeak-ng libespeak-ng-dev sox)
 engines=false
 for arg in "$@"; do
     case $arg in

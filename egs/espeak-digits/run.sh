@@ -32,6 +32,7 @@ word_insertion_penalty=0
 beam=16
 data=data
 exp=exp
+feat_dir=fbank      # feature and label archives
 # End configuration section.
 help_message="Usage: $0 [options]
 e.g.: $0 --stage 0 --cmd utils/run.pl --num-jobs 2
@@ -58,6 +59,8 @@ esac
 : ${num_utts_subset:=40}
 dir=$exp/nnet
 egs_dir=$exp/egs
+mkdir -p $feat_dir
+feat_dir=$(cd $feat_dir && pwd)   # scp files name the archives by absolute path
 
 if [ $stage -le 0 ]; then
     echo "$0: stage 0: synthesising the corpus in $data ($size)"
@@ -67,7 +70,7 @@ fi
 
 if [ $stage -le 1 ]; then
     echo "$0: stage 1: log-mel filterbank features and per-speaker CMVN statistics"
-    mkdir -p $exp/make_fbank fbank
+    mkdir -p $exp/make_fbank $feat_dir
     for x in train test; do
         sdata=$data/$x/split$nj
         mkdir -p $sdata
@@ -76,11 +79,11 @@ if [ $stage -le 1 ]; then
         done
         $cmd JOB=1:$nj $exp/make_fbank/fbank_$x.JOB.log \
             compute-fbank-feats --config=conf/fbank.conf scp:$sdata/wav.JOB.scp \
-                ark,scp:$PWD/fbank/raw_fbank_$x.JOB.ark,$PWD/fbank/raw_fbank_$x.JOB.scp
-        cat fbank/raw_fbank_$x.*.scp | sort > $data/$x/feats.scp
+                ark,scp:$feat_dir/raw_fbank_$x.JOB.ark,$feat_dir/raw_fbank_$x.JOB.scp
+        cat $feat_dir/raw_fbank_$x.*.scp | sort > $data/$x/feats.scp
         $cmd $exp/make_fbank/cmvn_$x.log \
             compute-cmvn-stats --spk2utt=ark:$data/$x/spk2utt scp:$data/$x/feats.scp \
-                ark,scp:$PWD/fbank/cmvn_$x.ark,$data/$x/cmvn.scp
+                ark,scp:$feat_dir/cmvn_$x.ark,$data/$x/cmvn.scp
     done
 fi
 
@@ -91,9 +94,9 @@ if [ $stage -le 2 ]; then
         cp $data/$x/{text,utt2spk,spk2utt} $data/${x}_cmvn/
         $cmd $exp/make_fbank/apply_cmvn_$x.log \
             apply-cmvn --utt2spk=ark:$data/$x/utt2spk scp:$data/$x/cmvn.scp \
-                scp:$data/$x/feats.scp ark,scp:$PWD/fbank/fbank_cmvn_$x.ark,$data/${x}_cmvn/feats.scp
+                scp:$data/$x/feats.scp ark,scp:$feat_dir/fbank_cmvn_$x.ark,$data/${x}_cmvn/feats.scp
         copy-int-vector ark,t:$data/$x/labels.txt \
-            ark,scp:$PWD/fbank/labels_$x.ark,$data/${x}_cmvn/labels.scp 2>$exp/make_fbank/labels_$x.log
+            ark,scp:$feat_dir/labels_$x.ark,$data/${x}_cmvn/labels.scp 2>$exp/make_fbank/labels_$x.log
         # The labels were cut for the same frames (25 ms, 10 ms shift, snip-edges): check.
         feat-to-len scp:$data/${x}_cmvn/feats.scp ark,t:- 2>/dev/null | awk "{print \$1, \$2}" | sort | \
             cmp -s - <(sort $data/$x/num_frames) || \
