@@ -317,6 +317,7 @@ struct decoder {
     struct decode_opts o;
     double *score, *next;   /* (num_states) */
     int *hist, *next_hist;  /* (num_states): index into links, -1 = no words */
+    unsigned char *active;  /* (num_chains): some state of the chain survived the last frame */
     struct link *links;
     int num_links, cap_links;
 };
@@ -330,6 +331,7 @@ struct decoder *decoder_new(const struct decode_graph *g, const struct decode_op
     d->next = xmalloc(sizeof(double) * n);
     d->hist = xmalloc(sizeof(int) * n);
     d->next_hist = xmalloc(sizeof(int) * n);
+    d->active = xmalloc((size_t)g->num_chains);
     return d;
 }
 void decoder_free(struct decoder *d) {
@@ -338,6 +340,7 @@ void decoder_free(struct decoder *d) {
     free(d->next);
     free(d->hist);
     free(d->next_hist);
+    free(d->active);
     free(d->links);
     free(d);
 }
@@ -371,6 +374,7 @@ int decoder_decode(struct decoder *d, const struct matrix *ll, struct decode_res
         d->score[s] = NEG;
         d->hist[s] = -1;
     }
+    memset(d->active, 0, (size_t)g->num_chains);
     for (int t = 0; t < ll->rows; t++) {
         const float *row = ll->data + (size_t)t * ll->stride;
         /* Best exit of each kind of chain at the end of frame t-1 (KIND_START: only at t = 0). */
@@ -383,6 +387,7 @@ int decoder_decode(struct decoder *d, const struct matrix *ll, struct decode_res
             exit_score[KIND_START] = 0;
         } else {
             for (int c = 0; c < g->num_chains; c++) {
+                if (!d->active[c]) continue;
                 const struct chain *ch = &g->chains[c];
                 double v = d->score[ch->last] + lp_fwd;
                 if (v > exit_score[ch->kind]) {
@@ -409,6 +414,10 @@ int decoder_decode(struct decoder *d, const struct matrix *ll, struct decode_res
                     enter_h = exit_hist[k];
                 }
             if (ch->word >= 0) enter -= wip;
+            if (enter == NEG && !d->active[c]) { /* nothing reaches this chain */
+                for (int s = ch->first; s <= ch->last; s++) d->next[s] = NEG;
+                continue;
+            }
             for (int s = ch->first; s <= ch->last; s++) {
                 double v = d->score[s] + lp_loop;
                 int h = d->hist[s];
@@ -426,8 +435,14 @@ int decoder_decode(struct decoder *d, const struct matrix *ll, struct decode_res
         }
         /* Beam pruning. */
         double thr = best - d->o.beam;
-        for (int s = 0; s < S; s++)
-            if (d->next[s] < thr) d->next[s] = NEG;
+        for (int c = 0; c < g->num_chains; c++) {
+            int any = 0;
+            for (int s = g->chains[c].first; s <= g->chains[c].last; s++) {
+                if (d->next[s] < thr) d->next[s] = NEG;
+                else any = 1;
+            }
+            d->active[c] = (unsigned char)any;
+        }
         double *tmp = d->score;
         d->score = d->next;
         d->next = tmp;
