@@ -176,10 +176,10 @@ if [ $stage -le 7 ]; then
     utils/int2sym.pl -f 2- $data/lang/words.txt $ddir/hyp.int > $ddir/hyp.txt
     compute-wer --text --mode=present ark:$data/test/text ark:$ddir/hyp.txt > $ddir/wer
     acc=$(grep -o 'accuracy is [0-9.]*' $ddir/log/compute_prob_test.log | awk '{print $3}')
-    rtf=$(grep -o 'real-time factor [0-9.e-]*' $ddir/log/decode.log | awk '{print $3}')
+    rtf=$(grep -o '(CPU [0-9.e-]*)' $ddir/log/decode.log | tr -d '()' | awk '{print $2}')
     printf "%s: held-out voices: frame accuracy %.2f%% (%d phone states), %s\n" "$0" \
         "$(echo "$acc * 100" | bc -l)" "$(cat $data/lang/num_pdfs)" "$(head -1 $ddir/wer)"
     echo "$0: decoding with --acoustic-scale=$acoustic_scale" \
-        "--word-insertion-penalty=$word_insertion_penalty, real-time factor $rtf;" \
+        "--word-insertion-penalty=$word_insertion_penalty, decoder CPU real-time factor $rtf;" \
         "total $(( $(date +%s) - start )) s"
 fi
