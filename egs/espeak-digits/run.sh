@@ -17,7 +17,7 @@ cmd=utils/run.pl
 nj=2                 # feature-extraction jobs
 num_jobs=2           # training jobs (parameter averaging)
 num_epochs=6
-size=default         # default | tiny (a handful of utterances, for CI)
+size=default         # default | large (96 training speakers) | tiny (40 utterances, for CI)
 seed=0
 samples_per_iter=20000
 minibatch_size=128
@@ -43,7 +43,7 @@ Options:
   --cmd <runner>       utils/run.pl | utils/queue.pl | utils/slurm.pl (default: utils/run.pl)
   --num-jobs <n>       training jobs averaged each iteration (default: 2)
   --num-epochs <n>     (default: 6)
-  --size <s>           default | tiny (default: default)
+  --size <s>           default | large (twice the training speakers) | tiny (default: default)
   --acoustic-scales <list>            tried on the validation data (default: \"0.05 0.1 0.2\")
   --word-insertion-penalties <list>   tried on the validation data (default: \"0 2 4 6 8\")"
 . utils/parse_options.sh || exit 1
@@ -52,6 +52,7 @@ start=$(date +%s)
 
 case $size in
     default) corpus_opts="--num-train-speakers 48 --num-test-speakers 10 --utts-per-speaker 16" ;;
+    large) corpus_opts="--num-train-speakers 96 --num-test-speakers 10 --utts-per-speaker 16" ;;
     tiny) corpus_opts="--num-train-speakers 6 --num-test-speakers 2 --utts-per-speaker 5"
           num_utts_subset=6 ;;
     *) echo "$0: unknown --size '$size'" >&2; exit 1 ;;
