@@ -16,8 +16,9 @@ int decode_priors_from_counts(const struct vector *counts, double prior_floor,
     double sum = 0;
     for (int i = 0; i < dim; i++) {
         if (!isfinite(c[i]) || c[i] < 0) {
+            double bad = c[i];
             free(c);
-            return error_set("class %d: bad count %g", i, c[i]);
+            return error_set("class %d: bad count %g", i, bad);
         }
         sum += c[i];
     }

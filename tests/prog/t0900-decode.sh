@@ -44,6 +44,10 @@ printf ' [ 1 2 ]\n' > c2.vec
 expect_status "prior dimension mismatch" 1 nnet-forward --apply-log=true \
     --class-frame-counts=c2.vec id.mdl ark:zero.txt ark,t:x.txt
 expect_err "mismatch message" "3 outputs but there are 2 priors"
+printf ' [ 1 -2 3 ]\n' > cneg.vec
+expect_status "negative count" 1 nnet-forward --apply-log=true \
+    --class-frame-counts=cneg.vec id.mdl ark:zero.txt ark,t:x.txt
+expect_err "negative count named" "cneg.vec': class 1: bad count -2"
 
 # ---- the decoder ----
 # Phones of one state each: sil -> pdf 0, A -> 1, B -> 2. Words a = A, b = B, c = A (same
