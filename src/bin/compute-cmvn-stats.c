@@ -6,7 +6,8 @@ static const char *usage =
     "If wspecifier provided: per-utterance by default, or per-speaker if\n"
     "spk2utt option provided; if wxfilename: global\n"
     "Statistics are a 2 x (dim + 1) double matrix: sums, sums of squares, count.\n"
-    "Usage: compute-cmvn-stats  [options] <feats-rspecifier> (<stats-wspecifier>|<stats-wxfilename>)\n"
+    "Usage: compute-cmvn-stats  [options] <feats-rspecifier> "
+    "(<stats-wspecifier>|<stats-wxfilename>)\n"
     "e.g.: compute-cmvn-stats --spk2utt=ark:data/train/spk2utt scp:data/train/feats.scp "
     "ark,scp:cmvn.ark,data/train/cmvn.scp";
 

@@ -1,4 +1,4 @@
-/* compute-fbank-feats: log mel filterbank features from audio (Kaldi featbin/compute-fbank-feats). */
+/* compute-fbank-feats: log mel filterbank features from audio (Kaldi featbin/). */
 #include "feat/feat.h"
 
 static const char *usage =

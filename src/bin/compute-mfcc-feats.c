@@ -1,4 +1,4 @@
-/* compute-mfcc-feats: Create MFCC feature files. (Kaldi featbin/compute-mfcc-feats). */
+/* compute-mfcc-feats: MFCC features from audio (Kaldi featbin/). */
 #include "feat/feat.h"
 
 static const char *usage =

@@ -2,15 +2,19 @@
 #include "egs/egs.h"
 
 static const char *usage =
-    "Cut features and per-frame integer labels (e.g. from ali-to-pdf) into neural-network\n"
-    "training examples of --num-frames labelled frames with --left-context / --right-context\n"
-    "frames around them (the first/last frame repeated at utterance edges). Utterances without\n"
-    "labels, or whose label count differs from their frame count, are skipped with a warning.\n"
+    "Cut features and per-frame targets into neural-network training examples of --num-frames\n"
+    "labelled frames with --left-context / --right-context frames around them (the first/last\n"
+    "frame repeated at utterance edges). Targets are, per utterance, either integer labels (an\n"
+    "int32 vector, e.g. from ali-to-pdf) or a Kaldi Posterior (per frame a list of (pdf, weight),\n"
+    "e.g. from ali-to-post; soft or weighted targets), binary or text, recognised per utterance.\n"
+    "Utterances without targets, or whose target count differs from their frame count, are\n"
+    "skipped with a warning.\n"
     "\n"
-    "Usage:  nnet-get-egs [options] <feats-rspecifier> <labels-rspecifier> <egs-wspecifier>\n"
+    "Usage:  nnet-get-egs [options] <feats-rspecifier> <targets-rspecifier> <egs-wspecifier>\n"
     "e.g.:\n"
     "nnet-get-egs --left-context=4 --right-context=4 scp:feats.scp \\\n"
-    "  \"ark:gunzip -c ali.1.gz | ali-to-pdf final.mdl ark:- ark:- |\" ark:egs.1.ark\n";
+    "  \"ark:gunzip -c ali.1.gz | ali-to-pdf final.mdl ark:- ark:- | ali-to-post ark:- ark:- |\" \\\n"
+    "  ark:egs.1.ark\n";
 
 int main(int argc, char **argv) {
     log_set_program(argv[0]);

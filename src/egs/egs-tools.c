@@ -51,19 +51,18 @@ static int finish(struct table_reader *r, struct table_writer *w, int rc) {
 
 /* ---- nnet-get-egs ---- */
 
-int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t *labels,
-                      const struct egs_get_opts *opts,
-                      int (*emit)(void *ctx, const char *key, const struct example *eg),
-                      void *ctx) {
+int egs_cut_utterance_post(const char *utt, const struct matrix *feats,
+                           const struct posterior *post, const struct egs_get_opts *opts,
+                           int (*emit)(void *ctx, const char *key, const struct example *eg),
+                           void *ctx) {
     ASSERT(feats->device == MATRIX_CPU && feats->rows >= 1);
+    ASSERT(post->num_frames == feats->rows);
     ASSERT(opts->num_frames >= 1 && opts->left_context >= 0 && opts->right_context >= 0);
     int T = feats->rows, D = feats->cols, F = opts->num_frames;
     int L = opts->left_context, R = opts->right_context, rows = L + F + R;
     struct matrix in;
     matrix_init_on(&in, rows, D, MATRIX_CPU);
     int *start = xmalloc(sizeof(int) * (F + 1));
-    int32_t *index = xmalloc(sizeof(int32_t) * F);
-    float *weight = xmalloc(sizeof(float) * F);
     struct example eg;
     example_init(&eg);
     size_t keylen = strlen(utt) + 16;
@@ -79,15 +78,9 @@ int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t
         }
         /* frames past the end keep no labels */
         int actual = T - t0 < F ? T - t0 : F;
-        start[0] = 0;
-        for (int i = 0; i < F; i++) {
-            if (i < actual) {
-                index[i] = labels[t0 + i];
-                weight[i] = 1.0f;
-            }
-            start[i + 1] = i < actual ? i + 1 : actual;
-        }
-        example_set_labels(&eg, F, start, index, weight);
+        int base = post->start[t0];
+        for (int i = 0; i <= F; i++) start[i] = post->start[t0 + (i < actual ? i : actual)] - base;
+        example_set_labels(&eg, F, start, post->index + base, post->weight + base);
         rc = example_set_input(&eg, &in, L, opts->compress);
         if (rc) {
             error_wrap("utterance '%s' frame %d: ", utt, t0);
@@ -99,9 +92,25 @@ int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t
     example_release(&eg);
     matrix_release(&in);
     free(start);
-    free(index);
-    free(weight);
     free(key);
+    return rc;
+}
+
+int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t *labels,
+                      const struct egs_get_opts *opts,
+                      int (*emit)(void *ctx, const char *key, const struct example *eg),
+                      void *ctx) {
+    int T = feats->rows;
+    struct posterior p = {T, xmalloc(sizeof(int) * (size_t)(T + 1)),
+                          xmalloc(sizeof(int32_t) * (size_t)(T ? T : 1)),
+                          xmalloc(sizeof(float) * (size_t)(T ? T : 1))};
+    for (int t = 0; t <= T; t++) p.start[t] = t;
+    for (int t = 0; t < T; t++) {
+        p.index[t] = labels[t];
+        p.weight[t] = 1.0f;
+    }
+    int rc = egs_cut_utterance_post(utt, feats, &p, opts, emit, ctx);
+    posterior_release(&p);
     return rc;
 }
 
@@ -110,11 +119,11 @@ static int emit_to_writer(void *ctx, const char *key, const struct example *eg) 
     return write_eg(w, key, eg);
 }
 
-/* Labels held in memory, sorted by key: the whole table is read once, so that it may come from
- * a pipe (ali-to-pdf) in any order, as Kaldi's random-access reader allows. */
+/* Targets held in memory, sorted by key: the whole table is read once, so that it may come from
+ * a pipe (ali-to-pdf, ali-to-post) in any order, as Kaldi's random-access reader allows. */
 struct label_entry {
     char *key;
-    struct int32_vec v;
+    struct posterior v;
 };
 static int label_entry_cmp(const void *a, const void *b) {
     return strcmp(((const struct label_entry *)a)->key, ((const struct label_entry *)b)->key);
@@ -125,11 +134,11 @@ static int load_labels(const char *rspec, struct label_entry **out, int *count) 
     memset(&r, 0, sizeof r);
     *out = NULL;
     *count = 0;
-    if (table_reader_open(&r, rspec, &holder_int32_vector))
+    if (table_reader_open(&r, rspec, &holder_targets))
         return error_wrap("cannot open '%s': ", rspec);
     struct label_entry *e = NULL;
     int n = 0, cap = 0, got;
-    struct int32_vec v = {0};
+    struct posterior v = {0};
     while ((got = table_reader_next(&r, &v)) == 1) {
         if (n == cap) {
             cap = cap ? 2 * cap : 256;
@@ -142,7 +151,7 @@ static int load_labels(const char *rspec, struct label_entry **out, int *count) 
     }
     int rc = got < 0 ? error_wrap("reading labels '%s': ", rspec) : 0;
     rc = finish(&r, NULL, rc);
-    qsort(e, (size_t)n, sizeof *e, label_entry_cmp);
+    if (n > 1) qsort(e, (size_t)n, sizeof *e, label_entry_cmp);
     for (int i = 1; i < n && !rc; i++)
         if (!strcmp(e[i].key, e[i - 1].key))
             rc = error_set("labels '%s': key '%s' appears twice", rspec, e[i].key);
@@ -154,7 +163,7 @@ static int load_labels(const char *rspec, struct label_entry **out, int *count) 
 static void free_labels(struct label_entry *e, int n) {
     for (int i = 0; i < n; i++) {
         free(e[i].key);
-        int32_vec_release(&e[i].v);
+        posterior_release(&e[i].v);
     }
     free(e);
 }
@@ -193,8 +202,8 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
             st->num_skipped++;
             continue;
         }
-        if (lab->v.dim != m.rows) {
-            WARN("utterance %s has %d labels for %d frames", utt, lab->v.dim, m.rows);
+        if (lab->v.num_frames != m.rows) {
+            WARN("utterance %s has %d labels for %d frames", utt, lab->v.num_frames, m.rows);
             st->num_skipped++;
             continue;
         }
@@ -204,7 +213,7 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
             continue;
         }
         long long before = w.num_written;
-        if ((rc = egs_cut_utterance(utt, &m, lab->v.data, opts, emit_to_writer, &w))) break;
+        if ((rc = egs_cut_utterance_post(utt, &m, &lab->v, opts, emit_to_writer, &w))) break;
         st->num_written += w.num_written - before;
         st->num_read++;
     }

@@ -173,8 +173,16 @@ struct egs_stats {
 int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t *labels,
                       const struct egs_get_opts *opts,
                       int (*emit)(void *ctx, const char *key, const struct example *eg), void *ctx);
-/* nnet-get-egs: features (matrices) + per-frame int32 labels -> examples. The labels table is
- * read whole into memory first (small; so it may be a pipe in any order, as Kaldi allows).
+/* The same with per-frame (index, weight) lists (a Kaldi Posterior, post->num_frames == T): frame
+ * t of a block carries all of its pairs. */
+int egs_cut_utterance_post(const char *utt, const struct matrix *feats,
+                           const struct posterior *post, const struct egs_get_opts *opts,
+                           int (*emit)(void *ctx, const char *key, const struct example *eg),
+                           void *ctx);
+/* nnet-get-egs: features (matrices) + per-frame targets -> examples. The targets table holds, per
+ * utterance, either an int32 vector of ids (ali-to-pdf) or a Kaldi Posterior (ali-to-post; soft or
+ * weighted targets), told apart per object (io.h holder_targets). It is read whole into memory
+ * first (small; so it may be a pipe in any order, as Kaldi allows).
  * An utterance without labels, or whose label count differs from its frame count, is skipped
  * with a warning and counted (num_skipped); num_read counts utterances processed. */
 int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_wspec,

@@ -13,8 +13,9 @@
  * says 0x7FFFF000) means "to the end of the stream". A data chunk shorter than its header says
  * is read as far as it goes with a warning (Kaldi: "Truncated file?"). Errors (-1, error_set
  * naming the stream, byte offset and reason): not RIFF/WAVE, a truncated header, no "fmt " or
- * "data" chunk, a non-PCM format or a sample size other than 16 bits, zero channels or sample rate, zero samples. Sizes from the file
- * are checked against what is left in the stream before allocating.
+ * "data" chunk, a non-PCM format or a sample size other than 16 bits, zero channels or sample
+ * rate, zero samples. Sizes from the file are checked against what is left in the stream before
+ * allocating.
  *
  * ---- Tables of audio ----
  * feat_wave_reader iterates a wav rspecifier: "scp:wav.scp" (lines "utt rxfilename", where the

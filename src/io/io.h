@@ -55,6 +55,10 @@
  *   "[r0:r1]" or "[r0:r1,c0:c1]" (inclusive; an empty side or ":" means all).
  *   p: a bad scp entry is skipped and a truncated archive ends the table (with a warning) instead
  *      of failing; bg: a read-ahead thread reads the next entry while the caller works.
+ *   s / cs / o matter to random access (table_reader_lookup), where Kaldi gives them their
+ *      meaning: the archive is sorted / lookups come in sorted order / each key is asked once;
+ *      with them a lookup into an archive from a pipe reads only as far as it must and keeps
+ *      little in memory (see table_reader_lookup).
  *
  * Holders make tables generic: a const struct holder_ops names an object type and how to
  * read/write/release it. Objects are caller-owned structs of ops->size bytes that must start
@@ -66,6 +70,9 @@
  *   holder_int32_vector struct int32_vec (Kaldi BasicVectorHolder<int32>: binary "\0B", int32
  *                       count WITH size byte, then each element as an int32 with size byte;
  *                       text: "1 2 3 \n" to the end of the line).
+ *   holder_posterior    struct posterior (Kaldi Posterior); holder_targets reads a Posterior or an
+ *                       int32 vector into one (below);
+ *   holder_token, holder_token_vector  char *, struct token_vec (utt2spk, spk2utt).
  */
 #ifndef PARNET_IO_IO_H
 #define PARNET_IO_IO_H
@@ -271,6 +278,7 @@ void table_writer_abort(struct table_writer *w);
 
 struct table_reader_bg;  /* read-ahead thread state (table.c) */
 struct table_reader_scp; /* scp reading state: line buffer, the archive kept open (table.c) */
+struct table_reader_stream; /* objects read ahead from a stream for random access (table.c) */
 
 struct table_reader {
     const struct holder_ops *ops;
@@ -286,6 +294,7 @@ struct table_reader {
     char **ra_keys, **ra_values;
     int ra_count, ra_loaded;
     struct table_reader_bg *bg;
+    struct table_reader_stream *stream; /* random access into a pipe/stdin archive (table.c) */
 };
 
 /* Parse an rspecifier and open it for sequential reading (random access loads lazily). */
@@ -300,8 +309,16 @@ int table_reader_open_stream(struct table_reader *r, const char *rspecifier, str
  * byte offset and reason in error_get()). After 0 or -1 every call returns the same. */
 int table_reader_next(struct table_reader *r, void *obj);
 const char *table_reader_key(const struct table_reader *r);
-/* Random access: 1 found (object in *obj), 0 not in the table, -1 error. Works on scp, and on a
- * seekable ark (indexed by one pass on first use). Do not mix with table_reader_next. */
+/* Random access: 1 found (object in *obj), 0 not in the table, -1 error. Works on scp, on a
+ * seekable ark (indexed by one pass on first use), and on an archive read from a pipe or stdin,
+ * which is read only as far as needed (Kaldi's semantics), the objects read past kept in memory
+ * (serialised) until asked for:
+ *   s   the archive's keys are sorted (strcmp): a lookup stops reading at the first key past the
+ *       one asked for, so a missing key costs nothing; unsorted keys are an error.
+ *   cs  lookups come in sorted order: with s, objects before the key asked for are dropped, so
+ *       memory stays at one object; a lookup out of order is an error.
+ *   o   each key is asked for once: an object is dropped when it has been returned.
+ * Without s a missing key reads the stream to its end. Do not mix with table_reader_next. */
 int table_reader_lookup(struct table_reader *r, const char *key, void *obj);
 int table_reader_close(struct table_reader *r);
 
@@ -312,7 +329,27 @@ int io_read_object(const char *rxfilename, const struct holder_ops *ops, void *o
 int io_read_matrix_file(const char *rxfilename, struct matrix *m);
 int io_write_matrix_file(const char *wxfilename, int binary, const struct matrix *m);
 
-/* ---- tokens (Kaldi TokenHolder / TokenVectorHolder; always text: "key tok\n", "key a b c\n") ---- */
+/* ---- Posterior (Kaldi hmm/posterior.h: per frame a list of (int32 pdf, float weight)) ----
+ * binary: int32 num_frames, then per frame int32 num_pairs and each pair as int32 id, float
+ *         weight (all with size bytes); text: "[ 3 1 ] [ 3 0.7 5 0.3 ] [ ] \n" on one line.
+ * Stored flat (CSR): frame t owns pairs [start[t], start[t+1]). */
+struct posterior {
+    int num_frames;
+    int *start;       /* (num_frames + 1) */
+    int32_t *index;   /* (start[num_frames]) */
+    float *weight;    /* (start[num_frames]) */
+};
+void posterior_release(struct posterior *p);
+int posterior_write(struct kout *out, int binary, const struct posterior *p); /* no header */
+extern const struct holder_ops holder_posterior;
+/* Training targets, read as a struct posterior from either a Posterior (ali-to-post) or an int32
+ * vector of per-frame ids (ali-to-pdf; each id becomes one pair of weight 1), told apart per
+ * object: text by its '['; binary by the weights' bit patterns (an int32 vector of ids read as a
+ * Posterior puts small integers, i.e. denormal floats or zeros, where the weights go; a Posterior
+ * has normal or zero weights and at least one non-zero). Writes a Posterior. */
+extern const struct holder_ops holder_targets;
+
+/* ---- tokens (Kaldi TokenHolder / TokenVectorHolder; always text: "key tok\n", "key a b\n") ---- */
 struct token_vec {
     char **v;
     int n;

@@ -816,8 +816,183 @@ static int ra_load(struct table_reader *r) {
     return rc;
 }
 
+/* ---- random access into a stream (pipe, stdin): Kaldi's ark,s,cs semantics ---- */
+
+struct stream_entry {
+    char *key;
+    unsigned char *bytes; /* the object serialised in binary by its holder; NULL once dropped */
+    size_t size;
+};
+
+struct table_reader_stream {
+    struct stream_entry *e;
+    int n, cap, start;            /* entries [start, n) are live (start > 0 only with s,cs) */
+    int eof;                      /* the stream has been read to its end */
+    char last_key[IO_MAX_TOKEN];  /* the last key read from the stream (have_last) */
+    int have_last;
+    char last_lookup[IO_MAX_TOKEN];
+    int have_lookup;
+};
+
+static void stream_drop(struct stream_entry *e) {
+    free(e->bytes);
+    e->bytes = NULL;
+    e->size = 0;
+}
+
+static void stream_free(struct table_reader_stream *st) {
+    if (!st) return;
+    for (int i = 0; i < st->n; i++) {
+        free(st->e[i].key);
+        free(st->e[i].bytes);
+    }
+    free(st->e);
+    free(st);
+}
+
+/* Serialise obj with its holder (binary) into a new buffer. */
+static int stream_save(const struct holder_ops *ops, const void *obj, struct stream_entry *e) {
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    if (!f) return error_set("open_memstream: %s", strerror(errno));
+    struct kout out;
+    kout_wrap(&out, f, "memory");
+    int rc = ops->write(&out, 1, obj);
+    if (kout_close(&out)) rc = -1;
+    fclose(f);
+    if (rc) {
+        free(buf);
+        return -1;
+    }
+    e->bytes = (unsigned char *)buf;
+    e->size = size;
+    return 0;
+}
+
+static int stream_load(const struct table_reader *r, const struct stream_entry *e, void *obj) {
+    FILE *f = fmemopen(e->bytes, e->size, "r");
+    if (!f) return error_set("fmemopen: %s", strerror(errno));
+    struct kin in;
+    kin_wrap(&in, f, r->in.name, (int64_t)e->size);
+    int rc = r->ops->read(&in, obj);
+    kin_close(&in);
+    fclose(f);
+    if (rc) r->ops->release(obj);
+    return rc ? error_wrap("key '%s': ", e->key) : 1;
+}
+
+/* Index of key among the live entries, or -1. */
+static int stream_find(const struct table_reader *r, const char *key) {
+    const struct table_reader_stream *st = r->stream;
+    if (r->sorted) {
+        int lo = st->start, hi = st->n - 1;
+        while (lo <= hi) {
+            int mid = lo + (hi - lo) / 2, c = strcmp(st->e[mid].key, key);
+            if (!c) return st->e[mid].bytes ? mid : -1;
+            if (c < 0) lo = mid + 1;
+            else hi = mid - 1;
+        }
+        return -1;
+    }
+    for (int i = st->n - 1; i >= st->start; i--)
+        if (st->e[i].bytes && !strcmp(st->e[i].key, key)) return i;
+    return -1;
+}
+
+static int stream_lookup(struct table_reader *r, const char *key, void *obj) {
+    if (!r->stream) r->stream = xcalloc(1, sizeof *r->stream);
+    struct table_reader_stream *st = r->stream;
+    if (r->called_sorted) {
+        if (st->have_lookup && strcmp(key, st->last_lookup) < 0)
+            return error_set("'%s': the cs option was given but keys are not asked for in "
+                             "sorted order ('%s' after '%s')", r->rspecifier, key,
+                             st->last_lookup);
+        snprintf(st->last_lookup, sizeof st->last_lookup, "%s", key);
+        st->have_lookup = 1;
+        if (r->sorted) /* Nothing before this key will be asked for again. */
+            while (st->start < st->n && strcmp(st->e[st->start].key, key) < 0) {
+                free(st->e[st->start].key);
+                stream_drop(&st->e[st->start]);
+                st->e[st->start].key = NULL;
+                st->start++;
+            }
+    }
+    int i = stream_find(r, key);
+    if (i < 0) {
+        if (st->eof) return 0;
+        if (r->sorted && st->have_last && strcmp(st->last_key, key) > 0) return 0;
+        /* Read on until the key, a key past it (sorted), or the end. */
+        void *tmp = xcalloc(1, r->ops->size);
+        char k[IO_MAX_TOKEN];
+        for (;;) {
+            int got = next_plain(r, tmp, k);
+            if (got <= 0) {
+                r->ops->release(tmp);
+                free(tmp);
+                if (got < 0) return error_wrap("cannot read '%s': ", r->rspecifier);
+                st->eof = 1;
+                return 0;
+            }
+            if (r->sorted && st->have_last && strcmp(k, st->last_key) <= 0) {
+                r->ops->release(tmp);
+                free(tmp);
+                return error_set("'%s': the s option was given but the archive is not sorted "
+                                 "('%s' after '%s')", r->rspecifier, k, st->last_key);
+            }
+            snprintf(st->last_key, sizeof st->last_key, "%s", k);
+            st->have_last = 1;
+            if (st->n == st->cap) {
+                st->cap = st->cap ? 2 * st->cap : 16;
+                st->e = xrealloc(st->e, sizeof *st->e * (size_t)st->cap);
+            }
+            /* Entries dropped by s,cs sit before start: move the live ones down. */
+            if (st->start > 0 && 2 * st->start >= st->n) {
+                memmove(st->e, st->e + st->start, sizeof *st->e * (size_t)(st->n - st->start));
+                st->n -= st->start;
+                st->start = 0;
+            }
+            struct stream_entry *e = &st->e[st->n];
+            memset(e, 0, sizeof *e);
+            e->key = xstrdup(k);
+            int c = strcmp(k, key);
+            if (c == 0 && r->once) {
+                /* Asked for once: hand it over without keeping a copy. */
+                e->bytes = NULL;
+                st->n++;
+                r->ops->release(obj);
+                memcpy(obj, tmp, r->ops->size);
+                free(tmp);
+                return 1;
+            }
+            if (stream_save(r->ops, tmp, e)) {
+                free(e->key);
+                r->ops->release(tmp);
+                free(tmp);
+                return error_wrap("key '%s': ", k);
+            }
+            st->n++;
+            if (c == 0) {
+                r->ops->release(obj);
+                memcpy(obj, tmp, r->ops->size);
+                free(tmp);
+                return 1;
+            }
+            if (r->sorted && c > 0) {
+                r->ops->release(tmp);
+                free(tmp);
+                return 0;
+            }
+        }
+    }
+    int rc = stream_load(r, &st->e[i], obj);
+    if (rc > 0 && r->once) stream_drop(&st->e[i]);
+    return rc;
+}
+
 int table_reader_lookup(struct table_reader *r, const char *key, void *obj) {
     if (r->background && r->bg) return error_set("lookup on a table already read sequentially");
+    if (r->kind == TABLE_ARK && r->in.kind != KIN_FILE) return stream_lookup(r, key, obj);
     if (ra_load(r)) return error_wrap("cannot read '%s': ", r->rspecifier);
     int i = find_key(r->ra_keys, r->ra_count, key);
     if (i < 0) return 0;
@@ -867,6 +1042,7 @@ int table_reader_close(struct table_reader *r) {
     }
     free_strings(r->ra_keys, r->ra_count);
     free_strings(r->ra_values, r->ra_count);
+    stream_free(r->stream);
     free(r->rspecifier);
     memset(r, 0, sizeof *r);
     return rc;
