@@ -54,12 +54,12 @@ NVCCFLAGS := -O2 -g -std=c++17 -Isrc -DHAVE_CUDA=1 --extended-lambda $(CUDA_ARCH
 CFLAGS += $(CFLAGS_BASE) $(OPT) $(CFLAGS_CUDA) -MMD -MP
 
 # Layers, lowest first (STYLE.md §2): a module includes only its own layer or lower ones.
-MODULES := base matrix cuda io feat natgrad egs nnet train
+MODULES := base matrix cuda io feat natgrad egs nnet train decode
 LIB_SRC := $(foreach m,$(MODULES),$(wildcard src/$(m)/*.c))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 CU_SRC := $(if $(filter 1,$(CUDA)),$(wildcard src/cuda/*.cu))
 CU_OBJ := $(CU_SRC:src/%.cu=$(BUILD)/%.cu.o)
-PROG_SRC := $(filter-out src/bin/nnet-train-mpi.c,$(wildcard src/bin/*.c))
+PROG_SRC := $(filter-out src/bin/nnet-train-mpi.c src/bin/espeak-synth-align.c,$(wildcard src/bin/*.c))
 PROGS := $(PROG_SRC:src/bin/%.c=$(BIN)/%)
 UNIT_SRC := $(wildcard tests/unit/*-test.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -75,12 +75,19 @@ ifneq ($(MPICC),)
   endif
 endif
 
+# The corpus synthesizer (egs/espeak-digits) is built only where libespeak-ng's header exists.
+ESPEAK_H := $(wildcard /usr/include/espeak-ng/speak_lib.h)
+ifneq ($(ESPEAK_H),)
+  PROGS += $(BIN)/espeak-synth-align
+endif
+
 .PHONY: all test fuzz fuzz-long valgrind-test clean features check-cuda FORCE
 all: features $(PROGS) $(UNIT_BIN)
 
 features:
 	@echo "parnet: nvcc $(if $(wildcard $(NVCC)),found at $(NVCC),not found)$(if $(filter 1,$(CUDA)), (CUDA=1: GPU backend on), (GPU backend off; make CUDA=1))"
 	@echo "parnet: mpicc $(if $(MPICC),found (nnet-train-mpi built),not found (nnet-train-mpi skipped))"
+	@echo "parnet: libespeak-ng $(if $(ESPEAK_H),found (espeak-synth-align built),not found (espeak-synth-align skipped))"
 
 # Rebuild everything when the flags change.
 STAMP := $(BUILD)/flags.stamp
@@ -120,6 +127,10 @@ $(BIN)/nnet-train-mpi: $(BUILD)/bin/nnet-train-mpi.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(LDFLAGS) -pthread $< $(LIBA) $(LDLIBS) $(if $(filter 1,$(CUDA)),-lnccl) -o $@
 
+$(BIN)/espeak-synth-align: $(BUILD)/bin/espeak-synth-align.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -pthread $< $(LIBA) -lespeak-ng $(LDLIBS) -o $@
+
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) $< $(LIBA) $(LDLIBS) -o $@
@@ -150,5 +161,6 @@ check-cuda:
 clean:
 	rm -rf build bin lib
 
--include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(PROG_SRC:src/%.c=$(BUILD)/%.d) $(BUILD)/bin/nnet-train-mpi.d
+-include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(PROG_SRC:src/%.c=$(BUILD)/%.d) $(BUILD)/bin/nnet-train-mpi.d \
+    $(BUILD)/bin/espeak-synth-align.d
 .SECONDARY:

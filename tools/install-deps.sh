@@ -13,6 +13,8 @@ pkgs=(make gcc libopenblas-dev zlib1g-dev clang libclang-rt-14-dev valgrind pyth
       gzip dataset-fashion-mnist gnuplot-nox python3-numpy python3-sklearn)
 # src/feat: the FFT (FFTW3, single precision); the front-end test's independent reference (numpy).
 pkgs+=(libfftw3-dev)
+# The speech corpus of egs/espeak-digits: eSpeak NG (espeak-synth-align links libespeak-ng) and sox.
+pkgs+=(espeak-ng libespeak-ng-dev sox)
 engines=false
 for arg in "$@"; do
     case $arg in

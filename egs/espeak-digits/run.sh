@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# espeak-digits: a hybrid acoustic model on speech synthesised here (local/make_corpus.py: digit
+# strings and command words spoken by eSpeak NG voices with channel and noise variation; the
+# test voices are not in training). Kaldi's shape: data -> log-mel filterbanks -> per-speaker CMVN
+# -> examples with +-5 frames of context (the network's Splice) and phone-state targets from the
+# synthesizer's alignment -> NG-SGD with parameter averaging (steps/train.sh through --cmd) ->
+# final combination -> priors from the training label counts -> pseudo-likelihoods -> Viterbi
+# word-loop decoding -> frame accuracy and WER on the held-out voices.
+#   egs/espeak-digits/run.sh [--stage N] [--cmd utils/run.pl] [--num-jobs 2] [--size default|tiny]
+# Set-up on a fresh machine: tools/install-deps.sh --speech; make -j2 (builds espeak-synth-align).
+cd "$(dirname "$0")"
+. ./path.sh
+
+# Begin configuration section.
+stage=0
+cmd=utils/run.pl
+nj=2                 # feature-extraction jobs
+num_jobs=2           # training jobs (parameter averaging)
+num_epochs=6
+size=default         # default | large (96 training speakers) | tiny (40 utterances, for CI)
+seed=0
+samples_per_iter=20000
+minibatch_size=128
+initial_learning_rate=0.008
+final_learning_rate=0.0008
+train_opts=          # extra options for steps/train.sh (e.g. "--averaging agreement")
+config=conf/nnet.config
+acoustic_scales="0.05 0.1 0.2"     # decoder settings tried on the validation utterances
+word_insertion_penalties="0 2 4 6 8"
+acoustic_scale=0.1                 # used when stage 6 (tuning) has not run
+word_insertion_penalty=0
+beam=16
+data=data
+exp=exp
+feat_dir=fbank      # feature and label archives
+# End configuration section.
+help_message="Usage: $0 [options]
+e.g.: $0 --stage 0 --cmd utils/run.pl --num-jobs 2
+Options:
+  --stage <n>          resume at stage n (0 corpus, 1 features, 2 CMVN and labels, 3 examples,
+                       4 training, 5 priors, 6 decoder tuning on validation utterances,
+                       7 decoding and scoring the test voices) (default: 0)
+  --cmd <runner>       utils/run.pl | utils/queue.pl | utils/slurm.pl (default: utils/run.pl)
+  --num-jobs <n>       training jobs averaged each iteration (default: 2)
+  --num-epochs <n>     (default: 6)
+  --size <s>           default | large (twice the training speakers) | tiny (default: default)
+  --acoustic-scales <list>            tried on the validation data (default: \"0.05 0.1 0.2\")
+  --word-insertion-penalties <list>   tried on the validation data (default: \"0 2 4 6 8\")"
+. utils/parse_options.sh || exit 1
+set -e -o pipefail
+start=$(date +%s)
+
+case $size in
+    default) corpus_opts="--num-train-speakers 48 --num-test-speakers 10 --utts-per-speaker 16" ;;
+    large) corpus_opts="--num-train-speakers 96 --num-test-speakers 10 --utts-per-speaker 16" ;;
+    tiny) corpus_opts="--num-train-speakers 6 --num-test-speakers 2 --utts-per-speaker 5"
+          num_utts_subset=6 ;;
+    *) echo "$0: unknown --size '$size'" >&2; exit 1 ;;
+esac
+: ${num_utts_subset:=40}
+dir=$exp/nnet
+egs_dir=$exp/egs
+mkdir -p $feat_dir
+feat_dir=$(cd $feat_dir && pwd)   # scp files name the archives by absolute path
+
+if [ $stage -le 0 ]; then
+    echo "$0: stage 0: synthesising the corpus in $data ($size)"
+    rm -rf $data
+    local/make_corpus.py $corpus_opts --seed $seed $data
+fi
+
+if [ $stage -le 1 ]; then
+    echo "$0: stage 1: log-mel filterbank features and per-speaker CMVN statistics"
+    mkdir -p $exp/make_fbank $feat_dir
+    for x in train test; do
+        sdata=$data/$x/split$nj
+        mkdir -p $sdata
+        for j in $(seq $nj); do
+            awk -v j=$j -v n=$nj '(NR - 1) % n == j - 1' $data/$x/wav.scp > $sdata/wav.$j.scp
+        done
+        $cmd JOB=1:$nj $exp/make_fbank/fbank_$x.JOB.log \
+            compute-fbank-feats --config=conf/fbank.conf scp:$sdata/wav.JOB.scp \
+                ark,scp:$feat_dir/raw_fbank_$x.JOB.ark,$feat_dir/raw_fbank_$x.JOB.scp
+        cat $feat_dir/raw_fbank_$x.*.scp | sort > $data/$x/feats.scp
+        $cmd $exp/make_fbank/cmvn_$x.log \
+            compute-cmvn-stats --spk2utt=ark:$data/$x/spk2utt scp:$data/$x/feats.scp \
+                ark,scp:$feat_dir/cmvn_$x.ark,$data/$x/cmvn.scp
+    done
+fi
+
+if [ $stage -le 2 ]; then
+    echo "$0: stage 2: CMVN-normalised features and phone-state labels"
+    for x in train test; do
+        mkdir -p $data/${x}_cmvn
+        cp $data/$x/{text,utt2spk,spk2utt} $data/${x}_cmvn/
+        $cmd $exp/make_fbank/apply_cmvn_$x.log \
+            apply-cmvn --utt2spk=ark:$data/$x/utt2spk scp:$data/$x/cmvn.scp \
+                scp:$data/$x/feats.scp ark,scp:$feat_dir/fbank_cmvn_$x.ark,$data/${x}_cmvn/feats.scp
+        copy-int-vector ark,t:$data/$x/labels.txt \
+            ark,scp:$feat_dir/labels_$x.ark,$data/${x}_cmvn/labels.scp 2>$exp/make_fbank/labels_$x.log
+        # The labels were cut for the same frames (25 ms, 10 ms shift, snip-edges): check.
+        feat-to-len scp:$data/${x}_cmvn/feats.scp ark,t:- 2>/dev/null | awk "{print \$1, \$2}" | sort | \
+            cmp -s - <(sort $data/$x/num_frames) || \
+            { echo "$0: feature and label frame counts differ in $data/$x" >&2; exit 1; }
+    done
+fi
+
+if [ $stage -le 3 ]; then
+    echo "$0: stage 3: examples with +-5 frames of context"
+    steps/get_egs.sh --cmd "$cmd" --num-jobs $num_jobs --samples-per-iter $samples_per_iter \
+        --left-context 5 --right-context 5 --num-utts-subset $num_utts_subset \
+        $data/train_cmvn $egs_dir
+fi
+
+if [ $stage -le 4 ]; then
+    echo "$0: stage 4: NG-SGD with $num_jobs jobs and parameter averaging"
+    num_pdfs=$(cat $data/lang/num_pdfs)
+    mkdir -p $dir
+    sed "s/NUM_PDFS/$num_pdfs/g" $config > $dir/nnet.config
+    steps/train.sh --cmd "$cmd" --num-jobs $num_jobs --num-epochs $num_epochs \
+        --minibatch-size $minibatch_size --initial-learning-rate $initial_learning_rate \
+        --final-learning-rate $final_learning_rate $train_opts $egs_dir $dir/nnet.config $dir
+fi
+
+if [ $stage -le 5 ]; then
+    echo "$0: stage 5: priors from the training label counts"
+    analyze-counts --counts-dim=$(cat $data/lang/num_pdfs) --binary=false \
+        scp:$data/train_cmvn/labels.scp $dir/pdf_counts.vec 2>$dir/log/analyze_counts.log
+fi
+
+if [ $stage -le 6 ]; then
+    # The acoustic scale and the word insertion penalty are chosen on the validation utterances
+    # (held-out utterances of the training speakers, left out of training by get_egs.sh), then
+    # applied to the test voices.
+    echo "$0: stage 6: tuning the decoder on the validation utterances"
+    vdir=$dir/decode_valid
+    mkdir -p $vdir/log
+    utils/filter_scp.pl $egs_dir/valid_uttlist $data/train_cmvn/feats.scp > $vdir/feats.scp
+    utils/filter_scp.pl $egs_dir/valid_uttlist $data/train/text > $vdir/text
+    $cmd $vdir/log/nnet_forward.log \
+        nnet-forward --apply-log=true --class-frame-counts=$dir/pdf_counts.vec $dir/final.mdl \
+            scp:$vdir/feats.scp ark:$vdir/loglikes.ark
+    best=
+    for as in $acoustic_scales; do
+        for wip in $word_insertion_penalties; do
+            decode-word-loop --acoustic-scale=$as --beam=$beam --word-insertion-penalty=$wip \
+                $data/lang ark:$vdir/loglikes.ark ark,t:- 2>$vdir/log/decode_${as}_$wip.log | \
+                utils/int2sym.pl -f 2- $data/lang/words.txt > $vdir/hyp_${as}_$wip.txt
+            wer=$(compute-wer --text --mode=present ark:$vdir/text ark:$vdir/hyp_${as}_$wip.txt \
+                2>/dev/null | awk '/^%WER/ {print $2}')
+            echo "$as $wip $wer" >> $vdir/grid.tmp
+        done
+    done
+    sort -g -k3 -s $vdir/grid.tmp | head -1 > $vdir/best
+    mv $vdir/grid.tmp $vdir/grid
+    rm $vdir/loglikes.ark
+    read acoustic_scale word_insertion_penalty valid_wer < $vdir/best
+    echo "$0: validation WER $valid_wer% with --acoustic-scale=$acoustic_scale" \
+        "--word-insertion-penalty=$word_insertion_penalty"
+fi
+
+if [ $stage -le 7 ]; then
+    echo "$0: stage 7: decoding the held-out voices"
+    if [ -f $dir/decode_valid/best ]; then
+        read acoustic_scale word_insertion_penalty valid_wer < $dir/decode_valid/best
+    fi
+    ddir=$dir/decode_test
+    mkdir -p $ddir/log
+    nnet-get-egs --left-context=5 --right-context=5 scp:$data/test_cmvn/feats.scp \
+        scp:$data/test_cmvn/labels.scp ark:$ddir/test.egs 2>$ddir/log/test_egs.log
+    nnet-compute-prob $dir/final.mdl ark:$ddir/test.egs 2>$ddir/log/compute_prob_test.log >/dev/null
+    $cmd $ddir/log/decode.log \
+        nnet-forward --apply-log=true --class-frame-counts=$dir/pdf_counts.vec $dir/final.mdl \
+            scp:$data/test_cmvn/feats.scp ark:- \| \
+        decode-word-loop --acoustic-scale=$acoustic_scale --beam=$beam \
+            --word-insertion-penalty=$word_insertion_penalty $data/lang ark:- ark,t:$ddir/hyp.int
+    utils/int2sym.pl -f 2- $data/lang/words.txt $ddir/hyp.int > $ddir/hyp.txt
+    compute-wer --text --mode=present ark:$data/test/text ark:$ddir/hyp.txt > $ddir/wer
+    acc=$(grep -o 'accuracy is [0-9.]*' $ddir/log/compute_prob_test.log | awk '{print $3}')
+    rtf=$(grep -o '(CPU [0-9.e-]*)' $ddir/log/decode.log | tr -d '()' | awk '{print $2}')
+    printf "%s: held-out voices: frame accuracy %.2f%% (%d phone states), %s\n" "$0" \
+        "$(echo "$acc * 100" | bc -l)" "$(cat $data/lang/num_pdfs)" "$(head -1 $ddir/wer)"
+    echo "$0: decoding with --acoustic-scale=$acoustic_scale" \
+        "--word-insertion-penalty=$word_insertion_penalty, decoder CPU real-time factor $rtf;" \
+        "total $(( $(date +%s) - start )) s"
+fi

@@ -1,0 +1,83 @@
+/* compute-wer: word error rate of hypotheses against references (Kaldi's compute-wer). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode/decode.h"
+
+static const char *usage =
+    "Computes the word error rate (and sentence error rate) of text hypotheses against text\n"
+    "references, both archives of '<utt> <word> <word> ...' lines.\n"
+    "--mode=strict: every reference must have a hypothesis; present: score only the utterances\n"
+    "with a hypothesis; all: score every reference, a missing hypothesis counting as empty.\n"
+    "Usage: compute-wer [options] <ref-rspecifier> <hyp-rspecifier>\n"
+    "e.g.: compute-wer --text --mode=present ark:data/test/text ark:exp/decode/hyp.txt";
+
+struct entry { char *key; struct token_vec t; };
+static int cmp_entry(const void *a, const void *b) {
+    return strcmp(((const struct entry *)a)->key, ((const struct entry *)b)->key);
+}
+
+int main(int argc, char **argv) {
+    const char *mode = "strict";
+    int text = 1;
+    struct option_spec specs[] = {
+        {"mode", OPT_STRING, &mode, "strict | present | all"},
+        {"text", OPT_BOOL, &text, "inputs are text archives (always true here; Kaldi's option)"},
+    };
+    int ns = sizeof specs / sizeof specs[0];
+    options_parse(&argc, argv, usage, specs, ns);
+    if (argc != 3) options_usage_exit(usage, specs, ns);
+    if (strcmp(mode, "strict") && strcmp(mode, "present") && strcmp(mode, "all"))
+        die("--mode: expected strict, present or all, got '%s'", mode);
+    if (!text) die("--text=false (integer archives) is not supported: convert with int2sym.pl");
+    /* The hypotheses are loaded whole, so they may come from any stream (a pipe too). */
+    struct table_reader r;
+    if (table_reader_open(&r, argv[2], &holder_token_vector)) die("%s", error_get());
+    struct entry *hyp = NULL;
+    int nhyp = 0, cap = 0, rc;
+    struct token_vec t = {0};
+    while ((rc = table_reader_next(&r, &t)) == 1) {
+        if (nhyp == cap) hyp = xrealloc(hyp, sizeof *hyp * (size_t)(cap = cap ? 2 * cap : 256));
+        hyp[nhyp].key = xstrdup(table_reader_key(&r));
+        hyp[nhyp++].t = t;
+        memset(&t, 0, sizeof t);
+    }
+    if (rc < 0 || table_reader_close(&r)) die("%s", error_get());
+    qsort(hyp, (size_t)nhyp, sizeof *hyp, cmp_entry);
+    if (table_reader_open(&r, argv[1], &holder_token_vector)) die("%s", error_get());
+    struct decode_edit_counts c = {0};
+    long long num_sent = 0, sent_errs = 0, num_absent = 0;
+    while ((rc = table_reader_next(&r, &t)) == 1) {
+        struct entry k = {(char *)table_reader_key(&r), {0}};
+        struct entry *h = bsearch(&k, hyp, (size_t)nhyp, sizeof *hyp, cmp_entry);
+        struct token_vec empty = {0};
+        if (!h) {
+            num_absent++;
+            if (!strcmp(mode, "strict"))
+                die("'%s': no hypothesis for utterance '%s' (--mode=strict)", argv[2], k.key);
+            if (!strcmp(mode, "present")) continue;
+        }
+        const struct token_vec *ht = h ? &h->t : &empty;
+        long long before = c.ins + c.del + c.sub;
+        decode_edit_counts_add(&c, t.v, t.n, ht->v, ht->n);
+        sent_errs += c.ins + c.del + c.sub != before;
+        num_sent++;
+    }
+    if (rc < 0 || table_reader_close(&r)) die("%s", error_get());
+    if (c.ref_words == 0) die("no reference words were scored");
+    long long errs = c.ins + c.del + c.sub;
+    printf("%%WER %.2f [ %lld / %lld, %lld ins, %lld del, %lld sub ]%s\n",
+           100.0 * errs / c.ref_words, errs, c.ref_words, c.ins, c.del, c.sub,
+           num_absent ? " [PARTIAL]" : "");
+    printf("%%SER %.2f [ %lld / %lld ]\n", num_sent ? 100.0 * sent_errs / num_sent : 0.0,
+           sent_errs, num_sent);
+    printf("Scored %lld sentences, %lld not present in hyp.\n", num_sent, num_absent);
+    if (fflush(stdout)) die("cannot write to standard output");
+    token_vec_release(&t);
+    for (int i = 0; i < nhyp; i++) {
+        free(hyp[i].key);
+        token_vec_release(&hyp[i].t);
+    }
+    free(hyp);
+    return 0;
+}

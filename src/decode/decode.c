@@ -1,0 +1,522 @@
+/* decode: priors, pseudo-likelihoods, the word-loop Viterbi decoder and edit counts (decode.h). */
+#include "decode/decode.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- priors ---- */
+int decode_priors_from_counts(const struct vector *counts, double prior_floor,
+                              struct vector *log_priors, int *num_floored) {
+    int dim = counts->dim;
+    if (dim <= 0) return error_set("empty class counts");
+    float *c = xmalloc(sizeof(float) * (size_t)dim);
+    vector_to_host(counts, c);
+    double sum = 0;
+    for (int i = 0; i < dim; i++) {
+        if (!isfinite(c[i]) || c[i] < 0) {
+            double bad = c[i];
+            free(c);
+            return error_set("class %d: bad count %g", i, bad);
+        }
+        sum += c[i];
+    }
+    if (sum <= 0) {
+        free(c);
+        return error_set("class counts sum to zero");
+    }
+    int floored = 0;
+    for (int i = 0; i < dim; i++) {
+        double p = c[i] / sum;
+        /* Kaldi PdfPrior: a prior below the floor becomes 1e10 (a hopeless likelihood). */
+        if (p < prior_floor) {
+            p = 1e10;
+            floored++;
+        }
+        c[i] = (float)log(p);
+    }
+    vector_release(log_priors);
+    vector_init_on(log_priors, dim, MATRIX_CPU);
+    vector_from_host(log_priors, c);
+    free(c);
+    if (num_floored) *num_floored = floored;
+    return 0;
+}
+
+int decode_subtract_log_priors(struct matrix *logpost, const struct vector *log_priors,
+                               float prior_scale) {
+    if (logpost->cols != log_priors->dim)
+        return error_set("the network has %d outputs but there are %d priors", logpost->cols,
+                         log_priors->dim);
+    ASSERT(logpost->device == MATRIX_CPU && log_priors->device == MATRIX_CPU);
+    for (int r = 0; r < logpost->rows; r++) {
+        float *row = logpost->data + (size_t)r * logpost->stride;
+        for (int j = 0; j < logpost->cols; j++) row[j] -= prior_scale * log_priors->data[j];
+    }
+    return 0;
+}
+
+int decode_counts_add(struct vector *counts, const struct int32_vec *ali) {
+    ASSERT(counts->device == MATRIX_CPU);
+    for (int t = 0; t < ali->dim; t++) {
+        if (ali->data[t] < 0 || ali->data[t] >= counts->dim)
+            return error_set("frame %d: label %d out of range [0, %d)", t, (int)ali->data[t],
+                             counts->dim);
+        counts->data[ali->data[t]] += 1.0f;
+    }
+    return 0;
+}
+
+int decode_write_vector_file(const char *wx, int binary, const struct vector *v) {
+    struct kout out;
+    if (kout_open(&out, wx)) return -1;
+    if (io_write_header(&out, binary) || io_write_vector(&out, binary, v)) {
+        kout_abort(&out);
+        return -1;
+    }
+    return kout_close(&out);
+}
+
+/* ---- graph ---- */
+/* A chain of states: a pronunciation (word >= 0) or a silence (word -1). kind: see below. */
+enum { KIND_START = 0, KIND_SIL_BEGIN = 1, KIND_WORD = 2, KIND_SIL_END = 3, NUM_KINDS = 4 };
+struct chain {
+    int first, last; /* states [first, last] */
+    int word;        /* symbol id, or -1 */
+    int kind;
+    unsigned enter_from; /* bit k: may be entered after a chain of kind k (bit 0: at frame 0) */
+};
+struct decode_graph {
+    int num_states, num_chains, num_prons, max_pdf;
+    int *pdf;      /* (num_states) */
+    int *chain_of; /* (num_states) */
+    struct chain *chains;
+    unsigned final_kinds; /* chains of these kinds may end the utterance */
+    char **words;  /* symbol id -> word (NULL where unused) */
+    int num_words; /* ids [0, num_words) */
+};
+
+struct phone { char *name; int *pdfs; int n; };
+
+static void free_phones(struct phone *p, int n) {
+    for (int i = 0; i < n; i++) {
+        free(p[i].name);
+        free(p[i].pdfs);
+    }
+    free(p);
+}
+
+static const struct phone *find_phone(const struct phone *p, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(p[i].name, name)) return &p[i];
+    return NULL;
+}
+
+static char *next_tok(char **s) {
+    char *t = strtok_r(NULL, " \t\r\n", s);
+    return t;
+}
+
+static void add_chain(struct decode_graph *g, const struct phone **ph, int nph, int word,
+                      int kind, unsigned enter_from) {
+    int n = 0;
+    for (int i = 0; i < nph; i++) n += ph[i]->n;
+    g->pdf = xrealloc(g->pdf, sizeof(int) * (size_t)(g->num_states + n));
+    g->chain_of = xrealloc(g->chain_of, sizeof(int) * (size_t)(g->num_states + n));
+    g->chains = xrealloc(g->chains, sizeof(struct chain) * (size_t)(g->num_chains + 1));
+    struct chain *c = &g->chains[g->num_chains];
+    c->first = g->num_states;
+    c->word = word;
+    c->kind = kind;
+    c->enter_from = enter_from;
+    for (int i = 0; i < nph; i++)
+        for (int j = 0; j < ph[i]->n; j++) {
+            g->pdf[g->num_states] = ph[i]->pdfs[j];
+            g->chain_of[g->num_states] = g->num_chains;
+            if (ph[i]->pdfs[j] > g->max_pdf) g->max_pdf = ph[i]->pdfs[j];
+            g->num_states++;
+        }
+    c->last = g->num_states - 1;
+    g->num_chains++;
+}
+
+static int word_id(const struct decode_graph *g, const char *w) {
+    for (int i = 0; i < g->num_words; i++)
+        if (g->words[i] && !strcmp(g->words[i], w)) return i;
+    return -1;
+}
+
+struct decode_graph *decode_graph_read(const char *lang, const struct decode_opts *opts) {
+    char path[4096], line[8192];
+    struct decode_graph *g = xcalloc(1, sizeof *g);
+    g->max_pdf = -1;
+    struct phone *phones = NULL;
+    int nphones = 0;
+    FILE *f = NULL;
+    int lineno = 0;
+    /* words.txt */
+    snprintf(path, sizeof path, "%s/words.txt", lang);
+    if (!(f = fopen(path, "r"))) {
+        error_set("cannot open '%s': %s", path, strerror(errno));
+        goto fail;
+    }
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *s, *w = strtok_r(line, " \t\r\n", &s), *id = next_tok(&s);
+        if (!w) continue;
+        int v;
+        if (!id || parse_int(id, &v) || v < 0 || v > 10000000 || next_tok(&s)) {
+            error_set("file '%s' line %d: expected '<word> <id>'", path, lineno);
+            goto fail;
+        }
+        if (v >= g->num_words) {
+            g->words = xrealloc(g->words, sizeof(char *) * (size_t)(v + 1));
+            for (int i = g->num_words; i <= v; i++) g->words[i] = NULL;
+            g->num_words = v + 1;
+        }
+        if (g->words[v]) {
+            error_set("file '%s' line %d: id %d used twice", path, lineno, v);
+            goto fail;
+        }
+        g->words[v] = xstrdup(w);
+    }
+    fclose(f);
+    f = NULL;
+    /* phone_pdfs.txt */
+    snprintf(path, sizeof path, "%s/phone_pdfs.txt", lang);
+    if (!(f = fopen(path, "r"))) {
+        error_set("cannot open '%s': %s", path, strerror(errno));
+        goto fail;
+    }
+    lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *s, *name = strtok_r(line, " \t\r\n", &s);
+        if (!name) continue;
+        phones = xrealloc(phones, sizeof *phones * (size_t)(nphones + 1));
+        struct phone *p = &phones[nphones++];
+        p->name = xstrdup(name);
+        p->pdfs = NULL;
+        p->n = 0;
+        for (char *t; (t = next_tok(&s));) {
+            int v;
+            if (parse_int(t, &v) || v < 0) {
+                error_set("file '%s' line %d: bad pdf '%s'", path, lineno, t);
+                goto fail;
+            }
+            p->pdfs = xrealloc(p->pdfs, sizeof(int) * (size_t)(p->n + 1));
+            p->pdfs[p->n++] = v;
+        }
+        if (!p->n) {
+            error_set("file '%s' line %d: phone '%s' has no states", path, lineno, name);
+            goto fail;
+        }
+    }
+    fclose(f);
+    f = NULL;
+    /* The chains: silence first, then pronunciations, then the closing silence (isolated). */
+    const struct phone *sil = NULL;
+    if (opts->silence_phone && *opts->silence_phone) {
+        sil = find_phone(phones, nphones, opts->silence_phone);
+        if (!sil) {
+            error_set("'%s/phone_pdfs.txt': no silence phone '%s'", lang, opts->silence_phone);
+            goto fail;
+        }
+    }
+    int iso = opts->grammar == DECODE_ISOLATED;
+    unsigned b_start = 1u << KIND_START, b_silb = 1u << KIND_SIL_BEGIN,
+             b_word = 1u << KIND_WORD, b_sile = 1u << KIND_SIL_END;
+    if (sil) add_chain(g, &sil, 1, -1, KIND_SIL_BEGIN, iso ? b_start : b_start | b_silb | b_word);
+    snprintf(path, sizeof path, "%s/lexicon.txt", lang);
+    if (!(f = fopen(path, "r"))) {
+        error_set("cannot open '%s': %s", path, strerror(errno));
+        goto fail;
+    }
+    lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *s, *w = strtok_r(line, " \t\r\n", &s);
+        if (!w) continue;
+        int id = word_id(g, w);
+        if (id < 0) {
+            error_set("file '%s' line %d: word '%s' is not in words.txt", path, lineno, w);
+            goto fail;
+        }
+        const struct phone *ph[256];
+        int n = 0;
+        for (char *t; (t = next_tok(&s));) {
+            if (n == 256) {
+                error_set("file '%s' line %d: pronunciation too long", path, lineno);
+                goto fail;
+            }
+            if (!(ph[n++] = find_phone(phones, nphones, t))) {
+                error_set("file '%s' line %d: unknown phone '%s'", path, lineno, t);
+                goto fail;
+            }
+        }
+        if (!n) {
+            error_set("file '%s' line %d: word '%s' has no phones", path, lineno, w);
+            goto fail;
+        }
+        add_chain(g, ph, n, id, KIND_WORD, iso ? b_start | b_silb : b_start | b_silb | b_word);
+        g->num_prons++;
+    }
+    fclose(f);
+    f = NULL;
+    if (!g->num_prons) {
+        error_set("file '%s': no pronunciations", path);
+        goto fail;
+    }
+    if (sil && iso) add_chain(g, &sil, 1, -1, KIND_SIL_END, b_word);
+    g->final_kinds = iso ? b_word | b_sile : b_silb | b_word;
+    free_phones(phones, nphones);
+    return g;
+fail:
+    if (f) fclose(f);
+    free_phones(phones, nphones);
+    decode_graph_free(g);
+    return NULL;
+}
+
+void decode_graph_free(struct decode_graph *g) {
+    if (!g) return;
+    for (int i = 0; i < g->num_words; i++) free(g->words[i]);
+    free(g->words);
+    free(g->pdf);
+    free(g->chain_of);
+    free(g->chains);
+    free(g);
+}
+int decode_graph_num_states(const struct decode_graph *g) { return g->num_states; }
+int decode_graph_num_prons(const struct decode_graph *g) { return g->num_prons; }
+int decode_graph_max_pdf(const struct decode_graph *g) { return g->max_pdf; }
+const char *decode_graph_word(const struct decode_graph *g, int id) {
+    return id >= 0 && id < g->num_words ? g->words[id] : NULL;
+}
+
+void decode_opts_default(struct decode_opts *o) {
+    o->acoustic_scale = 0.1f;
+    o->beam = 16.0f;
+    o->self_loop_prob = 0.5f;
+    o->transition_scale = 1.0f;
+    o->word_insertion_penalty = 0.0f;
+    o->grammar = DECODE_LOOP;
+    o->allow_partial = 1;
+    o->silence_phone = "sil";
+}
+
+void decode_result_release(struct decode_result *r) {
+    int32_vec_release(&r->words);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- search ---- */
+struct link { int word, prev; };
+struct decoder {
+    const struct decode_graph *g;
+    struct decode_opts o;
+    double *score, *next;   /* (num_states) */
+    int *hist, *next_hist;  /* (num_states): index into links, -1 = no words */
+    unsigned char *active;  /* (num_chains): some state of the chain survived the last frame */
+    struct link *links;
+    int num_links, cap_links;
+};
+
+struct decoder *decoder_new(const struct decode_graph *g, const struct decode_opts *opts) {
+    struct decoder *d = xcalloc(1, sizeof *d);
+    d->g = g;
+    d->o = *opts;
+    size_t n = (size_t)g->num_states;
+    d->score = xmalloc(sizeof(double) * n);
+    d->next = xmalloc(sizeof(double) * n);
+    d->hist = xmalloc(sizeof(int) * n);
+    d->next_hist = xmalloc(sizeof(int) * n);
+    d->active = xmalloc((size_t)g->num_chains);
+    return d;
+}
+void decoder_free(struct decoder *d) {
+    if (!d) return;
+    free(d->score);
+    free(d->next);
+    free(d->hist);
+    free(d->next_hist);
+    free(d->active);
+    free(d->links);
+    free(d);
+}
+
+static int new_link(struct decoder *d, int word, int prev) {
+    if (d->num_links == d->cap_links) {
+        d->cap_links = d->cap_links ? 2 * d->cap_links : 1024;
+        d->links = xrealloc(d->links, sizeof(struct link) * (size_t)d->cap_links);
+    }
+    d->links[d->num_links] = (struct link){word, prev};
+    return d->num_links++;
+}
+
+int decoder_decode(struct decoder *d, const struct matrix *ll, struct decode_result *res) {
+    const struct decode_graph *g = d->g;
+    ASSERT(ll->device == MATRIX_CPU);
+    decode_result_release(res);
+    res->num_frames = ll->rows;
+    if (g->max_pdf >= ll->cols)
+        return error_set("the graph uses pdf %d but the likelihoods have %d columns", g->max_pdf,
+                         ll->cols);
+    const double NEG = -INFINITY;
+    const double ts = d->o.transition_scale, am = d->o.acoustic_scale;
+    const double lp_loop = ts * log(d->o.self_loop_prob), lp_fwd = ts * log(1.0 - d->o.self_loop_prob);
+    const double wip = d->o.word_insertion_penalty;
+    int S = g->num_states;
+    d->num_links = 0;
+    double exit_score[NUM_KINDS];
+    int exit_hist[NUM_KINDS];
+    for (int s = 0; s < S; s++) {
+        d->score[s] = NEG;
+        d->hist[s] = -1;
+    }
+    memset(d->active, 0, (size_t)g->num_chains);
+    for (int t = 0; t < ll->rows; t++) {
+        const float *row = ll->data + (size_t)t * ll->stride;
+        /* Best exit of each kind of chain at the end of frame t-1 (KIND_START: only at t = 0). */
+        for (int k = 0; k < NUM_KINDS; k++) {
+            exit_score[k] = NEG;
+            exit_hist[k] = -1;
+        }
+        int exit_chain[NUM_KINDS] = {-1, -1, -1, -1};
+        if (t == 0) {
+            exit_score[KIND_START] = 0;
+        } else {
+            for (int c = 0; c < g->num_chains; c++) {
+                if (!d->active[c]) continue;
+                const struct chain *ch = &g->chains[c];
+                double v = d->score[ch->last] + lp_fwd;
+                if (v > exit_score[ch->kind]) {
+                    exit_score[ch->kind] = v;
+                    exit_chain[ch->kind] = c;
+                }
+            }
+            for (int k = 1; k < NUM_KINDS; k++) {
+                int c = exit_chain[k];
+                if (c < 0) continue;
+                int h = d->hist[g->chains[c].last];
+                exit_hist[k] = g->chains[c].word >= 0 ? new_link(d, g->chains[c].word, h) : h;
+            }
+        }
+        double best = NEG;
+        for (int c = 0; c < g->num_chains; c++) {
+            const struct chain *ch = &g->chains[c];
+            /* Entering the chain at its first state. */
+            double enter = NEG;
+            int enter_h = -1;
+            for (int k = 0; k < NUM_KINDS; k++)
+                if ((ch->enter_from >> k & 1u) && exit_score[k] > enter) {
+                    enter = exit_score[k];
+                    enter_h = exit_hist[k];
+                }
+            if (ch->word >= 0) enter -= wip;
+            if (enter == NEG && !d->active[c]) { /* nothing reaches this chain */
+                for (int s = ch->first; s <= ch->last; s++) d->next[s] = NEG;
+                continue;
+            }
+            for (int s = ch->first; s <= ch->last; s++) {
+                double v = d->score[s] + lp_loop;
+                int h = d->hist[s];
+                double alt = s == ch->first ? enter : d->score[s - 1] + lp_fwd;
+                int alt_h = s == ch->first ? enter_h : d->hist[s - 1];
+                if (alt > v) {
+                    v = alt;
+                    h = alt_h;
+                }
+                if (v > NEG) v += am * row[g->pdf[s]];
+                d->next[s] = v;
+                d->next_hist[s] = h;
+                if (v > best) best = v;
+            }
+        }
+        /* Beam pruning. */
+        double thr = best - d->o.beam;
+        for (int c = 0; c < g->num_chains; c++) {
+            int any = 0;
+            for (int s = g->chains[c].first; s <= g->chains[c].last; s++) {
+                if (d->next[s] < thr) d->next[s] = NEG;
+                else any = 1;
+            }
+            d->active[c] = (unsigned char)any;
+        }
+        double *tmp = d->score;
+        d->score = d->next;
+        d->next = tmp;
+        int *th = d->hist;
+        d->hist = d->next_hist;
+        d->next_hist = th;
+    }
+    /* The best final state. */
+    double best = NEG;
+    int best_s = -1;
+    for (int c = 0; c < g->num_chains; c++) {
+        const struct chain *ch = &g->chains[c];
+        if ((g->final_kinds >> ch->kind & 1u) && d->score[ch->last] > best) {
+            best = d->score[ch->last];
+            best_s = ch->last;
+        }
+    }
+    int h;
+    if (best_s >= 0) {
+        res->reached_final = 1;
+        const struct chain *ch = &g->chains[g->chain_of[best_s]];
+        h = ch->word >= 0 ? new_link(d, ch->word, d->hist[best_s]) : d->hist[best_s];
+    } else {
+        if (!d->o.allow_partial) return error_set("no final state reached");
+        for (int s = 0; s < S; s++)
+            if (d->score[s] > best) {
+                best = d->score[s];
+                best_s = s;
+            }
+        h = best_s >= 0 ? d->hist[best_s] : -1;
+    }
+    res->score = best_s >= 0 ? best : NEG;
+    int n = 0;
+    for (int i = h; i >= 0; i = d->links[i].prev) n++;
+    res->words.dim = n;
+    res->words.data = n ? xmalloc(sizeof(int32_t) * (size_t)n) : NULL;
+    for (int i = h; i >= 0; i = d->links[i].prev) res->words.data[--n] = d->links[i].word;
+    return 0;
+}
+
+/* ---- edit distance ---- */
+void decode_edit_counts_add(struct decode_edit_counts *c, char *const *ref, int nr,
+                            char *const *hyp, int nh) {
+    /* cost[i][j]: ref[0..i) against hyp[0..j). */
+    int w = nh + 1;
+    int *cost = xmalloc(sizeof(int) * (size_t)(nr + 1) * (size_t)w);
+    for (int i = 0; i <= nr; i++)
+        for (int j = 0; j <= nh; j++) {
+            int v;
+            if (!i) v = j;
+            else if (!j) v = i;
+            else {
+                v = cost[(i - 1) * w + j - 1] + (strcmp(ref[i - 1], hyp[j - 1]) != 0);
+                if (cost[(i - 1) * w + j] + 1 < v) v = cost[(i - 1) * w + j] + 1;
+                if (cost[i * w + j - 1] + 1 < v) v = cost[i * w + j - 1] + 1;
+            }
+            cost[i * w + j] = v;
+        }
+    int i = nr, j = nh;
+    while (i > 0 || j > 0) {
+        int v = cost[i * w + j];
+        if (i && j && v == cost[(i - 1) * w + j - 1] + (strcmp(ref[i - 1], hyp[j - 1]) != 0)) {
+            if (strcmp(ref[i - 1], hyp[j - 1])) c->sub++;
+            i--;
+            j--;
+        } else if (i && v == cost[(i - 1) * w + j] + 1) {
+            c->del++;
+            i--;
+        } else {
+            c->ins++;
+            j--;
+        }
+    }
+    c->ref_words += nr;
+    free(cost);
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The speech recipe on the tiny corpus: synthesis (reproducible, disjoint voices, labels that
+# match the features), fbank, CMVN, egs, NG-SGD with averaging, priors, decoder tuning, decoding
+# to WER on the held-out voices.
+. "$PARNET_TOP/tests/prog/lib.sh"
+if [ ! -x $PARNET_TOP/bin/espeak-synth-align ] || ! command -v sox >/dev/null; then
+    fail "espeak-synth-align or sox missing (tools/install-deps.sh installs libespeak-ng-dev, sox)"
+    exit 1
+fi
+recipe=$PARNET_TOP/egs/espeak-digits
+t=$PWD
+expect_status "run.sh --size tiny" 0 $recipe/run.sh --size tiny --num-epochs 2 \
+    --data $t/data --exp $t/exp --feat-dir $t/fbank
+cp out run.out
+expect_eq "train/test utterances" "$(wc -l < data/train/text) $(wc -l < data/test/text)" "30 10"
+trainv=$(awk '{split($2, a, "+"); print a[2]}' data/train/spk2voice | sort -u)
+testv=$(awk '{split($2, a, "+"); print a[2]}' data/test/spk2voice | sort -u)
+expect_eq "train and test voice variants are disjoint" \
+    "$(comm -12 <(echo "$trainv") <(echo "$testv") | wc -l)" 0
+expect_eq "one label per feature frame" \
+    "$(feat-to-len scp:data/test_cmvn/feats.scp ark,t:- 2>/dev/null | awk '{print $1, $2}' | md5sum)" \
+    "$(md5sum < data/test/num_frames)"
+npdf=$(cat data/lang/num_pdfs)
+expect_eq "3 states per phone" "$npdf" "$(( 3 * $(wc -l < data/lang/phones.txt) ))"
+max=$(cut -d' ' -f2- data/train/labels.txt | tr ' ' '\n' | sort -n | tail -1)
+[ "$max" -lt "$npdf" ] && pass "labels below num_pdfs" || fail "label $max >= $npdf"
+expect_eq "lexicon words are in words.txt" \
+    "$(awk 'NR == FNR { w[$1]; next } !($1 in w)' data/lang/words.txt data/lang/lexicon.txt | wc -l)" 0
+grep -q -E '^.*held-out voices: frame accuracy [0-9.]+% \([0-9]+ phone states\), %WER [0-9.]+ \[ [0-9]+ / [0-9]+, [0-9]+ ins, [0-9]+ del, [0-9]+ sub \]' run.out \
+    && pass "frame accuracy and WER printed" || { fail "no result line"; tail -5 run.out; }
+acc=$(grep -o 'frame accuracy [0-9.]*' run.out | awk '{print $3}')
+# 123 classes: chance is under 10% (silence is the largest class); 2 epochs on 30 utterances
+# already do much better.
+awk -v a="$acc" 'BEGIN { exit !(a > 20) }' && pass "frame accuracy $acc% > 20%" \
+    || fail "frame accuracy '$acc'"
+nw=$(awk '{n += NF - 1} END {print n}' data/test/text)
+expect_eq "every test word scored" "$(grep -o '/ [0-9]*,' exp/nnet/decode_test/wer | tr -dc 0-9)" "$nw"
+expect_eq "every test utterance decoded" "$(wc -l < exp/nnet/decode_test/hyp.txt)" 10
+# Reproducible: the same seed gives the same corpus.
+PATH=$PARNET_TOP/bin:$PATH $recipe/local/make_corpus.py --num-train-speakers 6 \
+    --num-test-speakers 2 --utts-per-speaker 5 again 2>/dev/null
+expect_same "same labels from the same seed" data/train/labels.txt again/train/labels.txt
+expect_same "same audio from the same seed" data/wav/te001-004.wav again/wav/te001-004.wav

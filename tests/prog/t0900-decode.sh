@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Priors, pseudo-likelihoods, the word-loop decoder and compute-wer on hand-made cases.
+. "$(dirname "$0")/lib.sh"
+
+# ---- analyze-counts and the prior arithmetic ----
+printf 'u1 0 0 1 2\nu2 2 2 2 0\n' > ali.txt
+expect_status "analyze-counts" 0 analyze-counts --binary=false ark:ali.txt counts.vec
+expect_eq "counts" "$(tr -s ' ' < counts.vec)" " [ 3 1 4 ]"
+expect_status "counts-dim too small" 1 analyze-counts --counts-dim=2 ark:ali.txt c2.vec
+expect_err "label out of range named" "key 'u1': frame 3: label 2 out of range"
+# log-posteriors of 2 frames over 3 classes; priors 3/8 1/8 4/8
+cat > lp.txt <<'X'
+u1  [
+  -0.5 -1.5 -2.5
+  -3 -0.25 -1 ]
+X
+# A one-layer network that outputs its input as log-probabilities is not available, so check the
+# library arithmetic through nnet-forward on a network whose softmax input is the identity:
+cat > id.config <<'X'
+AffineComponent input-dim=3 output-dim=3 learning-rate=0 param-stddev=0 bias-stddev=0
+SoftmaxComponent dim=3
+X
+nnet-init id.config id.mdl 2>/dev/null
+printf 'u1  [\n  0 0 0 ]\n' > zero.txt
+expect_status "nnet-forward with priors" 0 nnet-forward --apply-log=true \
+    --class-frame-counts=counts.vec id.mdl ark:zero.txt ark,t:ll.txt
+# uniform posterior 1/3: loglike_j = log(1/3) - log(prior_j)
+want=$(awk 'BEGIN { printf "%.4f %.4f %.4f", log(1/3)-log(3/8), log(1/3)-log(1/8), log(1/3)-log(4/8) }')
+got=$(awk 'NR==2 { printf "%.4f %.4f %.4f", $1, $2, $3 }' ll.txt)
+expect_eq "log(post) - log(prior)" "$got" "$want"
+expect_status "prior-scale 0.5" 0 nnet-forward --apply-log=true --prior-scale=0.5 \
+    --class-frame-counts=counts.vec id.mdl ark:zero.txt ark,t:ll5.txt
+want=$(awk 'BEGIN { printf "%.4f", log(1/3)-0.5*log(1/8) }')
+expect_eq "prior scale" "$(awk 'NR==2 { printf "%.4f", $2 }' ll5.txt)" "$want"
+# A class below the floor is made hopeless (prior 1e10).
+expect_status "prior floor" 0 nnet-forward --apply-log=true --prior-floor=0.2 \
+    --class-frame-counts=counts.vec id.mdl ark:zero.txt ark,t:llf.txt
+expect_err "floored classes counted" "1 of 3 classes have a prior below 0.2"
+want=$(awk 'BEGIN { printf "%.3f", log(1/3)-log(1e10) }')
+expect_eq "floored class" "$(awk 'NR==2 { printf "%.3f", $2 }' llf.txt)" "$want"
+expect_status "priors need apply-log" 1 nnet-forward --class-frame-counts=counts.vec id.mdl \
+    ark:zero.txt ark,t:x.txt
+printf ' [ 1 2 ]\n' > c2.vec
+expect_status "prior dimension mismatch" 1 nnet-forward --apply-log=true \
+    --class-frame-counts=c2.vec id.mdl ark:zero.txt ark,t:x.txt
+expect_err "mismatch message" "3 outputs but there are 2 priors"
+printf ' [ 1 -2 3 ]\n' > cneg.vec
+expect_status "negative count" 1 nnet-forward --apply-log=true \
+    --class-frame-counts=cneg.vec id.mdl ark:zero.txt ark,t:x.txt
+expect_err "negative count named" "cneg.vec': class 1: bad count -2"
+
+# ---- the decoder ----
+# Phones of one state each: sil -> pdf 0, A -> 1, B -> 2. Words a = A, b = B, c = A (same
+# pronunciation as a, later in the lexicon), ab = A B.
+mkdir lang
+printf '<eps> 0\na 1\nb 2\nc 3\nab 4\n' > lang/words.txt
+printf 'sil 0\nA 1\nB 2\n' > lang/phone_pdfs.txt
+printf 'a A\nb B\nc A\n' > lang/lexicon.txt
+# Frames: sil, A, A, B. Best path sil(0) A(1) A(2) B(3): acoustic 0, transitions enter sil,
+# sil->A (log .5), A loop (log .5), A->B (log .5): log-score 3 log .5 = -2.0794 (-0.5199/frame).
+cat > ll1.txt <<'X'
+u1  [
+  0 -10 -10
+  -10 0 -10
+  -10 0 -10
+  -10 -10 0 ]
+X
+expect_status "decode a word loop" 0 decode-word-loop --acoustic-scale=1 lang ark:ll1.txt ark,t:h1
+expect_eq "best path: a b" "$(cat h1)" "u1 1 2 "
+expect_err "hand-computed score" "average log-score per frame -0.5198[56]"
+# Tie: a and c have the same pronunciation; the one listed first in the lexicon wins.
+expect_eq "tie: lexicon order (a)" "$(cat h1 | awk '{print $2}')" "1"
+printf 'c A\nb B\na A\n' > lang/lexicon.txt
+decode-word-loop --acoustic-scale=1 lang ark:ll1.txt ark,t:h2 2>/dev/null
+expect_eq "tie: lexicon order (c)" "$(cat h2)" "u1 3 2 "
+# Tie: A A as one word with a self-loop (log .5) or as two words (exit log .5, re-enter) score
+# the same; the self-loop wins. A word bonus (negative penalty) makes the two-word path better.
+printf 'a A\nb B\n' > lang/lexicon.txt
+cat > ll2.txt <<'X'
+u2  [
+  -10 0 -10
+  -10 0 -10 ]
+X
+decode-word-loop --acoustic-scale=1 lang ark:ll2.txt ark,t:h3 2>/dev/null
+expect_eq "tie: self-loop beats re-entry" "$(cat h3)" "u2 1 "
+decode-word-loop --acoustic-scale=1 --word-insertion-penalty=-1 lang ark:ll2.txt ark,t:h4 2>/dev/null
+expect_eq "insertion bonus: a a" "$(cat h4)" "u2 1 1 "
+decode-word-loop --acoustic-scale=1 --word-insertion-penalty=5 lang ark:ll1.txt ark,t:h5 2>/dev/null
+# With a penalty of 5 per word, "a b" (-2.08 - 10) still beats one word over A A B (-10 + ...).
+expect_eq "insertion penalty 5: a b" "$(cat h5)" "u1 1 2 "
+# Isolated words: one word only. Over sil A A B the best single word is a (B frame costs 10 in
+# a's self-loop) or b (two A frames cost 20): a, then silence? sil is allowed after the word:
+# sil A A sil -> the last frame scores -10 either way; a wins.
+expect_status "isolated" 0 decode-word-loop --acoustic-scale=1 --grammar=isolated lang \
+    ark:ll1.txt ark,t:h6
+expect_eq "isolated: one word" "$(cat h6)" "u1 1 "
+# Too short for any word: two-state phones, one frame, no silence.
+printf 'sil 0 0\nA 1 1\nB 2 2\n' > lang/phone_pdfs.txt
+printf 'u3  [\n  -10 0 -10 ]\n' > ll3.txt
+expect_status "too short: partial" 0 decode-word-loop --silence-phone= lang ark:ll3.txt ark,t:h7
+expect_eq "too short: empty hypothesis" "$(cat h7)" "u3 "
+expect_err "too short: warned" "key 'u3': no final state reached \(1 frames\)"
+expect_status "too short, no partial" 1 decode-word-loop --silence-phone= --allow-partial=false \
+    lang ark:ll3.txt ark,t:h8
+expect_err "no final state named" "key 'u3'.*no final state reached"
+# Bad input.
+printf 'a A\nb X\n' > lang/lexicon.txt
+expect_status "unknown phone" 1 decode-word-loop lang ark:ll1.txt ark,t:h9
+expect_err "unknown phone named" "lexicon.txt' line 2: unknown phone 'X'"
+printf 'a A\nb B\n' > lang/lexicon.txt
+printf 'u1  [\n  0 0 ]\n' > ll4.txt
+expect_status "too few columns" 1 decode-word-loop lang ark:ll4.txt ark,t:h10
+expect_err "columns named" "key 'u1'.*pdf 2 but the likelihoods have 2 columns"
+
+# ---- compute-wer ----
+printf 'u1 a b c d\nu2 e f\nu3 g\n' > ref.txt
+# u1: one substitution (c->x) and one deletion (d); u2: one insertion (z); u3 missing.
+printf 'u1 a b x\nu2 e f z\n' > hyp.txt
+expect_status "compute-wer present" 0 compute-wer --text --mode=present ark:ref.txt ark:hyp.txt
+expect_eq "WER line" "$(head -1 out)" "%WER 50.00 [ 3 / 6, 1 ins, 1 del, 1 sub ] [PARTIAL]"
+expect_eq "SER line" "$(sed -n 2p out)" "%SER 100.00 [ 2 / 2 ]"
+expect_eq "scored line" "$(sed -n 3p out)" "Scored 2 sentences, 1 not present in hyp."
+expect_status "compute-wer all" 0 compute-wer --mode=all ark:ref.txt ark:hyp.txt
+expect_eq "missing counts as deletions" "$(head -1 out)" \
+    "%WER 57.14 [ 4 / 7, 1 ins, 2 del, 1 sub ] [PARTIAL]"
+expect_status "compute-wer strict" 1 compute-wer ark:ref.txt ark:hyp.txt
+expect_err "strict names the utterance" "no hypothesis for utterance 'u3'"
+printf 'u1 a b c d\nu2 e f\n' > ref2.txt
+expect_status "perfect" 0 compute-wer ark:ref2.txt "ark:cat ref2.txt |"
+expect_eq "perfect WER" "$(head -1 out)" "%WER 0.00 [ 0 / 6, 0 ins, 0 del, 0 sub ]"
+expect_status "bad mode" 1 compute-wer --mode=bogus ark:ref.txt ark:hyp.txt
