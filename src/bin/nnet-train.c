@@ -10,6 +10,7 @@ static const char *usage =
     "--gaf-microbatches=M filters gradients by agreement (GAF): one update per M minibatches\n"
     "at the same parameters. --proximal-model pulls toward a reference (EASGD/Parle);\n"
     "--entropy-inner-steps runs Entropy-SGD's inner loop (reference/averaging-methods.md).\n"
+    "--momentum/--nesterov/--weight-decay filter every update (GAF's fused one included).\n"
     "Usage:  nnet-train [options] <model-in> <egs-rspecifier> <model-out>\n"
     "e.g.:   nnet-shuffle-egs --srand=1 ark:egs.1.0.ark ark:- | nnet-train 1.mdl ark:- 2.1.mdl\n";
 
@@ -52,6 +53,12 @@ int main(int argc, char **argv) {
         {"entropy-outer-rate", OPT_FLOAT, &o.entropy_outer_rate,
          "Entropy-SGD: outer step x <- x - eta (x - mu) (1: x becomes the inner mean)"},
         {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
+        /* momentum and weight decay (train.h: train_momentum) */
+        {"momentum", OPT_FLOAT, &o.momentum,
+         "Heavy-ball momentum as Kaldi nnet3 (v <- mu v + step, move (1-mu) v; 0: off)"},
+        {"nesterov", OPT_BOOL, &o.nesterov, "Nesterov's form of --momentum"},
+        {"weight-decay", OPT_FLOAT, &o.weight_decay,
+         "L2: the step gains -lambda x frames x lr x theta (PyTorch's weight_decay; 0: off)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc != 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
@@ -70,6 +77,7 @@ int main(int argc, char **argv) {
         die("couplings and --entropy-outer-rate must lie in [0, 1], --entropy-ema in [0, 1), "
             "--entropy-noise and --entropy-inner-steps must not be negative");
     if (o.proximal_coupling > 0 && !*proximal) die("--proximal-coupling needs --proximal-model");
+    if (train_momentum_options_check(&o)) die("%s", error_get());
     o.srand = (uint64_t)srand_seed;
     matrix_set_num_threads(num_threads);
     if (cuda_select_device(use_gpu)) die("%s", error_get());

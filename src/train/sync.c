@@ -12,6 +12,16 @@ void train_sync_options_default(struct train_sync_options *o) {
     o->mode = TRAIN_SYNC_PARAMS;
     o->average_every = 8;
     o->check_sync = 0;
+    o->elastic_alpha = 0;
+    o->parle_inner_steps = 25;
+    o->parle_gamma = 0.01f;
+    o->parle_rho = 0.01f;
+    o->parle_gamma_max = 1;
+    o->parle_rho_max = 10;
+    o->parle_ema = 0.75f;
+    o->parle_minibatches_per_epoch = 0;
+    o->parle_step_offset = 0;
+    o->parle_scope_per_step = 1;
 }
 
 static int reduce(const struct train_comm *c, void *data, size_t count, enum comm_type type,
@@ -45,8 +55,8 @@ static int check_identical(struct nnet *n, const struct train_comm *c, float **s
 }
 
 /* Sum v over ranks in place, then scale it: the one exchange of either mode. */
-static int exchange(const struct train_comm *c, struct vector *v, float scale,
-                    struct train_sync_stats *st) {
+int train_sync_exchange(const struct train_comm *c, struct vector *v, float scale,
+                        struct train_sync_stats *st) {
     double t0 = time_now();
     if (c->allreduce(c->ctx, v->data, (size_t)v->dim, COMM_FLOAT, COMM_SUM, v->device))
         return error_wrap("rank %d: all-reduce of %d floats failed: ", c->rank, v->dim);
@@ -87,6 +97,7 @@ static int gather_stats(const struct train_comm *c, enum train_sync_mode mode, i
     t->gaf_skipped = l->gaf_skipped;
     t->gaf_offered = l->gaf_offered;
     t->gaf_accepted = l->gaf_accepted;
+    t->outer_steps = l->outer_steps;
     t->seconds = secs;
     st->num_stopped_early = (long long)v[7];
     st->num_close_failed = (long long)v[8];
@@ -99,8 +110,9 @@ static int gather_stats(const struct train_comm *c, enum train_sync_mode mode, i
  * the same order (rank 0's, then rank 1's, ...) and applies the same update. */
 static int gaf_step(struct nnet *n, const struct train_sync_options *o,
                     const struct train_comm *c, struct gaf *g, struct vector *all, int count,
+                    struct train_momentum *mom, double frames_per_micro,
                     struct train_sync_stats *st) {
-    if (exchange(c, all, 1, st)) return -1;
+    if (train_sync_exchange(c, all, 1, st)) return -1;
     int dim = nnet_num_params(n), m = o->train.gaf_microbatches, skipped;
     gaf_begin(g);
     for (int r = 0; r < c->size; r++)
@@ -108,7 +120,7 @@ static int gaf_step(struct nnet *n, const struct train_sync_options *o,
             struct vector slot = vector_range(all, (r * m + j) * dim, dim);
             train_gaf_offer(g, &slot);
         }
-    if (train_gaf_finish(g, n, &o->train, &st->local, &skipped)) {
+    if (train_gaf_finish(g, n, &o->train, &st->local, &skipped, mom, frames_per_micro)) {
         if (skipped) st->local.num_skipped++;
         else st->local.num_updates++;
     }
@@ -149,6 +161,13 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
     struct minibatch_source *src = minibatch_source_new(
         egs_rspec, o->train.minibatch_size, nnet_left_context(n), nnet_right_context(n));
     char *my_error = src ? NULL : xstrdup(error_get());
+    /* momentum and weight decay (momentum.c); Parle / EASGD state (parle.c) */
+    struct train_momentum mom;
+    train_momentum_init(&mom, n, &o->train);
+    struct train_replica rep;
+    train_replica_init(&rep, n, o);
+    const int replica_mode = o->mode == TRAIN_SYNC_ELASTIC || o->mode == TRAIN_SYNC_PARLE;
+    double nominal_frames = o->train.minibatch_size; /* per GAF microbatch, the same everywhere */
     struct vector params = nnet_params(n), delta = nnet_delta(n);
     struct matrix deriv = {0}, dev_input = {0};
     int *argmax = NULL, argmax_cap = 0, rc = 0, since_average = 0, stopped_early = 0;
@@ -192,6 +211,7 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
             nnet_forward(n, train_input_on_device(mb, &dev_input), mb->num_egs, 1);
         double correct_before = ls->correct, objf, weight;
         train_score_minibatch(n, out, mb, &deriv, &argmax, &argmax_cap, ls, &objf, &weight);
+        nominal_frames = (double)o->train.minibatch_size * mb->frames_per_eg;
         if (gaf_m > 0) {
             nnet_backward(n, &deriv, train_gaf_backward_mode(&o->train));
             struct vector slot = vector_range(
@@ -199,7 +219,7 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
             vector_copy(&slot, &delta);
             if (++gaf_count == gaf_m) {
                 gaf_count = 0;
-                if (gaf_step(n, o, comm, &gaf, &gaf_all, gaf_m, st)) {
+                if (gaf_step(n, o, comm, &gaf, &gaf_all, gaf_m, &mom, nominal_frames, st)) {
                     rc = -1;
                     break;
                 }
@@ -210,20 +230,44 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
             }
         } else if (o->mode == TRAIN_SYNC_STEPS) {
             nnet_backward(n, &deriv, NNET_STEP);
-            if (exchange(comm, &delta, 1, st)) {
+            /* each rank's own decay before the sum: the sum decays by the total weight */
+            train_weight_decay(n, &delta, o->train.weight_decay, weight);
+            if (train_sync_exchange(comm, &delta, 1, st)) {
                 rc = -1;
                 break;
             }
-            if (nnet_apply_step(n, &delta)) ls->num_skipped++;
+            if (mom.on ? train_momentum_apply_filtered(&mom, n, &delta)
+                       : nnet_apply_step(n, &delta))
+                ls->num_skipped++;
             if (o->check_sync &&
                 (rc = check_identical(n, comm, &scratch, "after the step of minibatch",
                                       ls->num_minibatches - 1)))
                 break;
+        } else if (replica_mode) {
+            /* a local step of the replica (Parle: with its coupling), then maybe the exchange */
+            nnet_backward(n, &deriv, NNET_STEP);
+            train_weight_decay(n, &delta, o->train.weight_decay, weight);
+            train_replica_couple(&rep, n, o, comm->size, &delta, weight);
+            if (train_momentum_apply_filtered(&mom, n, &delta)) ls->num_skipped++;
+            else ls->num_updates++;
+            if (train_replica_after_step(&rep, n, o, weight)) {
+                if (train_replica_exchange(&rep, n, o, comm, st)) {
+                    rc = -1;
+                    break;
+                }
+            }
         } else {
-            if (nnet_backward(n, &deriv, NNET_UPDATE)) ls->num_skipped++;
+            int skipped;
+            if (mom.on) {
+                nnet_backward(n, &deriv, NNET_STEP);
+                skipped = train_momentum_apply_step(&mom, n, &delta, weight);
+            } else {
+                skipped = nnet_backward(n, &deriv, NNET_UPDATE);
+            }
+            if (skipped) ls->num_skipped++;
             if (o->average_every > 0 && ++since_average == o->average_every) {
                 since_average = 0;
-                if (exchange(comm, &params, inv_size, st)) {
+                if (train_sync_exchange(comm, &params, inv_size, st)) {
                     rc = -1;
                     break;
                 }
@@ -254,7 +298,7 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
     }
     /* Every rank stopped at the same minibatch, so a short last GAF step is short everywhere. */
     if (rc == 0 && gaf_m > 0 && gaf_count > 0) {
-        rc = gaf_step(n, o, comm, &gaf, &gaf_all, gaf_count, st);
+        rc = gaf_step(n, o, comm, &gaf, &gaf_all, gaf_count, &mom, nominal_frames, st);
         if (rc == 0 && o->check_sync)
             rc = check_identical(n, comm, &scratch, "after the last GAF step at minibatch",
                                  ls->num_minibatches);
@@ -265,11 +309,20 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
     }
     /* The pass ended on every rank at the same minibatch; leave every copy equal to the average. */
     if (rc == 0 && o->mode == TRAIN_SYNC_PARAMS && since_average > 0) {
-        rc = exchange(comm, &params, inv_size, st);
+        rc = train_sync_exchange(comm, &params, inv_size, st);
         if (rc == 0 && o->check_sync)
             rc = check_identical(n, comm, &scratch, "after the final average at minibatch",
                                  ls->num_minibatches);
     }
+    /* Parle / EASGD: the model is the centre, on every rank */
+    if (rc == 0 && replica_mode) {
+        rc = train_replica_finish(&rep, n, o, comm, st);
+        if (rc == 0 && o->check_sync)
+            rc = check_identical(n, comm, &scratch, "after setting the centre at minibatch",
+                                 ls->num_minibatches);
+    }
+    train_replica_release(&rep);
+    train_momentum_release(&mom);
     /* A pipe we stopped reading early is not an error (table_reader_close knows); a fully read
      * one whose command failed is (its data may be cut short), and only this rank sees it. */
     int close_failed = src && minibatch_source_free(src);

@@ -1,0 +1,143 @@
+/* Parle and EASGD inside the synchronous loop (train.h: TRAIN_SYNC_PARLE, TRAIN_SYNC_ELASTIC):
+ * the per-rank state (centre, anchor, EMA, outer velocity) and the exchange every L or tau
+ * minibatches. train_sync (sync.c) calls these around its local steps; every exchange is a sum
+ * all-reduce of one parameter-sized vector (STYLE.md §3). */
+#include "train/train-internal.h"
+
+#include <math.h>
+#include <string.h>
+
+void train_replica_init(struct train_replica *r, struct nnet *n,
+                        const struct train_sync_options *o) {
+    memset(r, 0, sizeof *r);
+    r->mode = o->mode;
+    if (o->mode != TRAIN_SYNC_ELASTIC && o->mode != TRAIN_SYNC_PARLE) return;
+    int dim = nnet_num_params(n);
+    struct vector p = nnet_params(n);
+    vector_init(&r->center, dim);
+    vector_copy(&r->center, &p);
+    vector_init(&r->scratch, dim);
+    if (o->mode == TRAIN_SYNC_PARLE) {
+        vector_init(&r->anchor, dim);
+        vector_copy(&r->anchor, &p);
+        vector_init(&r->ema, dim);
+        vector_copy(&r->ema, &p);
+        vector_init(&r->outer_velocity, dim);
+        r->t = o->parle_step_offset;
+    }
+}
+
+void train_replica_release(struct train_replica *r) {
+    vector_release(&r->center);
+    vector_release(&r->scratch);
+    vector_release(&r->anchor);
+    vector_release(&r->ema);
+    vector_release(&r->outer_velocity);
+}
+
+/* gamma and rho at the current t, as parle_mpi.py: couplings grow by (1 + 0.5/nb) every L steps
+ * of its counter, up to the caps; rho starts at rho0 L N. */
+static void parle_scope(struct train_replica *r, const struct train_sync_options *o, int size) {
+    double s = 1;
+    if (o->parle_minibatches_per_epoch > 0) {
+        long long k = r->t * (long long)(o->parle_scope_per_step > 0 ? o->parle_scope_per_step : 1);
+        s = pow(1 + 0.5 / (double)o->parle_minibatches_per_epoch,
+                (double)(k / o->parle_inner_steps));
+    }
+    double g = o->parle_gamma * s, rho = (double)o->parle_rho * o->parle_inner_steps * size * s;
+    r->gamma = g < o->parle_gamma_max ? g : o->parle_gamma_max;
+    r->rho = rho < o->parle_rho_max ? rho : o->parle_rho_max;
+}
+
+void train_replica_couple(struct train_replica *r, struct nnet *n,
+                          const struct train_sync_options *o, int size, struct vector *step,
+                          double weight) {
+    if (r->mode != TRAIN_SYNC_PARLE) return;
+    parle_scope(r, o, size);
+    if (!(r->gamma > 0)) return;
+    /* s -= gamma lr_c W (y - x^a) */
+    struct vector y = nnet_params(n);
+    vector_copy(&r->scratch, &y);
+    vector_add(&r->scratch, -1, &r->anchor);
+    train_add_lr_scaled(n, step, (float)(-r->gamma * weight), &r->scratch);
+}
+
+int train_replica_after_step(struct train_replica *r, struct nnet *n,
+                             const struct train_sync_options *o, double weight) {
+    if (r->mode == TRAIN_SYNC_PARLE) {
+        struct vector y = nnet_params(n);
+        vector_ema(&r->ema, &y, o->parle_ema);
+        r->t++;
+        r->round_weight += weight;
+        return ++r->count == o->parle_inner_steps;
+    }
+    if (r->mode == TRAIN_SYNC_ELASTIC) return ++r->count == o->average_every;
+    return 0;
+}
+
+int train_replica_exchange(struct train_replica *r, struct nnet *n,
+                           const struct train_sync_options *o, const struct train_comm *c,
+                           struct train_sync_stats *st) {
+    struct vector x = nnet_params(n);
+    const float inv_size = 1.0f / (float)c->size;
+    if (r->mode == TRAIN_SYNC_ELASTIC) {
+        float alpha = o->elastic_alpha > 0 ? o->elastic_alpha : 0.9f * inv_size;
+        /* delta = alpha (x - c); x -= delta; c += sum delta */
+        vector_copy(&r->scratch, &x);
+        vector_add(&r->scratch, -1, &r->center);
+        vector_scale(&r->scratch, alpha);
+        vector_add(&x, -1, &r->scratch);
+        if (train_sync_exchange(c, &r->scratch, 1, st)) return -1;
+        vector_add(&r->center, 1, &r->scratch);
+        r->count = 0;
+        return 0;
+    }
+    ASSERT(r->mode == TRAIN_SYNC_PARLE);
+    parle_scope(r, o, c->size);
+    double w = r->count > 0 ? r->round_weight / r->count : 0;
+    /* x~ = mean of z^a */
+    vector_copy(&r->center, &r->ema);
+    if (train_sync_exchange(c, &r->center, inv_size, st)) return -1;
+    /* s = - lr_c W ((x^a - z^a) + rho (x^a - x~)), applied from y through the outer filter */
+    struct vector *d = &r->scratch;
+    vector_copy(d, &r->anchor);
+    vector_add(d, -1, &r->ema);
+    vector_add(d, (float)r->rho, &r->anchor);
+    vector_add(d, (float)-r->rho, &r->center);
+    struct vector step = nnet_delta(n);
+    vector_set_zero(&step);
+    train_add_lr_scaled(n, &step, (float)-w, d);
+    if (vector_is_finite(&step)) {
+        if (o->train.momentum > 0)
+            momentum_filter(&r->outer_velocity, &step, o->train.momentum, o->train.nesterov);
+        vector_add(&x, 1, &step);
+    } else {
+        WARN("Parle: non-finite outer step: skipped");
+        st->local.num_skipped++;
+    }
+    /* x^a <- y; x~ = mean of x^a */
+    vector_copy(&r->anchor, &x);
+    vector_copy(&r->center, &r->anchor);
+    if (train_sync_exchange(c, &r->center, inv_size, st)) return -1;
+    st->local.outer_steps++;
+    r->count = 0;
+    r->round_weight = 0;
+    return 0;
+}
+
+int train_replica_finish(struct train_replica *r, struct nnet *n,
+                         const struct train_sync_options *o, const struct train_comm *c,
+                         struct train_sync_stats *st) {
+    if (r->mode != TRAIN_SYNC_ELASTIC && r->mode != TRAIN_SYNC_PARLE) return 0;
+    /* every rank stopped at the same minibatch, so count is the same everywhere */
+    if (r->count > 0 && train_replica_exchange(r, n, o, c, st)) return -1;
+    struct vector x = nnet_params(n);
+    vector_copy(&x, &r->center);
+    if (r->mode == TRAIN_SYNC_PARLE) {
+        parle_scope(r, o, c->size);
+        st->parle_gamma = r->gamma;
+        st->parle_rho = r->rho;
+        st->parle_steps = r->t;
+    }
+    return 0;
+}
