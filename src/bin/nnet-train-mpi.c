@@ -144,6 +144,7 @@ int main(int argc, char **argv) {
     float momentum = -1;
     const char *nesterov = "auto";
     int nb = 0, step_offset = 0;
+    const char *state_in = "", *state_out = "";
     struct option_spec specs[] = {
         {"mode", OPT_STRING, &mode,
          "params: average the parameters every --average-every minibatches (local SGD); "
@@ -192,6 +193,10 @@ int main(int argc, char **argv) {
          "parle: inner steps taken before this pass (the scoping counter's start)"},
         {"parle-scope-per-step", OPT_INT, &o.parle_scope_per_step,
          "parle: scoping counter's advance per inner step (reference code: its tensor count)"},
+        {"state-in", OPT_STRING, &state_in,
+         "Each rank's optimiser state from the previous pass (JOB = rank + 1): velocity, and "
+         "the replica, anchor, EMA, t in elastic/parle modes"},
+        {"state-out", OPT_STRING, &state_out, "Write each rank's state at the end (JOB = rank + 1)"},
     };
     int num_specs = sizeof specs / sizeof specs[0];
     options_parse(&argc, argv, usage, specs, num_specs);
@@ -250,6 +255,10 @@ int main(int argc, char **argv) {
         die_alone("rank %d: %s", comm.rank, error_get());
 #endif
     char *egs = replace_job(argv[2], comm.rank + 1);
+    char *state_rx = *state_in ? replace_job(state_in, comm.rank + 1) : NULL;
+    char *state_wx = *state_out ? replace_job(state_out, comm.rank + 1) : NULL;
+    o.state_rxfilename = state_rx;
+    o.state_wxfilename = state_wx;
     struct nnet *n = nnet_read_file(argv[1]);
     int read_ok = n != NULL;
     MPI_Allreduce(MPI_IN_PLACE, &read_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -338,6 +347,8 @@ int main(int argc, char **argv) {
     }
     nnet_free(n);
     free(egs);
+    free(state_rx);
+    free(state_wx);
 #if HAVE_CUDA
     if (ctx.have_nccl) ncclCommDestroy(ctx.nccl);
 #endif

@@ -3,6 +3,7 @@
  * minibatches. train_sync (sync.c) calls these around its local steps; every exchange is a sum
  * all-reduce of one parameter-sized vector (STYLE.md §3). */
 #include "train/train-internal.h"
+#include "io/io.h"
 
 #include <math.h>
 #include <string.h>
@@ -125,12 +126,18 @@ int train_replica_exchange(struct train_replica *r, struct nnet *n,
     return 0;
 }
 
-int train_replica_finish(struct train_replica *r, struct nnet *n,
-                         const struct train_sync_options *o, const struct train_comm *c,
-                         struct train_sync_stats *st) {
+int train_replica_last_exchange(struct train_replica *r, struct nnet *n,
+                                const struct train_sync_options *o, const struct train_comm *c,
+                                struct train_sync_stats *st) {
     if (r->mode != TRAIN_SYNC_ELASTIC && r->mode != TRAIN_SYNC_PARLE) return 0;
     /* every rank stopped at the same minibatch, so count is the same everywhere */
-    if (r->count > 0 && train_replica_exchange(r, n, o, c, st)) return -1;
+    return r->count > 0 ? train_replica_exchange(r, n, o, c, st) : 0;
+}
+
+void train_replica_finish(struct train_replica *r, struct nnet *n,
+                          const struct train_sync_options *o, const struct train_comm *c,
+                          struct train_sync_stats *st) {
+    if (r->mode != TRAIN_SYNC_ELASTIC && r->mode != TRAIN_SYNC_PARLE) return;
     struct vector x = nnet_params(n);
     vector_copy(&x, &r->center);
     if (r->mode == TRAIN_SYNC_PARLE) {
@@ -139,5 +146,76 @@ int train_replica_finish(struct train_replica *r, struct nnet *n,
         st->parle_rho = r->rho;
         st->parle_steps = r->t;
     }
+}
+
+/* ---- the state file (--state-in / --state-out of nnet-train-mpi) ----
+ * Kaldi token style, binary:
+ *   <TrainState> <Version> 1 <Mode> int32 <Step> double (Parle's t)
+ *   <Replica> FV <Anchor> FV <Ema> FV <Velocity> FV <OuterVelocity> FV </TrainState>
+ * A vector a mode does not use is empty (dim 0). The centre is not stored: it is the model. */
+static const char *const state_names[5] = {"<Replica>", "<Anchor>", "<Ema>", "<Velocity>",
+                                           "<OuterVelocity>"};
+
+static struct vector *state_vectors(struct train_replica *r, struct train_momentum *m,
+                                    struct vector *replica, int i) {
+    struct vector *v[5] = {replica, &r->anchor, &r->ema, &m->velocity, &r->outer_velocity};
+    return v[i];
+}
+
+int train_replica_write_state(struct train_replica *r, struct train_momentum *m,
+                              struct nnet *n, const char *wxfilename) {
+    struct vector replica = r->center.dim ? nnet_params(n) : (struct vector){0};
+    struct kout out = {0};
+    if (kout_open(&out, wxfilename)) return -1;
+    int bad = io_write_header(&out, 1) || io_write_token(&out, 1, "<TrainState>") ||
+              io_write_token(&out, 1, "<Version>") || io_write_int32(&out, 1, 1) ||
+              io_write_token(&out, 1, "<Mode>") || io_write_int32(&out, 1, (int32_t)r->mode) ||
+              io_write_token(&out, 1, "<Step>") || io_write_double(&out, 1, (double)r->t);
+    for (int i = 0; i < 5 && !bad; i++) {
+        const struct vector *v = state_vectors(r, m, &replica, i);
+        struct vector h = {0};
+        vector_init_on(&h, v->dim, MATRIX_CPU);
+        if (v->dim) vector_to_host(v, h.data);
+        bad = io_write_token(&out, 1, state_names[i]) || io_write_vector(&out, 1, &h);
+        vector_release(&h);
+    }
+    if (bad || io_write_token(&out, 1, "</TrainState>")) {
+        kout_abort(&out);
+        return -1;
+    }
+    return kout_close(&out);
+}
+
+int train_replica_read_state(struct train_replica *r, struct train_momentum *m,
+                             struct nnet *n, const char *rxfilename) {
+    struct kin in = {0};
+    int binary;
+    int32_t version, mode;
+    double step;
+    if (kin_open(&in, rxfilename)) return -1;
+    int bad = io_read_header(&in, &binary) || io_expect_token(&in, binary, "<TrainState>") ||
+              io_expect_token(&in, binary, "<Version>") || io_read_int32(&in, binary, &version);
+    if (!bad && version != 1) bad = kin_error(&in, "state version %d: expected 1", (int)version);
+    if (!bad)
+        bad = io_expect_token(&in, binary, "<Mode>") || io_read_int32(&in, binary, &mode) ||
+              io_expect_token(&in, binary, "<Step>") || io_read_double(&in, binary, &step);
+    if (!bad && mode != (int32_t)r->mode)
+        bad = kin_error(&in, "<Mode> %d: this run's mode is %d", (int)mode, (int)r->mode);
+    struct vector replica = r->center.dim ? nnet_params(n) : (struct vector){0};
+    for (int i = 0; i < 5 && !bad; i++) {
+        struct vector *v = state_vectors(r, m, &replica, i);
+        struct vector h = {0};
+        bad = io_expect_token(&in, binary, state_names[i]) || io_read_vector(&in, binary, &h);
+        if (!bad && h.dim != v->dim)
+            bad = kin_error(&in, "%s has %d values, expected %d (another model or mode?)",
+                            state_names[i], h.dim, v->dim);
+        if (!bad && h.dim) vector_from_host(v, h.data);
+        vector_release(&h);
+    }
+    if (!bad) bad = io_expect_token(&in, binary, "</TrainState>");
+    if (kin_close(&in)) bad = 1;
+    if (bad) return error_wrap("state '%s': ", rxfilename);
+    if (!(step >= 0)) return error_set("state '%s': negative <Step>", rxfilename);
+    r->t = (long long)step;
     return 0;
 }

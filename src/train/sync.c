@@ -8,6 +8,7 @@
 #include <string.h>
 
 void train_sync_options_default(struct train_sync_options *o) {
+    memset(o, 0, sizeof *o);
     train_options_default(&o->train);
     o->mode = TRAIN_SYNC_PARAMS;
     o->average_every = 8;
@@ -65,6 +66,22 @@ int train_sync_exchange(const struct train_comm *c, struct vector *v, float scal
     st->num_exchanges++;
     if (scale != 1) vector_scale(v, scale);
     return 0;
+}
+
+/* Collective: every rank's status of a local operation (0 or -1 with error_set); 0 if all
+ * succeeded, else -1 on every rank, the failing ones with their own error. */
+static int agree(const struct train_comm *c, int status, const char *what) {
+    char *mine = status ? xstrdup(error_get()) : NULL;
+    int64_t ok = status == 0;
+    if (reduce(c, &ok, 1, COMM_INT64, COMM_MIN)) {
+        free(mine);
+        return -1;
+    }
+    int rc = 0;
+    if (mine) rc = error_set("rank %d: %s", c->rank, mine);
+    else if (!ok) rc = error_set("another rank failed to %s its state (see its error)", what);
+    free(mine);
+    return rc;
 }
 
 /* Sum the per-rank counts into st->total (the slowest rank's time). Collective. */
@@ -174,7 +191,9 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
     const float inv_size = 1.0f / (float)comm->size;
     double phase_objf = 0, phase_weight = 0, phase_correct = 0, phase_start = start;
     long long phase_first = 0;
-    for (;;) {
+    if (o->state_rxfilename)
+        rc = agree(comm, train_replica_read_state(&rep, &mom, n, o->state_rxfilename), "read");
+    while (rc == 0) {
         /* 1: a minibatch, 0: end of this rank's archive, -1 - rank: this rank failed. */
         const struct egs_minibatch *mb = NULL;
         int have = -1;
@@ -314,10 +333,13 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
             rc = check_identical(n, comm, &scratch, "after the final average at minibatch",
                                  ls->num_minibatches);
     }
-    /* Parle / EASGD: the model is the centre, on every rank */
+    /* Parle / EASGD: the last exchange; this rank's state; the model is the centre everywhere */
+    if (rc == 0) rc = train_replica_last_exchange(&rep, n, o, comm, st);
+    if (rc == 0 && o->state_wxfilename)
+        rc = agree(comm, train_replica_write_state(&rep, &mom, n, o->state_wxfilename), "write");
     if (rc == 0 && replica_mode) {
-        rc = train_replica_finish(&rep, n, o, comm, st);
-        if (rc == 0 && o->check_sync)
+        train_replica_finish(&rep, n, o, comm, st);
+        if (o->check_sync)
             rc = check_identical(n, comm, &scratch, "after setting the centre at minibatch",
                                  ls->num_minibatches);
     }

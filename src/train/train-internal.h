@@ -68,9 +68,20 @@ int train_replica_after_step(struct train_replica *r, struct nnet *n,
 int train_replica_exchange(struct train_replica *r, struct nnet *n,
                            const struct train_sync_options *o, const struct train_comm *c,
                            struct train_sync_stats *st);
-int train_replica_finish(struct train_replica *r, struct nnet *n,
-                         const struct train_sync_options *o, const struct train_comm *c,
-                         struct train_sync_stats *st);
+/* The last exchange (if minibatches were taken since the previous one), then the network is set
+ * to the centre. Split in two so that the state can be written in between. */
+int train_replica_last_exchange(struct train_replica *r, struct nnet *n,
+                                const struct train_sync_options *o, const struct train_comm *c,
+                                struct train_sync_stats *st);
+void train_replica_finish(struct train_replica *r, struct nnet *n,
+                          const struct train_sync_options *o, const struct train_comm *c,
+                          struct train_sync_stats *st);
+/* This rank's state (train.h: train_sync_options.state_*): 0, or -1 with error_set. Reading
+ * sets the network to the stored replica (elastic, Parle) and loads the vectors and t. */
+int train_replica_write_state(struct train_replica *r, struct train_momentum *m,
+                              struct nnet *n, const char *wxfilename);
+int train_replica_read_state(struct train_replica *r, struct train_momentum *m,
+                             struct nnet *n, const char *rxfilename);
 
 struct mb_set {
     struct egs_minibatch *mbs; /* (num) host copies */

@@ -287,6 +287,12 @@ struct train_sync_options {
     float parle_gamma, parle_rho, parle_gamma_max, parle_rho_max, parle_ema;
     long long parle_minibatches_per_epoch, parle_step_offset;
     int parle_scope_per_step;
+    /* This rank's optimiser state across passes (NULL: none): read at the start, written at the
+     * end (write-then-rename). It holds the momentum velocity in every mode and, for elastic and
+     * Parle, the rank's replica (x, or y), Parle's anchor, EMA, outer velocity and t; the centre
+     * is the model itself. With it, a run split into passes (steps/train_mpi.sh's iterations)
+     * computes what one long pass would, except for the reading order of the examples. */
+    const char *state_rxfilename, *state_wxfilename;
 };
 void train_sync_options_default(struct train_sync_options *o);
 
