@@ -267,6 +267,9 @@ int main(int argc, char **argv) {
             log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__,
                         "rank %d: cannot read model '%s': %s", comm.rank, argv[1], error_get());
         nnet_free(n);
+        free(egs);
+        free(state_rx);
+        free(state_wx);
         MPI_Finalize();
         return 1;
     }
@@ -278,6 +281,8 @@ int main(int argc, char **argv) {
                         "--gaf-microbatches=%d", comm.size, o.train.gaf_microbatches);
         nnet_free(n);
         free(egs);
+        free(state_rx);
+        free(state_wx);
         MPI_Finalize();
         return 1;
     }
