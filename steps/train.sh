@@ -9,7 +9,10 @@
 # Iteration 0 keeps the best job's model instead of the average (Kaldi).
 # Every model is written atomically by the programs; rerun with --stage N to resume at iteration N.
 #
-# Averaging methods (--averaging; reference/averaging-methods.md):
+# Averaging methods (--averaging; reference/averaging-methods.md). elastic and parle here are
+# parnet's file-based APPROXIMATIONS (one exchange per iteration through model files, the inner
+# mean reset every outer step, absolute couplings, no momentum): they run without MPI. The
+# published algorithms are steps/train_mpi.sh --mode elastic|parle (README, issue 20).
 #   average    the plain average of the jobs' models (Kaldi).
 #   agreement  jobs whose change since $x.mdl disagrees with the consensus change (cosine distance
 #              > --agreement-threshold) are left out of the average (nnet-average
