@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
     train_sync_options_default(&o);
     int binary = 1, num_threads = 1, srand_seed = 0;
     float max_change = 0;
-    const char *mode = "", *fusion = "halving", *gaf_on = "gradient";
+    const char *mode = "", *fusion = "halving", *gaf_on = "gradient", *gaf_scale = "accepted";
     float momentum = -1;
     const char *nesterov = "auto";
     int nb = 0, step_offset = 0;
@@ -170,6 +170,9 @@ int main(int argc, char **argv) {
         {"gaf-on", OPT_STRING, &gaf_on,
          "GAF: filter raw gradients (gradient; NaturalGradientAffine then trains as plain SGD) or "
          "each minibatch's preconditioned step (step)"},
+        {"gaf-scale", OPT_STRING, &gaf_scale,
+         "GAF: size of an applied update: accepted (number agreed x lr x fusion: tau >= 2 and "
+         "mean fusion = SGD on the union) or one (lr x fusion, the reference's step_GAF)"},
         /* momentum and weight decay (train.h: train_momentum); Parle and EASGD */
         {"momentum", OPT_FLOAT, &momentum,
          "Heavy-ball momentum as Kaldi nnet3 (-1: by mode: 0; parle 0.9, elastic 0.99)"},
@@ -236,6 +239,9 @@ int main(int argc, char **argv) {
     if (!strcmp(fusion, "halving")) o.train.gaf_fusion = GAF_FUSION_HALVING;
     else if (!strcmp(fusion, "mean")) o.train.gaf_fusion = GAF_FUSION_MEAN;
     else die("--gaf-fusion='%s': expected halving or mean", fusion);
+    if (!strcmp(gaf_scale, "accepted") || !strcmp(gaf_scale, "one"))
+        o.train.gaf_unit_scale = *gaf_scale == 'o';
+    else die("--gaf-scale='%s': expected accepted or one", gaf_scale);
     if (!strcmp(gaf_on, "gradient") || !strcmp(gaf_on, "step"))
         o.train.gaf_on_steps = *gaf_on == 's';
     else die("--gaf-on='%s': expected gradient or step", gaf_on);

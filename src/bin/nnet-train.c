@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
     train_options_default(&o);
     int binary = 1, num_threads = 1, srand_seed = 0;
     float max_change = 0;
-    const char *fusion = "halving", *gaf_on = "gradient", *proximal = "";
+    const char *fusion = "halving", *gaf_on = "gradient", *gaf_scale = "accepted", *proximal = "";
     const char *use_gpu = "no";
     struct option_spec specs[] = {
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per minibatch"},
@@ -39,6 +39,9 @@ int main(int argc, char **argv) {
         {"gaf-on", OPT_STRING, &gaf_on,
          "GAF: filter raw gradients (gradient; NaturalGradientAffine then trains as plain SGD) or "
          "each minibatch's preconditioned step (step)"},
+        {"gaf-scale", OPT_STRING, &gaf_scale,
+         "GAF: size of an applied update: accepted (number agreed x lr x fusion: tau >= 2 and "
+         "mean fusion = SGD on the union) or one (lr x fusion, the reference's step_GAF)"},
         {"proximal-model", OPT_STRING, &proximal,
          "Reference model for the proximal/elastic pull x <- x - c (x - ref) after each update"},
         {"proximal-coupling", OPT_FLOAT, &o.proximal_coupling,
@@ -68,6 +71,9 @@ int main(int argc, char **argv) {
     if (!strcmp(fusion, "halving")) o.gaf_fusion = GAF_FUSION_HALVING;
     else if (!strcmp(fusion, "mean")) o.gaf_fusion = GAF_FUSION_MEAN;
     else die("--gaf-fusion='%s': expected halving or mean", fusion);
+    if (!strcmp(gaf_scale, "accepted") || !strcmp(gaf_scale, "one"))
+        o.gaf_unit_scale = *gaf_scale == 'o';
+    else die("--gaf-scale='%s': expected accepted or one", gaf_scale);
     if (!strcmp(gaf_on, "gradient") || !strcmp(gaf_on, "step")) o.gaf_on_steps = *gaf_on == 's';
     else die("--gaf-on='%s': expected gradient or step", gaf_on);
     if (!(o.proximal_coupling >= 0 && o.proximal_coupling <= 1) ||
@@ -87,6 +93,9 @@ int main(int argc, char **argv) {
     if (max_change > 0) nnet_set_max_change(n, max_change);
     if (*proximal && !(o.proximal_model = nnet_read_file(proximal)))
         die("cannot read model '%s': %s", proximal, error_get());
+    if (o.momentum > 0 || o.weight_decay > 0)
+        LOG("momentum %g%s, weight decay %g", o.momentum, o.nesterov ? " (Nesterov)" : "",
+            o.weight_decay);
     struct train_stats st;
     if (train_sgd(n, argv[2], &o, &st)) die("%s", error_get());
     if (st.num_egs == 0) die("no examples in '%s': nothing trained", argv[2]);

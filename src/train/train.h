@@ -156,6 +156,16 @@ struct train_options {
     float gaf_threshold;      /* tau (0.97) */
     enum gaf_fusion gaf_fusion;
     int gaf_on_steps;         /* 0: raw gradients (the paper), 1: preconditioned steps */
+    /* The size of an applied GAF update. 0 (default): num_accepted x lr x fused. 1: lr x fused,
+     * as the reference (step_GAF hands the fusion to optimizer.step: with lr per sample and the
+     * gradient summed over a microbatch of B, lr x fused is lr_torch = lr x B times the fused
+     * mean-loss gradient). With M = 2 an applied step always has num_accepted = 2, so the two
+     * differ by the constant 2 (a learning rate); with M > 2 the default grows with the number
+     * that agreed and the reference does not. The fusion for M > 2: halving (the reference)
+     * weights the newest accepted microgradient 1/2 and the anchor 1/2^k after k acceptances;
+     * mean weights all accepted ones 1/num_accepted. Weight decay counts the frames of
+     * num_accepted microbatches (default) or of one (unit scale). */
+    int gaf_unit_scale;
     /* Proximal (elastic) coupling to a reference model of the same structure (NULL: off): after
      * every update (every outer update under Entropy-SGD) x <- x - proximal_coupling (x - ref). */
     struct nnet *proximal_model;

@@ -59,7 +59,8 @@ static void params(struct nnet *n, float out[6]) {
 /* The update written out: minibatches of mb examples over the first num, lr 0.1, summed
  * softmax-regression gradient g = sum_i (e_y - p_i) [x_i, 1], s = lr g - lr lambda W theta,
  * v = mu v + s, theta += (1 - mu) v (or (1 - mu)(s + mu v)). */
-static void reference(int num, int mb, double mu, int nesterov, double lambda, double theta[6]) {
+static void reference_lr(int num, int mb, double mu, int nesterov, double lambda, double lr,
+                         double theta[6]) {
     double v[6] = {0};
     for (int k = 0; k < 6; k++) theta[k] = 0;
     for (int start = 0; start < num; start += mb) {
@@ -78,11 +79,15 @@ static void reference(int num, int mb, double mu, int nesterov, double lambda, d
             w += 1;
         }
         for (int k = 0; k < 6; k++) {
-            double s = 0.1 * g[k] - 0.1 * lambda * w * theta[k];
+            double s = lr * g[k] - lr * lambda * w * theta[k];
             v[k] = mu * v[k] + s;
             theta[k] += (1 - mu) * (nesterov ? s + mu * v[k] : v[k]);
         }
     }
+}
+
+static void reference(int num, int mb, double mu, int nesterov, double lambda, double theta[6]) {
+    reference_lr(num, mb, mu, nesterov, lambda, 0.1, theta);
 }
 
 static void test_filter_by_hand(void) {
@@ -200,6 +205,14 @@ static void test_gaf_under_momentum(void) {
     double want[6];
     params(n, p);
     reference(6, 2, 0.6, 1, 0.1, want);
+    for (int k = 0; k < 6; k++) CHECK_NEAR(p[k], want[k], 1e-5);
+    nnet_free(n);
+    /* the reference's scale (lr x fusion): the same at half the learning rate */
+    n = make_linear();
+    o.gaf_unit_scale = 1;
+    CHECK(train_sgd(n, egs, &o, &st) == 0);
+    params(n, p);
+    reference_lr(6, 2, 0.6, 1, 0.1, 0.05, want);
     for (int k = 0; k < 6; k++) CHECK_NEAR(p[k], want[k], 1e-5);
     nnet_free(n);
 }
