@@ -48,6 +48,8 @@ static struct nnet *make_linear(void) {
         "AffineComponent input-dim=2 output-dim=2 learning-rate=0.1 param-stddev=0 "
         "bias-stddev=0\nSoftmaxComponent dim=2\n", 1);
     ASSERT(n && nnet_num_params(n) == 6);
+    for (int i = 0; i < nnet_num_components(n); i++) nnet_component(n, i)->max_change = 0;
+    nnet_set_max_change(n, 0); /* the update written out here has no clipping */
     return n;
 }
 

@@ -441,6 +441,15 @@ static void test_single_rank_is_sgd(void) {
 
 /* ---- Parle and EASGD against the maths written out, replica by replica ---- */
 enum { REPL = 2, NUM_MB = 7, MB = 16 };
+
+/* make_unclipped() without any max-change (per component or global, whatever the defaults), so that
+ * the written-out update needs no clipping. */
+static struct nnet *make_unclipped(void) {
+    struct nnet *n = make_net(0);
+    for (int i = 0; i < nnet_num_components(n); i++) nnet_component(n, i)->max_change = 0;
+    nnet_set_max_change(n, 0);
+    return n;
+}
 struct replica_ref {
     struct nnet *net[REPL];
     struct mb_set set[REPL];
@@ -451,7 +460,7 @@ struct replica_ref {
 static void ref_open(struct replica_ref *f, const char **egs) {
     memset(f, 0, sizeof *f);
     for (int r = 0; r < REPL; r++) {
-        f->net[r] = make_net(0);
+        f->net[r] = make_unclipped();
         ASSERT(mb_set_load(&f->set[r], egs[r], MB, 100000, f->net[r]) == 0);
         ASSERT(f->set[r].num == NUM_MB);
     }
@@ -514,7 +523,7 @@ static void test_parle_matches_maths(void) {
         char name[32];
         snprintf(name, sizeof name, "parle.%d.ark", r);
         egs[r] = stream_archive(name, 80 + (uint64_t)r, NUM_MB * MB);
-        nets[r] = make_net(0);
+        nets[r] = make_unclipped();
     }
     struct train_sync_options o;
     options(&o, TRAIN_SYNC_PARLE, 0, MB);
@@ -620,7 +629,7 @@ static void test_elastic_matches_maths(void) {
         char name[32];
         snprintf(name, sizeof name, "elastic.%d.ark", r);
         egs[r] = stream_archive(name, 90 + (uint64_t)r, NUM_MB * MB);
-        nets[r] = make_net(0);
+        nets[r] = make_unclipped();
     }
     struct train_sync_options o;
     options(&o, TRAIN_SYNC_ELASTIC, tau, MB);
@@ -687,7 +696,7 @@ static void test_elastic_matches_maths(void) {
  * it is train_sgd with the same momentum and decay. */
 static void test_steps_momentum_single_rank(void) {
     const char *egs[1] = {stream_archive("mom1.ark", 71, 64)};
-    struct nnet *nets[1] = {make_net(0)};
+    struct nnet *nets[1] = {make_unclipped()};
     struct train_sync_options o;
     options(&o, TRAIN_SYNC_STEPS, 1, 16);
     o.train.momentum = 0.8f;
@@ -695,7 +704,7 @@ static void test_steps_momentum_single_rank(void) {
     struct rank_job jobs[1];
     run_ranks(1, nets, egs, &o, jobs);
     CHECK(jobs[0].rc == 0);
-    struct nnet *single = make_net(0);
+    struct nnet *single = make_unclipped();
     struct train_options to = o.train;
     struct train_stats ts;
     CHECK(train_sgd(single, egs[0], &to, &ts) == 0);
@@ -738,14 +747,14 @@ static void test_state_split_equals_one_pass(void) {
         o.parle_minibatches_per_epoch = 2;
         struct nnet *one[REPL], *two[REPL];
         struct rank_job jobs[REPL];
-        for (int r = 0; r < REPL; r++) one[r] = make_net(0);
+        for (int r = 0; r < REPL; r++) one[r] = make_unclipped();
         run_ranks(REPL, one, full, &o, jobs);
         for (int r = 0; r < REPL; r++) CHECK(jobs[r].rc == 0);
         /* pass 1 writes each rank's state; pass 2 starts from rank 0's model and the states.
          * Each rank gets its own options (its own file names), as nnet-train-mpi's JOB. */
         char state[REPL][300];
         for (int r = 0; r < REPL; r++) {
-            two[r] = make_net(0);
+            two[r] = make_unclipped();
             snprintf(state[r], sizeof state[r], "%s/state.%d.%d", dir, mode, r);
         }
         struct train_sync_options per[REPL];
@@ -785,7 +794,7 @@ static void test_state_split_equals_one_pass(void) {
         /* a state of another mode is refused, on every rank */
         struct nnet *three[REPL];
         for (int r = 0; r < REPL; r++) {
-            three[r] = make_net(0);
+            three[r] = make_unclipped();
             per[r] = o;
             per[r].mode = TRAIN_SYNC_PARAMS;
             per[r].state_rxfilename = state[r];
