@@ -195,7 +195,8 @@ int main(int argc, char **argv) {
         {"parle-step-offset", OPT_INT, &step_offset,
          "parle: inner steps taken before this pass (the scoping counter's start)"},
         {"parle-scope-per-step", OPT_INT, &o.parle_scope_per_step,
-         "parle: scoping counter's advance per inner step (reference code: its tensor count)"},
+         "parle: scoping counter's advance per inner step (0: the network's parameter tensors, "
+         "2 per updatable component, as the reference code; 1: the README's t/L)"},
         {"state-in", OPT_STRING, &state_in,
          "Each rank's optimiser state from the previous pass (JOB = rank + 1): velocity, and "
          "the replica, anchor, EMA, t in elastic/parle modes"},
@@ -226,8 +227,8 @@ int main(int argc, char **argv) {
         (o.parle_inner_steps < 1 || !(o.parle_gamma >= 0) || !(o.parle_rho >= 0) ||
          !(o.parle_gamma_max >= 0) || !(o.parle_rho_max >= 0) ||
          !(o.parle_ema >= 0 && o.parle_ema < 1) || nb < 0 || step_offset < 0 ||
-         o.parle_scope_per_step < 1))
-        die("parle: --parle-inner-steps and --parle-scope-per-step must be at least 1, the "
+         o.parle_scope_per_step < 0))
+        die("parle: --parle-inner-steps must be at least 1, --parle-scope-per-step, the "
             "couplings and caps not negative, --parle-ema in [0, 1), --parle-minibatches-per-"
             "epoch and --parle-step-offset not negative");
     if (o.mode == TRAIN_SYNC_ELASTIC && (o.average_every < 1 || !(o.elastic_alpha >= 0)))

@@ -25,6 +25,10 @@ void train_replica_init(struct train_replica *r, struct nnet *n,
         vector_copy(&r->ema, &p);
         vector_init(&r->outer_velocity, dim);
         r->t = o->parle_step_offset;
+        /* the reference advances its counter once per parameter tensor per inner step: W and b
+         * of every updatable component here */
+        r->scope_k = o->parle_scope_per_step > 0 ? o->parle_scope_per_step
+                                                 : 2 * nnet_num_updatable(n);
     }
 }
 
@@ -41,7 +45,7 @@ void train_replica_release(struct train_replica *r) {
 static void parle_scope(struct train_replica *r, const struct train_sync_options *o, int size) {
     double s = 1;
     if (o->parle_minibatches_per_epoch > 0) {
-        long long k = r->t * (long long)(o->parle_scope_per_step > 0 ? o->parle_scope_per_step : 1);
+        long long k = r->t * (long long)(r->scope_k > 0 ? r->scope_k : 1);
         s = pow(1 + 0.5 / (double)o->parle_minibatches_per_epoch,
                 (double)(k / o->parle_inner_steps));
     }

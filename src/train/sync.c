@@ -22,7 +22,7 @@ void train_sync_options_default(struct train_sync_options *o) {
     o->parle_ema = 0.75f;
     o->parle_minibatches_per_epoch = 0;
     o->parle_step_offset = 0;
-    o->parle_scope_per_step = 1;
+    o->parle_scope_per_step = 0;
 }
 
 static int reduce(const struct train_comm *c, void *data, size_t count, enum comm_type type,

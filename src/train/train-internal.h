@@ -53,6 +53,7 @@ struct train_replica {
     struct vector outer_velocity; /* Parle: the outer loop's momentum */
     struct vector scratch;
     long long t;                  /* Parle: inner steps, the scoping counter */
+    int scope_k;                  /* Parle: the counter's advance per inner step */
     int count;                    /* minibatches since the last exchange */
     double round_weight;          /* Parle: label weight of those minibatches */
     double gamma, rho;            /* Parle: the couplings last computed */

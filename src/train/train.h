@@ -291,8 +291,11 @@ struct train_sync_options {
      * gamma = min(gamma_max, parle_gamma s), rho = min(rho_max, parle_rho L N s), scoped by
      * s = (1 + 0.5 / nb)^floor(t k / L), t the inner steps so far (parle_step_offset at the
      * start of this pass: the steps of earlier passes), nb the minibatches per epoch (0: s = 1),
-     * k = parle_scope_per_step (1; the reference's counter advances once per parameter tensor
-     * per step, i.e. k = its number of tensors); z's EMA factor alpha (0.75). */
+     * k = parle_scope_per_step (0: the network's number of parameter tensors, W and b of each
+     * updatable component, as the reference code, whose counter advances once per parameter
+     * tensor per inner step; 1: the README's formula, t counting inner steps); z's EMA factor
+     * alpha (0.75). With k = 1 the couplings barely grow in a few epochs (e^(0.5/L) per pass over
+     * the data), so the replicas stay loosely coupled; the reference's k reaches the caps. */
     int parle_inner_steps;
     float parle_gamma, parle_rho, parle_gamma_max, parle_rho_max, parle_ema;
     long long parle_minibatches_per_epoch, parle_step_offset;

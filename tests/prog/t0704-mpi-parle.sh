@@ -65,7 +65,7 @@ expect_status "parle, 2 ranks" 0 mpi nnet-train-mpi --mode=parle --parle-inner-s
     --parle-minibatches-per-epoch=20 --weight-decay=1e-4 --check-sync=true --minibatch-size=32 \
     sgd.mdl ark:egs.JOB.ark parle.mdl
 expect_err "parle: momentum defaults to Nesterov 0.9" "momentum 0.9 \(Nesterov\), weight decay 0.0001"
-expect_err "parle: 4 outer steps, counter and scoped couplings logged" "Parle: 4 outer steps; scoping counter t=20, gamma 0.01104, rho 0.1104"
+expect_err "parle: 4 outer steps, counter and scoped couplings logged" "Parle: 4 outer steps; scoping counter t=20, gamma 0.01485, rho 0.1485"
 expect_err "parle: 8 all-reduces" "8 all-reduces of the EMAs and anchors"
 expect_err "parle: ranks end identical" "Checked: all 2 ranks held bitwise the same parameters"
 acc=$(accuracy parle.mdl)

@@ -556,8 +556,9 @@ static void test_parle_matches_maths(void) {
     }
     long long t = 0;
     int count = 0;
+    const long long tensors = 2 * nnet_num_updatable(f.net[0]); /* the reference's counter */
     for (int k = 0; k < NUM_MB; k++) {
-        double scale = pow(1 + 0.5 / nb, (double)(t / L));
+        double scale = pow(1 + 0.5 / nb, (double)(t * tensors / L));
         double gamma = fmin(g_max, g0 * scale);
         for (int r = 0; r < REPL; r++) {
             double w = ref_step(&f, r, k, s);
@@ -573,7 +574,7 @@ static void test_parle_matches_maths(void) {
         }
         t++;
         if (++count == L || k == NUM_MB - 1) {
-            scale = pow(1 + 0.5 / nb, (double)(t / L));
+            scale = pow(1 + 0.5 / nb, (double)(t * tensors / L));
             double rho = fmin(10, rho0 * L * REPL * scale);
             for (int i = 0; i < dim; i++) xbar[i] = (za[0][i] + za[1][i]) / 2;
             for (int r = 0; r < REPL; r++) {
@@ -593,7 +594,7 @@ static void test_parle_matches_maths(void) {
         }
     }
     CHECK(jobs[0].st.parle_steps == t);
-    CHECK_NEAR(jobs[0].st.parle_gamma, fmin(g_max, g0 * pow(1.25, (double)(t / L))), 1e-6);
+    CHECK_NEAR(jobs[0].st.parle_gamma, fmin(g_max, g0 * pow(1.25, (double)(t * tensors / L))), 1e-6);
     float *got = params_copy(nets[0]), *got1 = params_copy(nets[1]);
     double max_diff = 0, moved = 0;
     for (int i = 0; i < dim; i++) {
