@@ -25,7 +25,10 @@
 # With --feature-transform (default: the egs directory's feature_transform.mat when get_egs.sh
 # made one, "none": off) the network starts with FixedAffineComponent matrix=<that file>.
 #
-# Averaging methods (--averaging; reference/averaging-methods.md):
+# Averaging methods (--averaging; reference/averaging-methods.md). elastic and parle here are
+# parnet's file-based APPROXIMATIONS (one exchange per iteration through model files, the inner
+# mean reset every outer step, absolute couplings, no momentum): they run without MPI. The
+# published algorithms are steps/train_mpi.sh --mode elastic|parle (README, issue 20).
 #   average    the plain average of the jobs' models (Kaldi).
 #   agreement  jobs whose change since $x.mdl disagrees with the consensus change (cosine distance
 #              > --agreement-threshold) are left out of the average (nnet-average

@@ -5,11 +5,20 @@
 # and an averaging step. --mode params averages the ranks' parameters every --average-every
 # minibatches (0: once, at the end of the iteration, i.e. train.sh's averaging); --mode gradients
 # sums the ranks' steps every minibatch (synchronous SGD).
+# --mode elastic runs EASGD/EAMSGD (exchange every --average-every = tau minibatches, alpha
+# --elastic-alpha, default 0.9/N; Nesterov momentum 0.99 unless --momentum); --mode parle runs
+# Parle as ucla-vision/parle (--parle-inner-steps L = 25, gamma/rho scoped with nb = the
+# minibatches per epoch per rank, Nesterov 0.9 in both loops unless --momentum); both exchange by
+# all-reduce inside nnet-train-mpi, and each rank's replica, EMA, velocities and Parle's counter
+# are carried from one iteration to the next in $dir/state/<iter>.<rank+1> (--state-in/-out), so
+# the run computes what one long MPI job would. --momentum/--nesterov/--weight-decay apply in
+# every mode (with --carry-state true the velocity is carried in params/gradients modes too).
 #
 # Learning rates: the effective rate decays geometrically from --initial-learning-rate to
 # --final-learning-rate over the run. In params mode each rank trains with num_jobs x the effective
 # rate (as train.sh); in gradients mode with the effective rate itself, since the summed step
-# already covers num_jobs x minibatch-size examples. There is no iteration-0 "best job" special
+# already covers num_jobs x minibatch-size examples; in elastic and parle modes with the effective
+# (single-worker) rate, as the papers run them. There is no iteration-0 "best job" special
 # case: the ranks are averaged from the first iteration on. Natural-gradient state is local to each
 # rank and restarts every iteration (as with train.sh's jobs).
 #
@@ -26,7 +35,7 @@ launcher_opts=
 stage=-1
 num_epochs=4
 num_jobs=            # ranks; default: the number of jobs the examples were cut for
-mode=params          # params | gradients
+mode=params          # params | gradients | elastic | parle
 average_every=8      # params mode: minibatches between averages (0: only at the end)
 minibatch_size=128
 initial_learning_rate=0.01
@@ -38,6 +47,13 @@ combine=true         # false: final.mdl is the last model
 cleanup=true         # remove intermediate models (every 10th and the last are kept)
 srand=0
 train_opts=          # extra options for nnet-train-mpi
+momentum=            # heavy-ball momentum (empty: by mode: 0; elastic 0.99; parle 0.9)
+nesterov=auto        # true | false | auto (auto: true in elastic and parle modes)
+weight_decay=0       # L2 (PyTorch's weight_decay)
+elastic_alpha=0      # elastic: 0 = 0.9 / num_jobs
+parle_inner_steps=25 # parle: L
+parle_opts=          # parle: more nnet-train-mpi --parle-* options (e.g. --parle-gamma 0.03)
+carry_state=auto     # carry each rank's optimiser state across iterations (auto: elastic, parle)
 # End configuration section.
 
 echo "$0 $*"
@@ -50,7 +66,7 @@ Options:
   --stage <n>                    resume at iteration n (-1: initialise the model) (default: -1)
   --num-epochs <n>               passes over the data (default: 4)
   --num-jobs <n>                 MPI ranks (default: as the examples were cut)
-  --mode <params|gradients>      average parameters, or sum steps every minibatch (default: params)
+  --mode <m>                     params|gradients|elastic|parle (default: params)
   --average-every <k>            params mode: minibatches between averages, 0 = end only (default: 8)
   --minibatch-size <n>           per rank (default: 128)
   --initial-learning-rate <r>    effective learning rate at the start (default: 0.01)
@@ -59,7 +75,13 @@ Options:
   --num-threads <n>              threads per rank for the matrix work (default: 1)
   --max-models-combine <n>       models combined into final.mdl (default: 10)
   --combine <true|false>         nnet-combine the last models (default: true)
-  --cleanup <true|false>         remove intermediate models at the end (default: true)"
+  --cleanup <true|false>         remove intermediate models at the end (default: true)
+  --momentum <mu>                heavy-ball momentum (default: 0; elastic 0.99; parle 0.9)
+  --nesterov <true|false|auto>   Nesterov's form (default: auto = true in elastic and parle)
+  --weight-decay <lambda>        L2 weight decay (default: 0)
+  --elastic-alpha <a>            elastic: exchange alpha (default: 0 = 0.9 / num-jobs)
+  --parle-inner-steps <L>        parle: minibatches between exchanges (default: 25)
+  --carry-state <true|false|auto> carry optimiser state across iterations (auto: elastic, parle)"
 
 [ -f ./path.sh ] && . ./path.sh
 . utils/parse_options.sh || exit 1
@@ -73,7 +95,11 @@ config=$2
 dir=$3
 set -o pipefail
 
-case $mode in params|gradients) ;; *) echo "$0: --mode must be params or gradients" && exit 1;; esac
+case $mode in params|gradients|elastic|parle) ;;
+    *) echo "$0: --mode must be params, gradients, elastic or parle" && exit 1;; esac
+case $carry_state in true|false) ;; auto) carry_state=false
+    { [ $mode = elastic ] || [ $mode = parle ]; } && carry_state=true ;;
+    *) echo "$0: --carry-state must be true, false or auto" && exit 1;; esac
 case $launcher in
     mpirun|srun|sbatch) command -v $launcher >/dev/null || { echo "$0: $launcher not found"; exit 1; } ;;
     *) echo "$0: --launcher must be mpirun, srun or sbatch" && exit 1 ;;
@@ -88,7 +114,17 @@ echo $num_jobs > $dir/num_jobs
 
 # Per-rank learning rate of iteration x: scale * initial * (final/initial)^(x/num_iters).
 rate_scale=$num_jobs
-[ $mode = gradients ] && rate_scale=1
+[ $mode != params ] && rate_scale=1
+# Options of the update for every iteration; Parle's nb: minibatches per epoch per rank.
+samples_per_iter=$(cat $egs_dir/info/samples_per_iter 2>/dev/null || echo 0)
+update_opts="--nesterov=$nesterov --weight-decay=$weight_decay"
+[ -n "$momentum" ] && update_opts="$update_opts --momentum=$momentum"
+case $mode in
+    elastic) update_opts="$update_opts --elastic-alpha=$elastic_alpha" ;;
+    parle) update_opts="$update_opts --parle-inner-steps=$parle_inner_steps \
+        --parle-minibatches-per-epoch=$(( iters_per_epoch * ((samples_per_iter + minibatch_size - 1) / minibatch_size) )) $parle_opts" ;;
+esac
+$carry_state && mkdir -p $dir/state
 learning_rate() {
     awk -v x=$1 -v n=$num_iters -v i=$initial_learning_rate -v f=$final_learning_rate -v j=$rate_scale \
         'BEGIN { printf "%.6g\n", j * i * exp(x * log(f / i) / n) }'
@@ -117,7 +153,8 @@ if [ $stage -le -1 ]; then
 fi
 
 echo "$0: $num_iters iterations ($num_epochs epochs x $iters_per_epoch), $num_jobs ranks, mode $mode" \
-     "$([ $mode = params ] && echo "(average every $average_every minibatches)")"
+     "$([ $mode = params ] || [ $mode = elastic ] && echo "(exchange every $average_every minibatches)")" \
+     "$([ $mode = parle ] && echo "(exchange every $parle_inner_steps minibatches)")"
 for x in $(seq 0 $((num_iters - 1))); do
     if [ $stage -le $x ]; then
         [ ! -f $dir/$x.mdl ] && echo "$0: missing $dir/$x.mdl (resume from an earlier stage)" && exit 1
@@ -129,8 +166,13 @@ for x in $(seq 0 $((num_iters - 1))); do
         echo "$0: iteration $x / $num_iters, learning rate $(learning_rate $x)"
         archive=$((x % iters_per_epoch))
         # JOB in the egs-rspecifier becomes each rank's job number (rank + 1).
+        state_opts=
+        if $carry_state; then
+            state_opts="--state-out=$dir/state/$((x + 1)).JOB"
+            [ $x -gt 0 ] && state_opts="$state_opts --state-in=$dir/state/$x.JOB"
+        fi
         launch $dir/log/train.$x.log \
-            nnet-train-mpi --mode=$mode --average-every=$average_every \
+            nnet-train-mpi --mode=$mode --average-every=$average_every $update_opts $state_opts \
                 --minibatch-size=$minibatch_size --srand=$((srand + x)) --num-threads=$num_threads \
                 $train_opts $dir/$x.mdl \
                 "ark:nnet-shuffle-egs --buffer-size=$shuffle_buffer_size --srand=\$((JOB + $((srand + x)))) ark:$egs_dir/egs.JOB.$archive.ark ark:- |" \
@@ -163,5 +205,8 @@ fi
 
 if $cleanup; then
     train_cleanup $dir $num_iters $max_models_combine
+    if $carry_state; then
+        for x in $(seq 1 $((num_iters - 1))); do rm -f $dir/state/$x.*; done
+    fi
 fi
 echo "$0: done; final model $dir/final.mdl"

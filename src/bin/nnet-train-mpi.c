@@ -27,6 +27,17 @@ static const char *usage =
     "    and offered in rank order, rank 0's M first; the same --gaf-threshold/-fusion/-on rule\n"
     "    then keeps those that agree, on every rank alike (N=1: nnet-train --gaf-microbatches=M).\n"
     "    The gather moves N x M x the parameters per rank per update.\n"
+    "  --mode=elastic: EASGD (all-reduce form): local SGD on each replica at the single-worker\n"
+    "    rate; every --average-every (tau) minibatches delta = alpha (x - c), x -= delta,\n"
+    "    c += sum of delta over ranks (--elastic-alpha, default 0.9/N). The model is the\n"
+    "    centre c. EAMSGD's momentum: Nesterov 0.99 unless --momentum is given.\n"
+    "  --mode=parle: Parle as ucla-vision/parle: inner steps coupled to each rank's anchor by\n"
+    "    gamma, an EMA z of the inner iterates (never reset), and every --parle-inner-steps (L)\n"
+    "    minibatches two all-reduces and an outer momentum step from the last inner iterate\n"
+    "    toward z and the mean x~ (coupling rho); gamma, rho are multiples of the learning rate,\n"
+    "    grow by (1 + 0.5/nb) every L steps up to caps. The model is x~. Nesterov 0.9 in both\n"
+    "    loops unless --momentum is given. Use the single-worker rate in both modes.\n"
+    "--momentum/--nesterov/--weight-decay apply in every mode (train.h: train_momentum).\n"
     "Natural-gradient state stays local to each rank: in gradients mode each rank preconditions\n"
     "its own gradient before the sum. Ranks stop together when the first archive ends. Rank 0\n"
     "writes the model. With CUDA, GPU buffers are all-reduced with NCCL. The last line on stderr\n"
@@ -129,7 +140,11 @@ int main(int argc, char **argv) {
     train_sync_options_default(&o);
     int binary = 1, num_threads = 1, srand_seed = 0;
     float max_change = NNET_DEFAULT_MAX_CHANGE_GLOBAL;
-    const char *mode = "", *fusion = "halving", *gaf_on = "gradient";
+    const char *mode = "", *fusion = "halving", *gaf_on = "gradient", *gaf_scale = "accepted";
+    float momentum = -1;
+    const char *nesterov = "auto";
+    int nb = 0, step_offset = 0;
+    const char *state_in = "", *state_out = "";
     struct option_spec specs[] = {
         {"mode", OPT_STRING, &mode,
          "params: average the parameters every --average-every minibatches (local SGD); "
@@ -155,6 +170,37 @@ int main(int argc, char **argv) {
         {"gaf-on", OPT_STRING, &gaf_on,
          "GAF: filter raw gradients (gradient; NaturalGradientAffine then trains as plain SGD) or "
          "each minibatch's preconditioned step (step)"},
+        {"gaf-scale", OPT_STRING, &gaf_scale,
+         "GAF: size of an applied update: accepted (number agreed x lr x fusion: tau >= 2 and "
+         "mean fusion = SGD on the union) or one (lr x fusion, the reference's step_GAF)"},
+        /* momentum and weight decay (train.h: train_momentum); Parle and EASGD */
+        {"momentum", OPT_FLOAT, &momentum,
+         "Heavy-ball momentum as Kaldi nnet3 (-1: by mode: 0; parle 0.9, elastic 0.99)"},
+        {"nesterov", OPT_STRING, &nesterov,
+         "true|false|auto: Nesterov's form of --momentum (auto: true in parle and elastic)"},
+        {"weight-decay", OPT_FLOAT, &o.train.weight_decay,
+         "L2: the step gains -lambda x frames x lr x theta (PyTorch's weight_decay; 0: off)"},
+        {"elastic-alpha", OPT_FLOAT, &o.elastic_alpha,
+         "elastic: alpha of the exchange every --average-every minibatches (0: 0.9 / N)"},
+        {"parle-inner-steps", OPT_INT, &o.parle_inner_steps, "parle: L, minibatches per exchange"},
+        {"parle-gamma", OPT_FLOAT, &o.parle_gamma,
+         "parle: initial gamma-coupling of the inner iterate to the anchor (x learning rate)"},
+        {"parle-rho", OPT_FLOAT, &o.parle_rho,
+         "parle: initial rho-coupling to the mean, before the reference's factor L x N"},
+        {"parle-gamma-max", OPT_FLOAT, &o.parle_gamma_max, "parle: cap on gamma"},
+        {"parle-rho-max", OPT_FLOAT, &o.parle_rho_max, "parle: cap on rho"},
+        {"parle-ema", OPT_FLOAT, &o.parle_ema, "parle: EMA factor alpha of z"},
+        {"parle-minibatches-per-epoch", OPT_INT, &nb,
+         "parle: nb of the scoping (1 + 0.5/nb)^(t/L), per rank (0: no scoping)"},
+        {"parle-step-offset", OPT_INT, &step_offset,
+         "parle: inner steps taken before this pass (the scoping counter's start)"},
+        {"parle-scope-per-step", OPT_INT, &o.parle_scope_per_step,
+         "parle: scoping counter's advance per inner step (0: the network's parameter tensors, "
+         "2 per updatable component, as the reference code; 1: the README's t/L)"},
+        {"state-in", OPT_STRING, &state_in,
+         "Each rank's optimiser state from the previous pass (JOB = rank + 1): velocity, and "
+         "the replica, anchor, EMA, t in elastic/parle modes"},
+        {"state-out", OPT_STRING, &state_out, "Write each rank's state at the end (JOB = rank + 1)"},
     };
     int num_specs = sizeof specs / sizeof specs[0];
     options_parse(&argc, argv, usage, specs, num_specs);
@@ -162,7 +208,31 @@ int main(int argc, char **argv) {
     if (!*mode) mode = o.train.gaf_microbatches > 0 ? "gradients" : "params";
     if (!strcmp(mode, "params")) o.mode = TRAIN_SYNC_PARAMS;
     else if (!strcmp(mode, "gradients")) o.mode = TRAIN_SYNC_STEPS;
-    else die("--mode must be params or gradients, not '%s'", mode);
+    else if (!strcmp(mode, "elastic")) o.mode = TRAIN_SYNC_ELASTIC;
+    else if (!strcmp(mode, "parle")) o.mode = TRAIN_SYNC_PARLE;
+    else die("--mode must be params, gradients, elastic or parle, not '%s'", mode);
+    int replica = o.mode == TRAIN_SYNC_ELASTIC || o.mode == TRAIN_SYNC_PARLE;
+    o.train.momentum = momentum >= 0 ? momentum
+                       : o.mode == TRAIN_SYNC_PARLE ? 0.9f
+                       : o.mode == TRAIN_SYNC_ELASTIC ? 0.99f
+                                                      : 0;
+    if (!strcmp(nesterov, "auto")) o.train.nesterov = replica && o.train.momentum > 0;
+    else if (!strcmp(nesterov, "true") || !strcmp(nesterov, "false"))
+        o.train.nesterov = *nesterov == 't';
+    else die("--nesterov='%s': expected true, false or auto", nesterov);
+    if (train_momentum_options_check(&o.train)) die("%s", error_get());
+    o.parle_minibatches_per_epoch = nb;
+    o.parle_step_offset = step_offset;
+    if (o.mode == TRAIN_SYNC_PARLE &&
+        (o.parle_inner_steps < 1 || !(o.parle_gamma >= 0) || !(o.parle_rho >= 0) ||
+         !(o.parle_gamma_max >= 0) || !(o.parle_rho_max >= 0) ||
+         !(o.parle_ema >= 0 && o.parle_ema < 1) || nb < 0 || step_offset < 0 ||
+         o.parle_scope_per_step < 0))
+        die("parle: --parle-inner-steps must be at least 1, --parle-scope-per-step, the "
+            "couplings and caps not negative, --parle-ema in [0, 1), --parle-minibatches-per-"
+            "epoch and --parle-step-offset not negative");
+    if (o.mode == TRAIN_SYNC_ELASTIC && (o.average_every < 1 || !(o.elastic_alpha >= 0)))
+        die("elastic: --average-every (tau) must be at least 1 and --elastic-alpha not negative");
     if (o.train.gaf_microbatches < 0 || !(o.train.gaf_threshold >= 0))
         die("--gaf-microbatches and --gaf-threshold must not be negative");
     if (o.train.gaf_microbatches > 0 && o.mode != TRAIN_SYNC_STEPS)
@@ -170,6 +240,9 @@ int main(int argc, char **argv) {
     if (!strcmp(fusion, "halving")) o.train.gaf_fusion = GAF_FUSION_HALVING;
     else if (!strcmp(fusion, "mean")) o.train.gaf_fusion = GAF_FUSION_MEAN;
     else die("--gaf-fusion='%s': expected halving or mean", fusion);
+    if (!strcmp(gaf_scale, "accepted") || !strcmp(gaf_scale, "one"))
+        o.train.gaf_unit_scale = *gaf_scale == 'o';
+    else die("--gaf-scale='%s': expected accepted or one", gaf_scale);
     if (!strcmp(gaf_on, "gradient") || !strcmp(gaf_on, "step"))
         o.train.gaf_on_steps = *gaf_on == 's';
     else die("--gaf-on='%s': expected gradient or step", gaf_on);
@@ -189,6 +262,10 @@ int main(int argc, char **argv) {
         die_alone("rank %d: %s", comm.rank, error_get());
 #endif
     char *egs = replace_job(argv[2], comm.rank + 1);
+    char *state_rx = *state_in ? replace_job(state_in, comm.rank + 1) : NULL;
+    char *state_wx = *state_out ? replace_job(state_out, comm.rank + 1) : NULL;
+    o.state_rxfilename = state_rx;
+    o.state_wxfilename = state_wx;
     struct nnet *n = nnet_read_file(argv[1]);
     int read_ok = n != NULL;
     MPI_Allreduce(MPI_IN_PLACE, &read_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -197,6 +274,9 @@ int main(int argc, char **argv) {
             log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__,
                         "rank %d: cannot read model '%s': %s", comm.rank, argv[1], error_get());
         nnet_free(n);
+        free(egs);
+        free(state_rx);
+        free(state_wx);
         MPI_Finalize();
         return 1;
     }
@@ -208,13 +288,21 @@ int main(int argc, char **argv) {
                         "--gaf-microbatches=%d", comm.size, o.train.gaf_microbatches);
         nnet_free(n);
         free(egs);
+        free(state_rx);
+        free(state_wx);
         MPI_Finalize();
         return 1;
     }
     if (comm.rank == 0)
-        LOG("%d ranks, mode %s, average every %d minibatches, %d examples per minibatch per rank, "
-            "%d parameters", comm.size, mode, o.mode == TRAIN_SYNC_STEPS ? 1 : o.average_every,
+        LOG("%d ranks, mode %s, exchange every %d minibatches, %d examples per minibatch per "
+            "rank, %d parameters", comm.size, mode,
+            o.mode == TRAIN_SYNC_STEPS   ? 1
+            : o.mode == TRAIN_SYNC_PARLE ? o.parle_inner_steps
+                                         : o.average_every,
             o.train.minibatch_size, nnet_num_params(n));
+    if (comm.rank == 0 && (o.train.momentum > 0 || o.train.weight_decay > 0))
+        LOG("momentum %g%s, weight decay %g", o.train.momentum,
+            o.train.nesterov ? " (Nesterov)" : "", o.train.weight_decay);
     if (comm.rank == 0 && o.train.gaf_microbatches > 0)
         LOG("GAF on %s: %d microbatches per update (%d per rank), threshold %g, %s fusion",
             o.train.gaf_on_steps ? "steps" : "raw gradients",
@@ -245,6 +333,8 @@ int main(int argc, char **argv) {
             "%.3f s (%.1f%% of the loop); %.3f s (%.1f%%) in the per-minibatch flag all-reduce",
             st.num_exchanges,
             o.mode == TRAIN_SYNC_PARAMS      ? "parameters"
+            : o.mode == TRAIN_SYNC_ELASTIC   ? "elastic differences"
+            : o.mode == TRAIN_SYNC_PARLE     ? "EMAs and anchors"
             : o.train.gaf_microbatches > 0 ? "gathered microgradients"
                                              : "steps",
             st.exchange_bytes / 1e6, st.exchange_seconds, 100 * st.exchange_seconds / loop,
@@ -259,6 +349,9 @@ int main(int argc, char **argv) {
                 t->gaf_offered ? (double)t->gaf_accepted / t->gaf_offered : 0.0, t->gaf_accepted,
                 t->gaf_offered);
         nnet_log_max_change_stats(n); /* rank 0's steps */
+        if (o.mode == TRAIN_SYNC_PARLE)
+            LOG("Parle: %lld outer steps; scoping counter t=%lld, gamma %.4g, rho %.4g at the end",
+                t->outer_steps, st.parle_steps, st.parle_gamma, st.parle_rho);
         if (st.num_stopped_early)
             LOG("%lld rank(s) stopped with examples left (the shortest archive ends the pass)",
                 st.num_stopped_early);
@@ -267,6 +360,8 @@ int main(int argc, char **argv) {
     }
     nnet_free(n);
     free(egs);
+    free(state_rx);
+    free(state_wx);
 #if HAVE_CUDA
     if (ctx.have_nccl) ncclCommDestroy(ctx.nccl);
 #endif

@@ -10,6 +10,7 @@ static const char *usage =
     "--gaf-microbatches=M filters gradients by agreement (GAF): one update per M minibatches\n"
     "at the same parameters. --proximal-model pulls toward a reference (EASGD/Parle);\n"
     "--entropy-inner-steps runs Entropy-SGD's inner loop (Chaudhari et al., ICLR 2017).\n"
+    "--momentum/--nesterov/--weight-decay filter every update (GAF's fused one included).\n"
     "Usage:  nnet-train [options] <model-in> <egs-rspecifier> <model-out>\n"
     "e.g.:   nnet-shuffle-egs --srand=1 ark:egs.1.0.ark ark:- | nnet-train 1.mdl ark:- 2.1.mdl\n";
 
@@ -18,7 +19,7 @@ int main(int argc, char **argv) {
     train_options_default(&o);
     int binary = 1, num_threads = 1, srand_seed = 0;
     float max_change = NNET_DEFAULT_MAX_CHANGE_GLOBAL;
-    const char *fusion = "halving", *gaf_on = "gradient", *proximal = "";
+    const char *fusion = "halving", *gaf_on = "gradient", *gaf_scale = "accepted", *proximal = "";
     const char *use_gpu = "no";
     struct option_spec specs[] = {
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per minibatch"},
@@ -38,6 +39,9 @@ int main(int argc, char **argv) {
         {"gaf-on", OPT_STRING, &gaf_on,
          "GAF: filter raw gradients (gradient; NaturalGradientAffine then trains as plain SGD) or "
          "each minibatch's preconditioned step (step)"},
+        {"gaf-scale", OPT_STRING, &gaf_scale,
+         "GAF: size of an applied update: accepted (number agreed x lr x fusion: tau >= 2 and "
+         "mean fusion = SGD on the union) or one (lr x fusion, the reference's step_GAF)"},
         {"proximal-model", OPT_STRING, &proximal,
          "Reference model for the proximal/elastic pull x <- x - c (x - ref) after each update"},
         {"proximal-coupling", OPT_FLOAT, &o.proximal_coupling,
@@ -52,6 +56,12 @@ int main(int argc, char **argv) {
         {"entropy-outer-rate", OPT_FLOAT, &o.entropy_outer_rate,
          "Entropy-SGD: outer step x <- x - eta (x - mu) (1: x becomes the inner mean)"},
         {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
+        /* momentum and weight decay (train.h: train_momentum) */
+        {"momentum", OPT_FLOAT, &o.momentum,
+         "Heavy-ball momentum as Kaldi nnet3 (v <- mu v + step, move (1-mu) v; 0: off)"},
+        {"nesterov", OPT_BOOL, &o.nesterov, "Nesterov's form of --momentum"},
+        {"weight-decay", OPT_FLOAT, &o.weight_decay,
+         "L2: the step gains -lambda x frames x lr x theta (PyTorch's weight_decay; 0: off)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc != 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
@@ -61,6 +71,9 @@ int main(int argc, char **argv) {
     if (!strcmp(fusion, "halving")) o.gaf_fusion = GAF_FUSION_HALVING;
     else if (!strcmp(fusion, "mean")) o.gaf_fusion = GAF_FUSION_MEAN;
     else die("--gaf-fusion='%s': expected halving or mean", fusion);
+    if (!strcmp(gaf_scale, "accepted") || !strcmp(gaf_scale, "one"))
+        o.gaf_unit_scale = *gaf_scale == 'o';
+    else die("--gaf-scale='%s': expected accepted or one", gaf_scale);
     if (!strcmp(gaf_on, "gradient") || !strcmp(gaf_on, "step")) o.gaf_on_steps = *gaf_on == 's';
     else die("--gaf-on='%s': expected gradient or step", gaf_on);
     if (!(o.proximal_coupling >= 0 && o.proximal_coupling <= 1) ||
@@ -70,6 +83,7 @@ int main(int argc, char **argv) {
         die("couplings and --entropy-outer-rate must lie in [0, 1], --entropy-ema in [0, 1), "
             "--entropy-noise and --entropy-inner-steps must not be negative");
     if (o.proximal_coupling > 0 && !*proximal) die("--proximal-coupling needs --proximal-model");
+    if (train_momentum_options_check(&o)) die("%s", error_get());
     o.srand = (uint64_t)srand_seed;
     matrix_set_num_threads(num_threads);
     if (matrix_select_device(use_gpu)) die("%s", error_get());
@@ -79,6 +93,9 @@ int main(int argc, char **argv) {
     if (max_change > 0) nnet_set_max_change(n, max_change);
     if (*proximal && !(o.proximal_model = nnet_read_file(proximal)))
         die("cannot read model '%s': %s", proximal, error_get());
+    if (o.momentum > 0 || o.weight_decay > 0)
+        LOG("momentum %g%s, weight decay %g", o.momentum, o.nesterov ? " (Nesterov)" : "",
+            o.weight_decay);
     struct train_stats st;
     if (train_sgd(n, argv[2], &o, &st)) die("%s", error_get());
     if (st.num_egs == 0) die("no examples in '%s': nothing trained", argv[2]);

@@ -423,6 +423,104 @@ int egs_shuffle(const char *in_rspec, const char *out_wspec, int buffer_size, ui
     return finish(&r, &w, rc);
 }
 
+/* ---- nnet-shuffle-egs --class-balanced ---- */
+
+int egs_shuffle_balanced(const char *in_rspec, const char *out_wspec, int per_class, int group,
+                         uint64_t srand, struct egs_stats *st) {
+    ASSERT(per_class >= 1 && group >= 1);
+    memset(st, 0, sizeof *st);
+    struct table_reader r;
+    struct table_writer w;
+    if (open_pair(&r, in_rspec, &w, out_wspec)) return -1;
+    struct rng g;
+    rng_seed(&g, srand);
+    struct example eg;
+    example_init(&eg);
+    struct item *items = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0, got, max_class = -1;
+    while ((got = table_reader_next(&r, &eg)) == 1) {
+        if (example_num_labels(&eg) < 1 || eg.label_index[0] < 0) {
+            rc = error_set("reading '%s': key '%s': no label to balance on", in_rspec,
+                           table_reader_key(&r));
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            items = xrealloc(items, sizeof *items * cap);
+        }
+        if (eg.label_index[0] > max_class) max_class = eg.label_index[0];
+        item_take(&items[n++], &r, &eg);
+    }
+    st->num_read = (long long)n;
+    if (!rc && got < 0) rc = error_wrap("reading '%s': ", in_rspec);
+    /* the examples of each class (by first label), in reading order */
+    int num_classes = max_class + 1, present = 0;
+    size_t *count = xcalloc((size_t)num_classes + 1, sizeof *count);
+    size_t **members = xcalloc((size_t)num_classes + 1, sizeof *members);
+    for (size_t i = 0; i < n; i++) count[items[i].eg.label_index[0]]++;
+    for (int c = 0; c < num_classes; c++) {
+        members[c] = xmalloc(sizeof(size_t) * (count[c] ? count[c] : 1));
+        present += count[c] > 0;
+        count[c] = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int c = items[i].eg.label_index[0];
+        members[c][count[c]++] = i;
+    }
+    /* groups of `group` blocks; each class gives per_class x group distinct examples to a group
+     * (drawn anew for every group: iid across groups), per_class to each block */
+    size_t block = (size_t)present * per_class;
+    size_t groups = present ? n / (block * group) : 0;
+    size_t need = (size_t)per_class * group;
+    size_t *pick = xmalloc(sizeof(size_t) * (block * group > 0 ? block * group : 1));
+    char key[64];
+    for (size_t gi = 0; gi < groups && !rc; gi++) {
+        size_t filled = 0;
+        for (int c = 0; c < num_classes; c++) {
+            if (!count[c]) continue;
+            /* partial Fisher-Yates: the first min(need, count) of a random order; a class with
+             * fewer members than needed repeats them (as the reference) */
+            size_t take = need < count[c] ? need : count[c];
+            for (size_t k = 0; k < take; k++) {
+                size_t j = k + rng_below(&g, (uint32_t)(count[c] - k));
+                size_t t = members[c][k];
+                members[c][k] = members[c][j];
+                members[c][j] = t;
+            }
+            for (size_t k = 0; k < need; k++) {
+                size_t b = k / per_class; /* block of this draw */
+                pick[b * block + filled + k % per_class] = members[c][k % take];
+            }
+            filled += per_class;
+        }
+        for (int b = 0; b < group && !rc; b++) {
+            rng_shuffle(&g, pick + b * block, block, sizeof *pick);
+            for (size_t k = 0; k < block && !rc; k++) {
+                const struct item *it = &items[pick[b * block + k]];
+                snprintf(key, sizeof key, "-d%lld", st->num_written);
+                char *full = xmalloc(strlen(it->key) + strlen(key) + 1);
+                strcpy(full, it->key);
+                strcat(full, key);
+                rc = write_eg(&w, full, &it->eg);
+                free(full);
+                if (!rc) st->num_written++;
+            }
+        }
+    }
+    if (!rc && groups == 0)
+        rc = error_set("'%s': %zu examples of %d classes make no block of %d per class x %d",
+                       in_rspec, n, present, per_class, group);
+    for (int c = 0; c < num_classes; c++) free(members[c]);
+    free(members);
+    free(count);
+    free(pick);
+    for (size_t i = 0; i < n; i++) item_release(&items[i]);
+    free(items);
+    example_release(&eg);
+    return finish(&r, &w, rc);
+}
+
 /* ---- nnet-copy-egs ---- */
 
 int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, int random,

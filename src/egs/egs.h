@@ -224,6 +224,16 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
  * slots are flushed in order). Both seeded by srand. */
 int egs_shuffle(const char *in_rspec, const char *out_wspec, int buffer_size, uint64_t srand,
                 struct egs_stats *st);
+/* nnet-shuffle-egs --class-balanced=m: class-balanced ("iid") microbatches as the GAF reference
+ * samples them (sample_iid_mbs_for_GAF). The class of an example is its first label. Reads
+ * everything; writes floor(N / (C m n)) groups (C: the classes present, n = group) of n blocks of
+ * C m examples, each block holding m examples of every class in random order; each class gives
+ * m n distinct examples to a group (a class with fewer repeats its own), drawn afresh for every
+ * group, so a block is a minibatch of size C m and a group one GAF step of n microbatches.
+ * Examples recur across groups (sampling with replacement between steps): keys get "-d<k>",
+ * k the output position. Error if no group can be formed. */
+int egs_shuffle_balanced(const char *in_rspec, const char *out_wspec, int per_class, int group,
+                         uint64_t srand, struct egs_stats *st);
 /* nnet-copy-egs: each example is written floor(p) or ceil(p) times (p = keep_proportion, p in
  * expectation), each time to the next output in turn, or a random one (random != 0). compress
  * re-stores inputs (KEEP: as read). */

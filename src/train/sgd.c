@@ -29,6 +29,8 @@ struct extras {
     struct vector noise;
     struct rng rng;
     int inner_count;
+    struct train_momentum mom;  /* momentum and weight decay (off: the plain NNET_UPDATE path) */
+    double gaf_weight;          /* label weight of the current GAF step's microbatches */
 };
 
 static void extras_init(struct extras *e, struct nnet *n, const struct train_options *o) {
@@ -49,6 +51,7 @@ static void extras_init(struct extras *e, struct nnet *n, const struct train_opt
         if (o->entropy_noise > 0) vector_init(&e->noise, dim);
     }
     rng_seed(&e->rng, o->srand ^ 0x5eed0e17ULL);
+    train_momentum_init(&e->mom, n, o);
 }
 
 static void extras_release(struct extras *e) {
@@ -56,6 +59,7 @@ static void extras_release(struct extras *e) {
     vector_release(&e->outer);
     vector_release(&e->mu);
     vector_release(&e->noise);
+    train_momentum_release(&e->mom);
 }
 
 /* Entropy-SGD's outer step: x <- x - eta (x - mu), the elastic pull of x, then y = mu = x. */
@@ -107,7 +111,8 @@ int train_gaf_offer(struct gaf *g, const struct vector *micro) {
 }
 
 int train_gaf_finish(struct gaf *g, struct nnet *n, const struct train_options *o,
-                     struct train_stats *st, int *skipped) {
+                     struct train_stats *st, int *skipped, struct train_momentum *m,
+                     double frames_per_micro) {
     int attempted = 0;
     if (g->num_offered == 1) {
         VLOG(1, "GAF: the last microbatch has nothing to agree with: dropped");
@@ -121,11 +126,20 @@ int train_gaf_finish(struct gaf *g, struct nnet *n, const struct train_options *
         } else {
             st->gaf_accepted += g->num_accepted - 1;
             attempted = 1;
-            if (o->gaf_on_steps) {
-                vector_scale(&g->fused, (float)g->num_accepted);
+            /* num_accepted x the fusion (a GAF step with tau >= 2 and the mean fusion is one SGD
+             * step on the union), or the fusion itself (gaf_unit_scale: the reference) */
+            float scale = o->gaf_unit_scale ? 1.0f : (float)g->num_accepted;
+            double frames = frames_per_micro * scale;
+            if (m && m->on && o->gaf_on_steps) {
+                vector_scale(&g->fused, scale);
+                *skipped = train_momentum_apply_step(m, n, &g->fused, frames);
+            } else if (m && m->on) {
+                *skipped = train_momentum_apply_gradient(m, n, &g->fused, scale, frames);
+            } else if (o->gaf_on_steps) {
+                vector_scale(&g->fused, scale);
                 *skipped = nnet_apply_step(n, &g->fused);
             } else {
-                *skipped = nnet_apply_gradient(n, &g->fused, (float)g->num_accepted);
+                *skipped = nnet_apply_gradient(n, &g->fused, scale);
             }
         }
     }
@@ -135,18 +149,29 @@ int train_gaf_finish(struct gaf *g, struct nnet *n, const struct train_options *
 
 /* Close the GAF step (train_gaf_finish) and follow an applied update with the extras. */
 static void gaf_finish(struct extras *e, struct train_stats *st) {
-    int skipped;
-    if (train_gaf_finish(&e->gaf, e->n, e->o, st, &skipped)) after_update(e, skipped, st);
+    int skipped, offered = e->gaf.num_offered;
+    double per_micro = offered > 0 ? e->gaf_weight / offered : 0;
+    e->gaf_weight = 0;
+    if (train_gaf_finish(&e->gaf, e->n, e->o, st, &skipped, &e->mom, per_micro))
+        after_update(e, skipped, st);
 }
 
-/* The update for one minibatch after its forward and scoring. */
-static void update_minibatch(struct extras *e, const struct matrix *deriv, struct train_stats *st) {
+/* The update for one minibatch (label weight w) after its forward and scoring. */
+static void update_minibatch(struct extras *e, const struct matrix *deriv, double w,
+                             struct train_stats *st) {
+    if (!e->gaf_on && e->mom.on) {
+        nnet_backward(e->n, deriv, NNET_STEP);
+        struct vector d = nnet_delta(e->n);
+        after_update(e, train_momentum_apply_step(&e->mom, e->n, &d, w), st);
+        return;
+    }
     if (!e->gaf_on) {
         after_update(e, nnet_backward(e->n, deriv, NNET_UPDATE), st);
         return;
     }
     nnet_backward(e->n, deriv, train_gaf_backward_mode(e->o));
     struct vector d = nnet_delta(e->n);
+    e->gaf_weight += w;
     train_gaf_offer(&e->gaf, &d);
     if (e->gaf.num_offered == e->o->gaf_microbatches) gaf_finish(e, st);
 }
@@ -237,7 +262,7 @@ static int run_pass(struct nnet *n, const char *egs_rspec, int minibatch_size,
                                                 mb->num_egs, update != NULL);
         double correct_before = st->correct, o, w;
         train_score_minibatch(n, out, mb, &deriv, &argmax, &argmax_cap, st, &o, &w);
-        if (update) update_minibatch(&ex, &deriv, st);
+        if (update) update_minibatch(&ex, &deriv, w, st);
         phase_objf += o;
         phase_weight += w;
         phase_correct += st->correct - correct_before;

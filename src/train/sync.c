@@ -8,10 +8,21 @@
 #include <string.h>
 
 void train_sync_options_default(struct train_sync_options *o) {
+    memset(o, 0, sizeof *o);
     train_options_default(&o->train);
     o->mode = TRAIN_SYNC_PARAMS;
     o->average_every = 8;
     o->check_sync = 0;
+    o->elastic_alpha = 0;
+    o->parle_inner_steps = 25;
+    o->parle_gamma = 0.01f;
+    o->parle_rho = 0.01f;
+    o->parle_gamma_max = 1;
+    o->parle_rho_max = 10;
+    o->parle_ema = 0.75f;
+    o->parle_minibatches_per_epoch = 0;
+    o->parle_step_offset = 0;
+    o->parle_scope_per_step = 0;
 }
 
 static int reduce(const struct train_comm *c, void *data, size_t count, enum comm_type type,
@@ -45,8 +56,8 @@ static int check_identical(struct nnet *n, const struct train_comm *c, float **s
 }
 
 /* Sum v over ranks in place, then scale it: the one exchange of either mode. */
-static int exchange(const struct train_comm *c, struct vector *v, float scale,
-                    struct train_sync_stats *st) {
+int train_sync_exchange(const struct train_comm *c, struct vector *v, float scale,
+                        struct train_sync_stats *st) {
     double t0 = time_now();
     if (c->allreduce(c->ctx, v->data, (size_t)v->dim, COMM_FLOAT, COMM_SUM, v->device))
         return error_wrap("rank %d: all-reduce of %d floats failed: ", c->rank, v->dim);
@@ -55,6 +66,22 @@ static int exchange(const struct train_comm *c, struct vector *v, float scale,
     st->num_exchanges++;
     if (scale != 1) vector_scale(v, scale);
     return 0;
+}
+
+/* Collective: every rank's status of a local operation (0 or -1 with error_set); 0 if all
+ * succeeded, else -1 on every rank, the failing ones with their own error. */
+static int agree(const struct train_comm *c, int status, const char *what) {
+    char *mine = status ? xstrdup(error_get()) : NULL;
+    int64_t ok = status == 0;
+    if (reduce(c, &ok, 1, COMM_INT64, COMM_MIN)) {
+        free(mine);
+        return -1;
+    }
+    int rc = 0;
+    if (mine) rc = error_set("rank %d: %s", c->rank, mine);
+    else if (!ok) rc = error_set("another rank failed to %s its state (see its error)", what);
+    free(mine);
+    return rc;
 }
 
 /* Sum the per-rank counts into st->total (the slowest rank's time). Collective. */
@@ -87,6 +114,7 @@ static int gather_stats(const struct train_comm *c, enum train_sync_mode mode, i
     t->gaf_skipped = l->gaf_skipped;
     t->gaf_offered = l->gaf_offered;
     t->gaf_accepted = l->gaf_accepted;
+    t->outer_steps = l->outer_steps;
     t->seconds = secs;
     st->num_stopped_early = (long long)v[7];
     st->num_close_failed = (long long)v[8];
@@ -99,8 +127,9 @@ static int gather_stats(const struct train_comm *c, enum train_sync_mode mode, i
  * the same order (rank 0's, then rank 1's, ...) and applies the same update. */
 static int gaf_step(struct nnet *n, const struct train_sync_options *o,
                     const struct train_comm *c, struct gaf *g, struct vector *all, int count,
+                    struct train_momentum *mom, double frames_per_micro,
                     struct train_sync_stats *st) {
-    if (exchange(c, all, 1, st)) return -1;
+    if (train_sync_exchange(c, all, 1, st)) return -1;
     int dim = nnet_num_params(n), m = o->train.gaf_microbatches, skipped;
     gaf_begin(g);
     for (int r = 0; r < c->size; r++)
@@ -108,7 +137,7 @@ static int gaf_step(struct nnet *n, const struct train_sync_options *o,
             struct vector slot = vector_range(all, (r * m + j) * dim, dim);
             train_gaf_offer(g, &slot);
         }
-    if (train_gaf_finish(g, n, &o->train, &st->local, &skipped)) {
+    if (train_gaf_finish(g, n, &o->train, &st->local, &skipped, mom, frames_per_micro)) {
         if (skipped) st->local.num_skipped++;
         else st->local.num_updates++;
     }
@@ -149,13 +178,22 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
     struct minibatch_source *src = minibatch_source_new(
         egs_rspec, o->train.minibatch_size, nnet_left_context(n), nnet_right_context(n));
     char *my_error = src ? NULL : xstrdup(error_get());
+    /* momentum and weight decay (momentum.c); Parle / EASGD state (parle.c) */
+    struct train_momentum mom;
+    train_momentum_init(&mom, n, &o->train);
+    struct train_replica rep;
+    train_replica_init(&rep, n, o);
+    const int replica_mode = o->mode == TRAIN_SYNC_ELASTIC || o->mode == TRAIN_SYNC_PARLE;
+    double nominal_frames = o->train.minibatch_size; /* per GAF microbatch, the same everywhere */
     struct vector params = nnet_params(n), delta = nnet_delta(n);
     struct matrix deriv = {0}, dev_input = {0};
     int *argmax = NULL, argmax_cap = 0, rc = 0, since_average = 0, stopped_early = 0;
     const float inv_size = 1.0f / (float)comm->size;
     double phase_objf = 0, phase_weight = 0, phase_correct = 0, phase_start = start;
     long long phase_first = 0;
-    for (;;) {
+    if (o->state_rxfilename)
+        rc = agree(comm, train_replica_read_state(&rep, &mom, n, o->state_rxfilename), "read");
+    while (rc == 0) {
         /* 1: a minibatch, 0: end of this rank's archive, -1 - rank: this rank failed. */
         const struct egs_minibatch *mb = NULL;
         int have = -1;
@@ -192,6 +230,7 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
             nnet_forward(n, train_input_on_device(mb, &dev_input), mb->num_egs, 1);
         double correct_before = ls->correct, objf, weight;
         train_score_minibatch(n, out, mb, &deriv, &argmax, &argmax_cap, ls, &objf, &weight);
+        nominal_frames = (double)o->train.minibatch_size * mb->frames_per_eg;
         if (gaf_m > 0) {
             nnet_backward(n, &deriv, train_gaf_backward_mode(&o->train));
             struct vector slot = vector_range(
@@ -199,7 +238,7 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
             vector_copy(&slot, &delta);
             if (++gaf_count == gaf_m) {
                 gaf_count = 0;
-                if (gaf_step(n, o, comm, &gaf, &gaf_all, gaf_m, st)) {
+                if (gaf_step(n, o, comm, &gaf, &gaf_all, gaf_m, &mom, nominal_frames, st)) {
                     rc = -1;
                     break;
                 }
@@ -210,20 +249,44 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
             }
         } else if (o->mode == TRAIN_SYNC_STEPS) {
             nnet_backward(n, &deriv, NNET_STEP);
-            if (exchange(comm, &delta, 1, st)) {
+            /* each rank's own decay before the sum: the sum decays by the total weight */
+            train_weight_decay(n, &delta, o->train.weight_decay, weight);
+            if (train_sync_exchange(comm, &delta, 1, st)) {
                 rc = -1;
                 break;
             }
-            if (nnet_apply_step(n, &delta)) ls->num_skipped++;
+            if (mom.on ? train_momentum_apply_filtered(&mom, n, &delta)
+                       : nnet_apply_step(n, &delta))
+                ls->num_skipped++;
             if (o->check_sync &&
                 (rc = check_identical(n, comm, &scratch, "after the step of minibatch",
                                       ls->num_minibatches - 1)))
                 break;
+        } else if (replica_mode) {
+            /* a local step of the replica (Parle: with its coupling), then maybe the exchange */
+            nnet_backward(n, &deriv, NNET_STEP);
+            train_weight_decay(n, &delta, o->train.weight_decay, weight);
+            train_replica_couple(&rep, n, o, comm->size, &delta, weight);
+            if (train_momentum_apply_filtered(&mom, n, &delta)) ls->num_skipped++;
+            else ls->num_updates++;
+            if (train_replica_after_step(&rep, n, o, weight)) {
+                if (train_replica_exchange(&rep, n, o, comm, st)) {
+                    rc = -1;
+                    break;
+                }
+            }
         } else {
-            if (nnet_backward(n, &deriv, NNET_UPDATE)) ls->num_skipped++;
+            int skipped;
+            if (mom.on) {
+                nnet_backward(n, &deriv, NNET_STEP);
+                skipped = train_momentum_apply_step(&mom, n, &delta, weight);
+            } else {
+                skipped = nnet_backward(n, &deriv, NNET_UPDATE);
+            }
+            if (skipped) ls->num_skipped++;
             if (o->average_every > 0 && ++since_average == o->average_every) {
                 since_average = 0;
-                if (exchange(comm, &params, inv_size, st)) {
+                if (train_sync_exchange(comm, &params, inv_size, st)) {
                     rc = -1;
                     break;
                 }
@@ -254,7 +317,7 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
     }
     /* Every rank stopped at the same minibatch, so a short last GAF step is short everywhere. */
     if (rc == 0 && gaf_m > 0 && gaf_count > 0) {
-        rc = gaf_step(n, o, comm, &gaf, &gaf_all, gaf_count, st);
+        rc = gaf_step(n, o, comm, &gaf, &gaf_all, gaf_count, &mom, nominal_frames, st);
         if (rc == 0 && o->check_sync)
             rc = check_identical(n, comm, &scratch, "after the last GAF step at minibatch",
                                  ls->num_minibatches);
@@ -265,11 +328,23 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
     }
     /* The pass ended on every rank at the same minibatch; leave every copy equal to the average. */
     if (rc == 0 && o->mode == TRAIN_SYNC_PARAMS && since_average > 0) {
-        rc = exchange(comm, &params, inv_size, st);
+        rc = train_sync_exchange(comm, &params, inv_size, st);
         if (rc == 0 && o->check_sync)
             rc = check_identical(n, comm, &scratch, "after the final average at minibatch",
                                  ls->num_minibatches);
     }
+    /* Parle / EASGD: the last exchange; this rank's state; the model is the centre everywhere */
+    if (rc == 0) rc = train_replica_last_exchange(&rep, n, o, comm, st);
+    if (rc == 0 && o->state_wxfilename)
+        rc = agree(comm, train_replica_write_state(&rep, &mom, n, o->state_wxfilename), "write");
+    if (rc == 0 && replica_mode) {
+        train_replica_finish(&rep, n, o, comm, st);
+        if (o->check_sync)
+            rc = check_identical(n, comm, &scratch, "after setting the centre at minibatch",
+                                 ls->num_minibatches);
+    }
+    train_replica_release(&rep);
+    train_momentum_release(&mom);
     /* A pipe we stopped reading early is not an error (table_reader_close knows); a fully read
      * one whose command failed is (its data may be cut short), and only this rank sees it. */
     int close_failed = src && minibatch_source_free(src);

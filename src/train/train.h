@@ -95,6 +95,51 @@ void proximal_pull(struct vector *x, const struct vector *ref, float c);
 /* mu <- beta mu + (1 - beta) y (Entropy-SGD's running mean of the inner iterates). */
 void vector_ema(struct vector *mu, const struct vector *y, float beta);
 
+/* ---- momentum and weight decay: the last stage of an update (momentum.c) ----
+ * Momentum as Kaldi nnet3's --momentum (NnetTrainer): the velocity v accumulates the steps,
+ * v <- mu v + s, and the parameters move by (1 - mu) v, so that a constant step s gives the same
+ * asymptotic change per minibatch with or without momentum (the effective learning rate is not
+ * multiplied by 1/(1 - mu)). Nesterov's form moves by (1 - mu)(s + mu v) instead (PyTorch's
+ * nesterov=True with the same (1 - mu) normalisation). With PyTorch's un-normalised buffer,
+ * lr_torch = (1 - mu) x lr x frames-per-minibatch gives the same trajectory (lr per sample here).
+ *   Kaldi clips per component on v before the (1 - mu) factor; here max-change (per component
+ *   and global) clips the applied step (1 - mu) v, so a component's max-change bounds its applied
+ *   change exactly; the global max-change is then the same as Kaldi's.
+ * Weight decay (L2): the step gains - lambda x frames x lr_c x theta_c on each updatable
+ * component c (every parameter, biases included: PyTorch's weight_decay, which the GAF and Parle
+ * references use), frames being the label weight the step was computed on. With lr per sample
+ * this is PyTorch's weight_decay=lambda at lr_torch = lr x frames. The decay enters the step
+ * before the momentum filter (as PyTorch). */
+struct train_momentum {
+    int on;                 /* momentum > 0 or weight_decay > 0 */
+    float momentum, weight_decay;
+    int nesterov;
+    struct vector velocity; /* v, block layout; dim 0 without momentum */
+};
+struct train_options;
+void train_momentum_init(struct train_momentum *m, struct nnet *n, const struct train_options *o);
+void train_momentum_release(struct train_momentum *m);
+/* step += coef x lr_c x x_c on each updatable component c's slice (block layout). */
+void train_add_lr_scaled(struct nnet *n, struct vector *step, float coef, const struct vector *x);
+/* step -= lambda x frames x lr_c x theta_c (n's current parameters); nothing when lambda <= 0. */
+void train_weight_decay(struct nnet *n, struct vector *step, float lambda, double frames);
+/* v <- mu v + s, then s <- (1 - mu) v, or (1 - mu)(s + mu v) with nesterov; in place. */
+void momentum_filter(struct vector *velocity, struct vector *step, float mu, int nesterov);
+/* Decay (frames as above), filter, nnet_apply_step; returns nnet_apply_step's 0/1. step is
+ * modified (it may be nnet_delta(n)). A non-finite step is refused without touching v. */
+int train_momentum_apply_step(struct train_momentum *m, struct nnet *n, struct vector *step,
+                              double frames);
+/* The filter and nnet_apply_step alone (the decay already in step). */
+int train_momentum_apply_filtered(struct train_momentum *m, struct nnet *n, struct vector *step);
+/* The step scale x lr_c x grad_c (what nnet_apply_gradient applies), through the stage above;
+ * it is formed in nnet_delta(n). */
+int train_momentum_apply_gradient(struct train_momentum *m, struct nnet *n,
+                                  const struct vector *grad, float scale, double frames);
+
+/* 0, or -1 with error_set naming the option: momentum in [0, 1), weight_decay >= 0, nesterov only
+ * with momentum (shared by nnet-train and nnet-train-mpi). */
+int train_momentum_options_check(const struct train_options *o);
+
 /* ---- training ---- */
 struct train_options {
     int minibatch_size;       /* examples per minibatch (512); the microbatch under GAF */
@@ -111,6 +156,16 @@ struct train_options {
     float gaf_threshold;      /* tau (0.97) */
     enum gaf_fusion gaf_fusion;
     int gaf_on_steps;         /* 0: raw gradients (the paper), 1: preconditioned steps */
+    /* The size of an applied GAF update. 0 (default): num_accepted x lr x fused. 1: lr x fused,
+     * as the reference (step_GAF hands the fusion to optimizer.step: with lr per sample and the
+     * gradient summed over a microbatch of B, lr x fused is lr_torch = lr x B times the fused
+     * mean-loss gradient). With M = 2 an applied step always has num_accepted = 2, so the two
+     * differ by the constant 2 (a learning rate); with M > 2 the default grows with the number
+     * that agreed and the reference does not. The fusion for M > 2: halving (the reference)
+     * weights the newest accepted microgradient 1/2 and the anchor 1/2^k after k acceptances;
+     * mean weights all accepted ones 1/num_accepted. Weight decay counts the frames of
+     * num_accepted microbatches (default) or of one (unit scale). */
+    int gaf_unit_scale;
     /* Proximal (elastic) coupling to a reference model of the same structure (NULL: off): after
      * every update (every outer update under Entropy-SGD) x <- x - proximal_coupling (x - ref). */
     struct nnet *proximal_model;
@@ -124,6 +179,13 @@ struct train_options {
     float entropy_ema;        /* beta_1 (0.75) */
     float entropy_noise;      /* stddev per parameter per inner step (0) */
     float entropy_outer_rate; /* eta (1: x becomes mu) */
+    /* Momentum and weight decay (train_momentum below), 0: off. With either on, train_sgd takes
+     * each update as a step (NNET_STEP, or GAF's fused update turned into one), adds the decay,
+     * filters it through the velocity and applies it with nnet_apply_step (max-change clips the
+     * filtered step; the velocity keeps the unclipped one, as Kaldi's delta_nnet). */
+    float momentum;           /* mu in [0, 1) */
+    int nesterov;             /* 1: Nesterov's form of the filter */
+    float weight_decay;       /* lambda: L2 penalty lambda/2 |theta|^2 per frame */
 };
 void train_options_default(struct train_options *o);
 
@@ -158,6 +220,29 @@ int train_sgd(struct nnet *n, const char *egs_rspec, const struct train_options 
  *     GAF step, so every rank applies the same update. With N = 1 this is train_sgd's GAF with M
  *     microbatches; with M = 1 each rank's minibatch is one microbatch (the paper's distributed
  *     setting). N x M < 2 never trains (a lone microbatch is dropped). Ignored in params mode.
+ *   TRAIN_SYNC_ELASTIC: EASGD in the all-reduce form (torch-distlearn's AllReduceEA; §2b). Each
+ *     rank runs local SGD on its replica x (with train.momentum/nesterov: EAMSGD) at the
+ *     SINGLE-worker learning rate; every tau = average_every minibatches, delta = alpha (x - c),
+ *     x <- x - delta, c <- c + sum over ranks of delta, c being the centre, which every rank holds
+ *     (bitwise the same). At the end of the pass (after a last exchange if steps were taken
+ *     since the previous one) every rank's network is set to the centre: that is the model.
+ *   TRAIN_SYNC_PARLE: Parle (§2c), as the reference code runs it, in step units (maximising;
+ *     lr_c per sample, W the minibatch's label weight, so lr_c W is the reference's lr). Every
+ *     rank keeps its anchor x^a, its EMA z^a (persistent: never reset), an outer velocity, and
+ *     the network holds the inner iterate y. Inner step (each minibatch): the step s of y
+ *     (NNET_STEP, plus weight decay) gains - gamma lr_c W (y - x^a), goes through the momentum
+ *     filter (train.momentum/nesterov) and is applied; z^a <- alpha z^a + (1 - alpha) y. Every L
+ *     minibatches: x~ = mean over ranks of z^a (all-reduce); the outer step
+ *     s = - lr_c W ((x^a - z^a) + rho (x^a - x~)) through its own momentum filter is applied
+ *     from the LAST INNER ITERATE y (not from x^a); x^a <- y; x~ <- mean over ranks of x^a
+ *     (all-reduce). The model is x~: at the end (after a last exchange if inner steps were taken
+ *     since the previous one) every rank's network is set to it. Use the single-worker rate.
+ *   Momentum (train.momentum, nesterov, weight_decay: train_momentum above) applies in every
+ *   mode: params, elastic and Parle keep each rank's velocity local; steps mode filters the summed
+ *   step (each rank adds its own decay, lr_c lambda W_rank theta, before the sum, so the sum
+ *   decays by the total weight), so the velocities stay identical. GAF across ranks turns the
+ *   fused update into a step with the nominal weight minibatch_size x frames-per-example per
+ *   microbatch (identical on every rank).
  * The natural-gradient state is never communicated: it stays local to each rank in all modes.
  *
  * Stopping together. Before every minibatch the ranks all-reduce (MIN) a flag: 1 = have a
@@ -185,15 +270,42 @@ struct train_comm {
                      int device);
 };
 
-enum train_sync_mode { TRAIN_SYNC_PARAMS = 0, TRAIN_SYNC_STEPS = 1 };
+enum train_sync_mode {
+    TRAIN_SYNC_PARAMS = 0,
+    TRAIN_SYNC_STEPS = 1,
+    TRAIN_SYNC_ELASTIC = 2, /* EASGD / EAMSGD, all-reduce form (see below) */
+    TRAIN_SYNC_PARLE = 3,   /* Parle, as ucla-vision/parle parle_mpi.py (see below) */
+};
 
 struct train_sync_options {
     struct train_options train; /* minibatch size, srand (+ rank for each rank), progress, GAF
                                  * (gaf_*: steps mode only; M per rank); the other methods of
                                  * train_sgd (proximal, Entropy-SGD) are not used here */
     enum train_sync_mode mode;
-    int average_every;          /* K >= 1 (params mode), or 0: average only at the end */
+    int average_every;          /* K >= 1 (params mode), or 0: average only at the end;
+                                 * tau >= 1 in elastic mode */
     int check_sync;             /* compare the ranks' parameters after every exchange */
+    /* elastic: alpha of the exchange (0: 0.9 / N, i.e. beta = N alpha = 0.9) */
+    float elastic_alpha;
+    /* Parle (the reference's names and defaults): L inner steps per exchange (25); the couplings
+     * gamma = min(gamma_max, parle_gamma s), rho = min(rho_max, parle_rho L N s), scoped by
+     * s = (1 + 0.5 / nb)^floor(t k / L), t the inner steps so far (parle_step_offset at the
+     * start of this pass: the steps of earlier passes), nb the minibatches per epoch (0: s = 1),
+     * k = parle_scope_per_step (0: the network's number of parameter tensors, W and b of each
+     * updatable component, as the reference code, whose counter advances once per parameter
+     * tensor per inner step; 1: the README's formula, t counting inner steps); z's EMA factor
+     * alpha (0.75). With k = 1 the couplings barely grow in a few epochs (e^(0.5/L) per pass over
+     * the data), so the replicas stay loosely coupled; the reference's k reaches the caps. */
+    int parle_inner_steps;
+    float parle_gamma, parle_rho, parle_gamma_max, parle_rho_max, parle_ema;
+    long long parle_minibatches_per_epoch, parle_step_offset;
+    int parle_scope_per_step;
+    /* This rank's optimiser state across passes (NULL: none): read at the start, written at the
+     * end (write-then-rename). It holds the momentum velocity in every mode and, for elastic and
+     * Parle, the rank's replica (x, or y), Parle's anchor, EMA, outer velocity and t; the centre
+     * is the model itself. With it, a run split into passes (steps/train_mpi.sh's iterations)
+     * computes what one long pass would, except for the reading order of the examples. */
+    const char *state_rxfilename, *state_wxfilename;
 };
 void train_sync_options_default(struct train_sync_options *o);
 
@@ -207,6 +319,8 @@ struct train_sync_stats {
     double exchange_bytes;      /* payload of the parameter/step all-reduces, per rank */
     double exchange_seconds;    /* in those all-reduces (includes waiting for slower ranks) */
     double flag_seconds;        /* in the per-minibatch "have data" all-reduce */
+    double parle_gamma, parle_rho; /* Parle: the couplings at the end of the pass */
+    long long parle_steps;      /* Parle: t at the end of the pass (offset included) */
 };
 
 /* One pass over this rank's examples (egs_rspec is already this rank's), updating n in place.

@@ -2,7 +2,10 @@
  * each "rank" is a thread and the all-reduce goes through shared memory with barriers. Checks that
  * averaged copies are bitwise equal, that the average is the mean of independent runs, that summed
  * steps equal one process on the concatenated minibatch, that uneven archives end together, and
- * that a failure on one rank (or different start models) fails every rank. */
+ * that a failure on one rank (or different start models) fails every rank; and that Parle and
+ * EASGD (with momentum and weight decay) compute exactly the update written out here with plain
+ * network calls, replica by replica, without the loop or the communicator. */
+#include "train/train-internal.h"
 #include "train/train.h"
 #include "test.h"
 
@@ -435,6 +438,378 @@ static void test_single_rank_is_sgd(void) {
     CHECK(same);
 }
 
+
+/* ---- Parle and EASGD against the maths written out, replica by replica ---- */
+enum { REPL = 2, NUM_MB = 7, MB = 16 };
+
+/* make_unclipped() without any max-change (per component or global, whatever the defaults), so that
+ * the written-out update needs no clipping. */
+static struct nnet *make_unclipped(void) {
+    struct nnet *n = make_net(0);
+    for (int i = 0; i < nnet_num_components(n); i++) nnet_component(n, i)->max_change = 0;
+    nnet_set_max_change(n, 0);
+    return n;
+}
+struct replica_ref {
+    struct nnet *net[REPL];
+    struct mb_set set[REPL];
+    struct matrix deriv, dev;
+    int dim;
+};
+
+static void ref_open(struct replica_ref *f, const char **egs) {
+    memset(f, 0, sizeof *f);
+    for (int r = 0; r < REPL; r++) {
+        f->net[r] = make_unclipped();
+        ASSERT(mb_set_load(&f->set[r], egs[r], MB, 100000, f->net[r]) == 0);
+        ASSERT(f->set[r].num == NUM_MB);
+    }
+    f->dim = nnet_num_params(f->net[0]);
+}
+
+static void ref_close(struct replica_ref *f) {
+    for (int r = 0; r < REPL; r++) {
+        mb_set_release(&f->set[r]);
+        nnet_free(f->net[r]);
+    }
+    matrix_release(&f->deriv);
+    matrix_release(&f->dev);
+}
+
+/* The step of replica r on minibatch k at its current parameters (NNET_STEP: lr x gradient
+ * here, every component's learning rate being 0.02), into s; returns the minibatch's weight. */
+static double ref_step(struct replica_ref *f, int r, int k, double *s) {
+    mb_set_forward(&f->set[r], k, f->net[r], &f->dev, &f->deriv);
+    nnet_backward(f->net[r], &f->deriv, NNET_STEP);
+    float *h = xmalloc(sizeof(float) * f->dim);
+    struct vector d = nnet_delta(f->net[r]);
+    vector_to_host(&d, h);
+    for (int i = 0; i < f->dim; i++) s[i] = h[i];
+    free(h);
+    double w = 0;
+    for (int i = 0; i < f->set[r].mbs[k].num_labels; i++) w += f->set[r].mbs[k].label_weight[i];
+    return w;
+}
+
+static void ref_set(struct replica_ref *f, int r, const double *y) {
+    float *h = xmalloc(sizeof(float) * f->dim);
+    for (int i = 0; i < f->dim; i++) h[i] = (float)y[i];
+    struct vector p = nnet_params(f->net[r]);
+    vector_from_host(&p, h);
+    free(h);
+}
+
+static double *dvec(int dim, const float *init) {
+    double *v = xcalloc((size_t)dim, sizeof(double));
+    if (init)
+        for (int i = 0; i < dim; i++) v[i] = init[i];
+    return v;
+}
+
+static void filter(double *v, double *s, int dim, double mu, int nesterov) {
+    for (int i = 0; i < dim; i++) {
+        v[i] = mu * v[i] + s[i];
+        s[i] = (1 - mu) * (nesterov ? s[i] + mu * v[i] : v[i]);
+    }
+}
+
+static void test_parle_matches_maths(void) {
+    const double lr = 0.02, mu = 0.5, lambda = 0.01, alpha = 0.75, g0 = 0.05, g_max = 0.06,
+                 rho0 = 0.01, nb = 2;
+    const int L = 3;
+    const char *egs[REPL];
+    struct nnet *nets[REPL];
+    for (int r = 0; r < REPL; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "parle.%d.ark", r);
+        egs[r] = stream_archive(name, 80 + (uint64_t)r, NUM_MB * MB);
+        nets[r] = make_unclipped();
+    }
+    struct train_sync_options o;
+    options(&o, TRAIN_SYNC_PARLE, 0, MB);
+    o.train.momentum = (float)mu;
+    o.train.nesterov = 1;
+    o.train.weight_decay = (float)lambda;
+    o.parle_inner_steps = L;
+    o.parle_gamma = (float)g0;
+    o.parle_gamma_max = (float)g_max;
+    o.parle_rho = (float)rho0;
+    o.parle_minibatches_per_epoch = (long long)nb;
+    struct rank_job jobs[REPL];
+    run_ranks(REPL, nets, egs, &o, jobs);
+    for (int r = 0; r < REPL; r++) CHECK(jobs[r].rc == 0);
+    /* 7 minibatches, L = 3: exchanges after 3, 6 and a last one after 7; two all-reduces each */
+    CHECK(jobs[0].st.num_exchanges == 6 && jobs[0].st.total.outer_steps == 3);
+
+    struct replica_ref f;
+    ref_open(&f, egs);
+    int dim = f.dim;
+    float *init = params_copy(f.net[0]);
+    double *y[REPL], *xa[REPL], *za[REPL], *vin[REPL], *vout[REPL], *xbar = dvec(dim, init);
+    double *s = dvec(dim, NULL), wsum[REPL] = {0};
+    for (int r = 0; r < REPL; r++) {
+        y[r] = dvec(dim, init);
+        xa[r] = dvec(dim, init);
+        za[r] = dvec(dim, init);
+        vin[r] = dvec(dim, NULL);
+        vout[r] = dvec(dim, NULL);
+    }
+    long long t = 0;
+    int count = 0;
+    const long long tensors = 2 * nnet_num_updatable(f.net[0]); /* the reference's counter */
+    for (int k = 0; k < NUM_MB; k++) {
+        double scale = pow(1 + 0.5 / nb, (double)(t * tensors / L));
+        double gamma = fmin(g_max, g0 * scale);
+        for (int r = 0; r < REPL; r++) {
+            double w = ref_step(&f, r, k, s);
+            wsum[r] += w;
+            for (int i = 0; i < dim; i++)
+                s[i] += -lr * lambda * w * y[r][i] - gamma * lr * w * (y[r][i] - xa[r][i]);
+            filter(vin[r], s, dim, mu, 1);
+            for (int i = 0; i < dim; i++) {
+                y[r][i] += s[i];
+                za[r][i] = alpha * za[r][i] + (1 - alpha) * y[r][i];
+            }
+            ref_set(&f, r, y[r]);
+        }
+        t++;
+        if (++count == L || k == NUM_MB - 1) {
+            scale = pow(1 + 0.5 / nb, (double)(t * tensors / L));
+            double rho = fmin(10, rho0 * L * REPL * scale);
+            for (int i = 0; i < dim; i++) xbar[i] = (za[0][i] + za[1][i]) / 2;
+            for (int r = 0; r < REPL; r++) {
+                double w = wsum[r] / count;
+                for (int i = 0; i < dim; i++)
+                    s[i] = -lr * w * ((xa[r][i] - za[r][i]) + rho * (xa[r][i] - xbar[i]));
+                filter(vout[r], s, dim, mu, 1);
+                for (int i = 0; i < dim; i++) {
+                    y[r][i] += s[i];
+                    xa[r][i] = y[r][i];
+                }
+                ref_set(&f, r, y[r]);
+                wsum[r] = 0;
+            }
+            for (int i = 0; i < dim; i++) xbar[i] = (xa[0][i] + xa[1][i]) / 2;
+            count = 0;
+        }
+    }
+    CHECK(jobs[0].st.parle_steps == t);
+    CHECK_NEAR(jobs[0].st.parle_gamma, fmin(g_max, g0 * pow(1.25, (double)(t * tensors / L))), 1e-6);
+    float *got = params_copy(nets[0]), *got1 = params_copy(nets[1]);
+    double max_diff = 0, moved = 0;
+    for (int i = 0; i < dim; i++) {
+        max_diff = fmax(max_diff, fabs(got[i] - xbar[i]) / (1 + fabs(xbar[i])));
+        moved += fabs(xbar[i] - init[i]);
+    }
+    int same = !memcmp(got, got1, sizeof(float) * dim);
+    free(got);
+    free(got1);
+    free(init);
+    free(xbar);
+    free(s);
+    for (int r = 0; r < REPL; r++) {
+        free(y[r]);
+        free(xa[r]);
+        free(za[r]);
+        free(vin[r]);
+        free(vout[r]);
+        nnet_free(nets[r]);
+    }
+    ref_close(&f);
+    CHECK(same);
+    CHECK(moved > 0.1);
+    CHECK(max_diff < 2e-5);
+}
+
+static void test_elastic_matches_maths(void) {
+    const double mu = 0.5, alpha = 0.3;
+    const int tau = 2;
+    const char *egs[REPL];
+    struct nnet *nets[REPL];
+    for (int r = 0; r < REPL; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "elastic.%d.ark", r);
+        egs[r] = stream_archive(name, 90 + (uint64_t)r, NUM_MB * MB);
+        nets[r] = make_unclipped();
+    }
+    struct train_sync_options o;
+    options(&o, TRAIN_SYNC_ELASTIC, tau, MB);
+    o.train.momentum = (float)mu;
+    o.elastic_alpha = (float)alpha;
+    struct rank_job jobs[REPL];
+    run_ranks(REPL, nets, egs, &o, jobs);
+    for (int r = 0; r < REPL; r++) CHECK(jobs[r].rc == 0);
+    CHECK(jobs[0].st.num_exchanges == 4); /* after 2, 4, 6 and the last after 7 */
+
+    struct replica_ref f;
+    ref_open(&f, egs);
+    int dim = f.dim;
+    float *init = params_copy(f.net[0]);
+    double *y[REPL], *v[REPL], *c = dvec(dim, init), *s = dvec(dim, NULL);
+    double *delta[REPL];
+    for (int r = 0; r < REPL; r++) {
+        y[r] = dvec(dim, init);
+        v[r] = dvec(dim, NULL);
+        delta[r] = dvec(dim, NULL);
+    }
+    int count = 0;
+    for (int k = 0; k < NUM_MB; k++) {
+        for (int r = 0; r < REPL; r++) {
+            ref_step(&f, r, k, s);
+            filter(v[r], s, dim, mu, 0);
+            for (int i = 0; i < dim; i++) y[r][i] += s[i];
+            ref_set(&f, r, y[r]);
+        }
+        if (++count == tau || k == NUM_MB - 1) {
+            for (int r = 0; r < REPL; r++) {
+                for (int i = 0; i < dim; i++) {
+                    delta[r][i] = alpha * (y[r][i] - c[i]);
+                    y[r][i] -= delta[r][i];
+                }
+                ref_set(&f, r, y[r]);
+            }
+            for (int i = 0; i < dim; i++) c[i] += delta[0][i] + delta[1][i];
+            count = 0;
+        }
+    }
+    float *got = params_copy(nets[0]);
+    double max_diff = 0, moved = 0;
+    for (int i = 0; i < dim; i++) {
+        max_diff = fmax(max_diff, fabs(got[i] - c[i]) / (1 + fabs(c[i])));
+        moved += fabs(c[i] - init[i]);
+    }
+    free(got);
+    free(init);
+    free(c);
+    free(s);
+    for (int r = 0; r < REPL; r++) {
+        free(y[r]);
+        free(v[r]);
+        free(delta[r]);
+        nnet_free(nets[r]);
+    }
+    ref_close(&f);
+    CHECK(moved > 0.1);
+    CHECK(max_diff < 2e-5);
+}
+
+/* Steps mode with momentum: the ranks' velocities stay identical (check_sync), and on one rank
+ * it is train_sgd with the same momentum and decay. */
+static void test_steps_momentum_single_rank(void) {
+    const char *egs[1] = {stream_archive("mom1.ark", 71, 64)};
+    struct nnet *nets[1] = {make_unclipped()};
+    struct train_sync_options o;
+    options(&o, TRAIN_SYNC_STEPS, 1, 16);
+    o.train.momentum = 0.8f;
+    o.train.weight_decay = 0.02f;
+    struct rank_job jobs[1];
+    run_ranks(1, nets, egs, &o, jobs);
+    CHECK(jobs[0].rc == 0);
+    struct nnet *single = make_unclipped();
+    struct train_options to = o.train;
+    struct train_stats ts;
+    CHECK(train_sgd(single, egs[0], &to, &ts) == 0);
+    int dim = nnet_num_params(single);
+    float *a = params_copy(nets[0]), *b = params_copy(single);
+    double max_diff = 0;
+    for (int i = 0; i < dim; i++) max_diff = fmax(max_diff, fabs(a[i] - b[i]) / (1 + fabs(b[i])));
+    free(a);
+    free(b);
+    nnet_free(nets[0]);
+    nnet_free(single);
+    CHECK(max_diff < 1e-5);
+}
+
+/* Parle and EASGD over two passes joined by the state files compute what one pass over the
+ * same minibatches does (the split falls on an exchange). */
+static void test_state_split_equals_one_pass(void) {
+    for (int mode = TRAIN_SYNC_ELASTIC; mode <= TRAIN_SYNC_PARLE; mode++) {
+        const char *full[REPL], *first[REPL], *second[REPL];
+        int idx[9 * MB];
+        uint64_t seeds[9 * MB];
+        for (int r = 0; r < REPL; r++) {
+            char name[48];
+            for (int k = 0; k < 9 * MB; k++) {
+                idx[k] = k;
+                seeds[k] = 120 + (uint64_t)r;
+            }
+            snprintf(name, sizeof name, "split.%d.%d.full.ark", mode, r);
+            full[r] = write_archive(name, 9 * MB, seeds, idx);
+            snprintf(name, sizeof name, "split.%d.%d.a.ark", mode, r);
+            first[r] = write_archive(name, 6 * MB, seeds, idx);
+            snprintf(name, sizeof name, "split.%d.%d.b.ark", mode, r);
+            second[r] = write_archive(name, 3 * MB, seeds + 6 * MB, idx + 6 * MB);
+        }
+        struct train_sync_options o;
+        options(&o, (enum train_sync_mode)mode, 3, MB);
+        o.train.momentum = 0.6f;
+        o.train.nesterov = 1;
+        o.parle_inner_steps = 3;
+        o.parle_minibatches_per_epoch = 2;
+        struct nnet *one[REPL], *two[REPL];
+        struct rank_job jobs[REPL];
+        for (int r = 0; r < REPL; r++) one[r] = make_unclipped();
+        run_ranks(REPL, one, full, &o, jobs);
+        for (int r = 0; r < REPL; r++) CHECK(jobs[r].rc == 0);
+        /* pass 1 writes each rank's state; pass 2 starts from rank 0's model and the states.
+         * Each rank gets its own options (its own file names), as nnet-train-mpi's JOB. */
+        char state[REPL][300];
+        for (int r = 0; r < REPL; r++) {
+            two[r] = make_unclipped();
+            snprintf(state[r], sizeof state[r], "%s/state.%d.%d", dir, mode, r);
+        }
+        struct train_sync_options per[REPL];
+        struct thread_group g = {.size = REPL};
+        pthread_barrier_init(&g.barrier, NULL, REPL);
+        for (int pass = 0; pass < 2; pass++) {
+            pthread_t th[REPL];
+            for (int r = 0; r < REPL; r++) {
+                per[r] = o;
+                per[r].state_rxfilename = pass ? state[r] : NULL;
+                per[r].state_wxfilename = pass ? NULL : state[r];
+                jobs[r] = (struct rank_job){.n = two[r], .egs = pass ? second[r] : first[r],
+                                            .o = &per[r]};
+                jobs[r].tc = (struct thread_comm){.g = &g, .rank = r};
+                jobs[r].comm = (struct train_comm){
+                    .rank = r, .size = REPL, .ctx = &jobs[r].tc, .allreduce = thread_allreduce};
+            }
+            for (int r = 0; r < REPL; r++)
+                ASSERT(pthread_create(&th[r], NULL, rank_main, &jobs[r]) == 0);
+            for (int r = 0; r < REPL; r++) pthread_join(th[r], NULL);
+            for (int r = 0; r < REPL; r++) CHECK(jobs[r].rc == 0);
+        }
+        pthread_barrier_destroy(&g.barrier);
+        if (mode == TRAIN_SYNC_PARLE) CHECK(jobs[0].st.parle_steps == 9);
+        int dim = nnet_num_params(one[0]);
+        float *a = params_copy(one[0]), *b = params_copy(two[0]);
+        double max_diff = 0;
+        for (int i = 0; i < dim; i++)
+            max_diff = fmax(max_diff, fabs(a[i] - b[i]) / (1 + fabs(a[i])));
+        free(a);
+        free(b);
+        for (int r = 0; r < REPL; r++) {
+            nnet_free(one[r]);
+            nnet_free(two[r]);
+        }
+        CHECK(max_diff < 1e-6);
+        /* a state of another mode is refused, on every rank */
+        struct nnet *three[REPL];
+        for (int r = 0; r < REPL; r++) {
+            three[r] = make_unclipped();
+            per[r] = o;
+            per[r].mode = TRAIN_SYNC_PARAMS;
+            per[r].state_rxfilename = state[r];
+        }
+        const char *egs2[REPL] = {second[0], second[1]};
+        run_ranks(REPL, three, egs2, &per[0], jobs);
+        for (int r = 0; r < REPL; r++) {
+            CHECK(jobs[r].rc == -1);
+            CHECK(strstr(jobs[r].error, "state") != NULL);
+            nnet_free(three[r]);
+        }
+    }
+}
+
 int main(void) {
     log_set_program("train-sync-test");
     matrix_set_num_threads(1);
@@ -450,6 +825,10 @@ int main(void) {
     TEST_RUN(test_failure_on_one_rank);
     TEST_RUN(test_different_start_models);
     TEST_RUN(test_single_rank_is_sgd);
+    TEST_RUN(test_parle_matches_maths);
+    TEST_RUN(test_elastic_matches_maths);
+    TEST_RUN(test_steps_momentum_single_rank);
+    TEST_RUN(test_state_split_equals_one_pass);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) printf("warning: could not remove %s\n", dir);

@@ -3,9 +3,11 @@
 #   data/train (55 000 images), data/valid (5 000, a fixed-seed random subset of the 60 000 training
 #   images), data/test (10 000). Each holds feats.scp (1 x 784 matrices, pixels in [0, 1]) and
 #   labels.scp (int32 vectors of length 1, the class 0..9).
-# Options: --limit N uses only the first N training and N/6 test images (for quick tests);
+# Options: --limit N uses only the first N training and N/6 test images (for quick tests;
+#          --full-test true keeps all 10 000 test images even then);
 #          --shifts K adds K randomly shifted copies (up to 2 pixels) of each training image.
 limit=0
+full_test=false
 shifts=0
 src=/usr/share/datasets/fashion-mnist
 seed=777
@@ -22,6 +24,7 @@ if [ $limit -gt 0 ]; then
     valid=$((limit / 12))
     test_limit=$((limit / 6))
 fi
+$full_test && test_limit=0
 python3 local/idx_to_kaldi.py --limit $limit --valid $valid --seed $seed --shifts $shifts \
     $src/train-images-idx3-ubyte.gz $src/train-labels-idx1-ubyte.gz $data/train $data/valid || exit 1
 python3 local/idx_to_kaldi.py --limit $test_limit \

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Claim (f), issue 20: TWA's head stage (Li et al., ICLR 2023): the checkpoints of the first part
+# of training, combined by TWA with coefficients fitted on TRAINING data (TWA-t,
+# steps/twa_head.sh), reach the accuracy of training to the end with much less training. Arms,
+# all from the same runs: full training (last model), TWA-t over the checkpoints of the first
+# --head-fraction of the iterations, and the plain mean of those checkpoints (SWA). Learning
+# rates tuned per arm on validation over --grid.
+#   local/claim_f_twa.sh [--limit 12000] [--num-epochs 6] [--head-fraction 0.5]
+cd "$(dirname "$0")/.."
+. ./path.sh
+
+# Begin configuration section.
+limit=12000
+num_epochs=6
+num_jobs=2
+samples_per_iter=1500
+head_fraction=0.5
+num_fit=5000
+twa_epochs=5
+minibatch_size=64
+seeds="1 2 3"
+grid="0.0005 0.001 0.002"
+config=conf/nnet_small_sgd.config
+dir=exp/claim_f
+allow_small_test=
+# End configuration section.
+. utils/parse_options.sh || exit 1
+set -e -o pipefail
+. local/exp_lib.sh
+
+exp_setup
+if [ ! -f $dir/egs/combine.egs ]; then
+    steps/get_egs.sh --num-jobs $num_jobs --samples-per-iter $samples_per_iter \
+        --valid-data-dir $dir/data/valid --num-utts-subset 1000 $dir/data/train $dir/egs \
+        > $dir/egs.log 2>&1 || { echo "$0: get_egs.sh failed, see $dir/egs.log"; exit 1; }
+fi
+exp_header "TWA-t head stage (first $head_fraction of training) vs full training vs SWA of the same checkpoints; $num_jobs jobs, $num_epochs epochs"
+
+train_run() {
+    steps/train.sh --num-jobs $num_jobs --num-epochs $num_epochs --minibatch-size $minibatch_size \
+        --initial-learning-rate $2 --final-learning-rate $(awk -v r=$2 'BEGIN { print r / 10 }') \
+        --srand $3 --combine false --cleanup false $dir/egs $config $1
+    local n=$(cat $1/num_iters)
+    local head=$(awk -v n=$n -v f=$head_fraction 'BEGIN { h = int(n * f + 0.5); print h < 2 ? 2 : h }')
+    steps/twa_head.sh --first 1 --last $head --num-fit $num_fit --twa-epochs $twa_epochs \
+        --srand $3 --swa-out $1/swa_head.mdl $dir/egs $1 $1/twa_head.mdl
+    echo "$head of $n iterations" > $1/head_iters
+    cp $1/$n.mdl $1/last.mdl
+    rm -f $(ls $1/[0-9]*.mdl | grep -v "/$n.mdl")
+}
+tune "full training (last model)" run "$grid" train_run last.mdl
+tune "TWA-t head stage" run "$grid" train_run twa_head.mdl
+tune "SWA of the head checkpoints" run "$grid" train_run swa_head.mdl
+echo "$0: head stage: $(cat $dir/run/lr$tuned_lr.s${seeds%% *}/head_iters)" | tee -a $dir/results.txt
+echo "$0: results in $dir/results.txt"

@@ -1,0 +1,94 @@
+# Shared by the claim experiments local/claim_[a-f]_*.sh (sourced; issue 20, docs/EXPERIMENTS.md).
+# Every experiment: Fashion-MNIST with --limit training images, the validation set (a fixed
+# random subset of the training images), ALL 10 000 test images; per arm a small learning-rate
+# grid, each rate run with the first seed and scored on validation; the best rate then run with
+# every seed (the first one's run reused); the row reports validation and test accuracy as mean ±
+# s.d. over the seeds (sample s.d., n - 1). Runs are cached: a finished run leaves <run>/.done,
+# so rerunning a script only scores.
+#
+# Expects, before sourcing: dir (the experiment's directory), limit, seeds ("1 2 3"). Provides:
+#   exp_setup                 data in $dir/data, $dir/valid.egs and $dir/test.egs
+#   exp_egs <n>               examples cut for n jobs in $dir/egs<n> (one archive per job per epoch)
+#   exp_acc <model> <egs>     accuracy in percent
+#   mean_sd <x...>            "m ± s" (s = 0 for one value)
+#   tune <arm> <run> "<grid>" <fn> [<model>]
+#                             fn <run-dir> <lr> <seed> trains into <run-dir>; the arm's model is
+#                             <run-dir>/<model> (default final.mdl), so several arms may score
+#                             different models of the same runs (e.g. HWA and the last model).
+#                             Appends the arm's row to $dir/results.txt and every tuning score to
+#                             $dir/tuning.txt; sets tuned_lr to the rate chosen.
+
+exp_setup() {
+    if [ ! -f $dir/data/test/feats.scp ]; then
+        mkdir -p $dir
+        local/prepare_data.sh --limit $limit --full-test true $dir/data || return 1
+    fi
+    local t
+    for t in valid test; do
+        [ -f $dir/$t.egs ] || nnet-get-egs scp:$dir/data/$t/feats.scp scp:$dir/data/$t/labels.scp \
+            ark:$dir/$t.egs 2>/dev/null || return 1
+    done
+    local ntest=$(feat-to-len scp:$dir/data/test/feats.scp 2>/dev/null)
+    [ -n "$allow_small_test" ] || [ "$ntest" -eq 10000 ] || {
+        echo "$0: the test set has $ntest images, not 10000"; return 1; }
+}
+
+exp_egs() {
+    local n=$1
+    [ -f $dir/egs$n/combine.egs ] && return 0
+    local per_job=$(( ($(wc -l < $dir/data/train/feats.scp) + n - 1) / n ))
+    steps/get_egs.sh --num-jobs $n --samples-per-iter $per_job --valid-data-dir $dir/data/valid \
+        --num-utts-subset 1000 $dir/data/train $dir/egs$n > $dir/egs$n.log 2>&1 \
+        || { echo "$0: get_egs.sh for $n jobs failed, see $dir/egs$n.log"; return 1; }
+}
+
+exp_acc() {
+    nnet-compute-prob $1 ark:$2 2>&1 >/dev/null | grep -o 'accuracy is [0-9.]*' \
+        | awk '{ printf "%.2f", $3 * 100 }'
+}
+
+mean_sd() {
+    echo "$@" | awk '{ for (i = 1; i <= NF; i++) { s += $i; q += $i * $i } m = s / NF;
+        v = NF > 1 ? (q - NF * m * m) / (NF - 1) : 0; if (v < 0) v = 0;
+        printf "%.2f ± %.2f", m, sqrt(v) }'
+}
+
+# run_once <fn> <run-dir> <lr> <seed>
+run_once() {
+    local fn=$1 d=$2 lr=$3 seed=$4
+    [ -f $d/.done ] && return 0
+    rm -rf $d
+    mkdir -p $d
+    local start=$(date +%s)
+    $fn $d $lr $seed > $d.log 2>&1 || { echo "$0: run $d failed, see $d.log"; return 1; }
+    echo $(( $(date +%s) - start )) > $d/seconds
+    touch $d/.done
+}
+
+tune() {
+    local arm=$1 run=$2 grid=$3 fn=$4 model=${5:-final.mdl}
+    local first=${seeds%% *} best= best_acc=-1 lr acc s
+    for lr in $grid; do
+        run_once $fn $dir/$run/lr$lr.s$first $lr $first || return 1
+        acc=$(exp_acc $dir/$run/lr$lr.s$first/$model $dir/valid.egs)
+        echo "$arm lr=$lr seed=$first valid=$acc" >> $dir/tuning.txt
+        if awk -v a="$acc" -v b="$best_acc" 'BEGIN { exit !(a > b) }'; then best=$lr; best_acc=$acc; fi
+    done
+    local valid= test= secs=
+    for s in $seeds; do
+        local d=$dir/$run/lr$best.s$s
+        run_once $fn $d $best $s || return 1
+        valid="$valid $(exp_acc $d/$model $dir/valid.egs)"
+        test="$test $(exp_acc $d/$model $dir/test.egs)"
+        secs="$secs $(cat $d/seconds)"
+    done
+    tuned_lr=$best  # for the caller
+    printf "%-30s lr %-8s valid %s  test %s  (seeds:%s; test:%s; s/run:%s)\n" "$arm" "$best" \
+        "$(mean_sd $valid)" "$(mean_sd $test)" "$seeds" "$test" "$secs" | tee -a $dir/results.txt
+}
+
+exp_header() {
+    mkdir -p $dir
+    { echo "# $0 $(date -u '+%F %T') UTC, $(nproc) cores, limit $limit, seeds $seeds"
+      echo "# $1"; } | tee -a $dir/results.txt
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The claim experiments' shared parts (egs/fashion-mnist/local/exp_lib.sh, flip_labels.py) and one
+# claim script end to end at a tiny size: all 10 000 test images, a row per arm with the chosen
+# rate and mean ± s.d. over the seeds (checked against the per-seed values it lists), cached runs
+# on a rerun.
+. "$PARNET_TOP/tests/prog/lib.sh"
+if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+    fail "dataset-fashion-mnist is not installed (tools/install-deps.sh installs it)"; exit 1
+fi
+recipe=$PARNET_TOP/egs/fashion-mnist
+cp -r $recipe/local $recipe/conf $recipe/path.sh .
+ln -s $PARNET_TOP/steps steps
+ln -s $PARNET_TOP/utils utils
+export PATH=$PARNET_BIN:$PARNET_TOP/utils:$PATH
+
+# mean_sd: sample standard deviation
+dir=. limit=0 seeds=1 . local/exp_lib.sh
+expect_eq "mean ± s.d. (n - 1)" "$(mean_sd 1 2 3 4)" "2.50 ± 1.29"
+expect_eq "one value" "$(mean_sd 7.5)" "7.50 ± 0.00"
+
+# flip_labels.py: exactly the fraction, always to a wrong class, seeded
+for i in $(seq 0 999); do echo "u$i $((i % 10))"; done > clean.txt
+python3 local/flip_labels.py --fraction 0.4 --seed 3 --classes 10 flipped.txt < clean.txt > noisy.txt
+expect_eq "400 of 1000 flipped" "$(wc -l < flipped.txt)" 400
+expect_eq "noisy labels differ exactly there" "$(paste -d' ' clean.txt noisy.txt | awk '$2 != $4' | wc -l)" 400
+expect_eq "never to the true class" "$(awk '$2 == $3' flipped.txt | wc -l)" 0
+python3 local/flip_labels.py --fraction 0.4 --seed 3 --classes 10 f2.txt < clean.txt > n2.txt
+expect_same "seeded" noisy.txt n2.txt
+expect_status "bad fraction" 1 python3 local/flip_labels.py --fraction 1.5 x.txt < clean.txt
+
+# claim (a) at a tiny size: N in {1, 2}, SGD, 2 seeds, 1 epoch
+expect_status "claim_a at a tiny size" 0 local/claim_a_averaging.sh --limit 1200 --num-epochs 1 \
+    --ns "1 2" --nets sgd --seeds "1 2" --dir exp/a
+expect_eq "all 10 000 test images" "$(feat-to-len scp:exp/a/data/test/feats.scp 2>/dev/null)" 10000
+expect_eq "3 arms" "$(grep -c '^sgd N=' exp/a/results.txt)" 3
+expect_eq "3 grid points per arm tuned" "$(wc -l < exp/a/tuning.txt)" 9
+grep -q "^sgd N=2 large-batch (128) *lr 0.000707 \|^sgd N=2 large-batch (128) *lr 0.00035\|^sgd N=2 large-batch (128) *lr 0.001 " \
+    exp/a/results.txt && pass "N=2 grid {b/2, b/sqrt 2, b}" || fail "N=2 rate not from its grid"
+ok=$(awk -F'test:' '/^sgd N=/ { split($2, t, ";"); n = split(t[1], v, " "); s = 0; q = 0;
+        for (i = 1; i <= n; i++) { s += v[i]; q += v[i] * v[i] } m = s / n; sd = sqrt((q - n * m * m) / (n - 1));
+        if (match($0, /test [0-9.]+ ± [0-9.]+/)) { split(substr($0, RSTART + 5, RLENGTH - 5), r, " ± ");
+            if (sprintf("%.2f", m) != r[1] || (r[2] - sd > 0.006 || sd - r[2] > 0.006)) bad++ } else bad++ }
+    END { print bad + 0 }' exp/a/results.txt)
+expect_eq "test mean ± s.d. match the listed seeds" "$ok" 0
+n=$(ls -d exp/a/*/lr*.s* | wc -l)
+expect_status "a rerun only scores" 0 local/claim_a_averaging.sh --limit 1200 --num-epochs 1 \
+    --ns "1 2" --nets sgd --seeds "1 2" --dir exp/a
+expect_eq "no new runs" "$(ls -d exp/a/*/lr*.s* | wc -l)" "$n"
