@@ -2,11 +2,14 @@
  * (forward, cross-entropy objective, accuracy, backward with the update) on random examples held
  * in memory, with no reading thread. Set beside nnet-train's end-to-end rate it separates the
  * step's cost from the cost of reading examples while training.
- *   train-step <model> <minibatch> <threads> [seconds [use-gpu]]   prints "samples_per_sec=S"
+ *   train-step <model> <minibatch> <threads> [seconds [use-gpu]]
+ * prints "samples_per_sec=S cpu_samples_per_sec=C": C divides by the process's CPU time instead
+ * (on 1 thread, a figure that a machine loaded by other work disturbs much less than S).
  * use-gpu is nnet-train's --use-gpu (default no): with yes the step runs on the GPU.
  * Built by bench/train-throughput.sh against lib/libparnet.a. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "base/base.h"
 #include "matrix/matrix.h"
@@ -38,10 +41,15 @@ int main(int argc, char **argv) {
         rows[i] = i;
         cols[i] = (int)rng_below(&r, (uint32_t)out_dim);
     }
-    double start = 0;
+    double start = 0, cpu_start = 0;
+    struct timespec ts;
     long steps = 0;
     for (int it = 0;; it++) {
-        if (it == 5) start = time_now(); /* after the natural-gradient initialisation */
+        if (it == 5) { /* after the natural-gradient initialisation */
+            start = time_now();
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+            cpu_start = ts.tv_sec + 1e-9 * ts.tv_nsec;
+        }
         const struct matrix *out = nnet_forward(n, &x[it % BATCHES], mb, 1);
         nnet_objective_xent(n, mb, rows, cols, NULL, &deriv);
         matrix_row_argmax(out, argmax);
@@ -49,7 +57,11 @@ int main(int argc, char **argv) {
         if (it >= 5) steps++;
         if (it >= 5 && time_now() - start >= seconds) break;
     }
-    printf("samples_per_sec=%.1f\n", (double)steps * mb / (time_now() - start));
+    double wall = time_now() - start;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    double cpu = ts.tv_sec + 1e-9 * ts.tv_nsec - cpu_start;
+    printf("samples_per_sec=%.1f cpu_samples_per_sec=%.1f\n", (double)steps * mb / wall,
+           (double)steps * mb / cpu);
     for (int b = 0; b < BATCHES; b++) matrix_release(&x[b]);
     matrix_release(&deriv);
     free(rows);

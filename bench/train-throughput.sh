@@ -91,8 +91,8 @@ for net in "${nets[@]}"; do
             for r in $(seq $repeats); do
                 a+=("$(parnet_rate $work/affine.mdl $work/data.egs $mb $t $passes)")
                 g+=("$(parnet_rate $work/ng.mdl $work/data.egs $mb $t $passes)")
-                sa+=("$("$top/build/bench/train-step" $work/affine.mdl $mb $t $seconds | cut -d= -f2)")
-                sg+=("$("$top/build/bench/train-step" $work/ng.mdl $mb $t $seconds | cut -d= -f2)")
+                sa+=("$("$top/build/bench/train-step" $work/affine.mdl $mb $t $seconds | sed 's/samples_per_sec=\([0-9.]*\).*/\1/')")
+                sg+=("$("$top/build/bench/train-step" $work/ng.mdl $mb $t $seconds | sed 's/samples_per_sec=\([0-9.]*\).*/\1/')")
                 if $have_torch; then
                     p+=("$(OPENBLAS_NUM_THREADS=$t /usr/bin/python3 $top/bench/torch_mlp.py \
                         --dims $(echo $net | tr ' ' ,) --minibatch $mb --threads 1 --seconds $seconds \

@@ -163,7 +163,8 @@ double egs_compress_check_worst(const struct egs_compress_check *c, int *dim);
  * [k * rows_per_eg, (k+1) * rows_per_eg), and the labels as (row, index, weight) triples where
  * row = k * frames_per_eg + t is the network output row of frame t of example k. */
 struct egs_minibatch {
-    struct matrix input; /* (num_egs * rows_per_eg, input_dim), host, owned */
+    struct matrix input; /* (num_egs * rows_per_eg, input_dim), host: owned, or a view of storage */
+    struct matrix storage; /* egs_reader_read's rows, grown to its largest minibatch, reused */
     int num_egs, rows_per_eg, frames_per_eg, input_dim;
     int left_context, right_context; /* of the rows in input (after trimming) */
     int num_labels;
@@ -180,6 +181,30 @@ void egs_minibatch_release(struct egs_minibatch *mb);
  * short or an input is corrupt. Storage is reused between calls. */
 int egs_minibatch_build(struct egs_minibatch *mb, const struct example *const *egs, int n, int left,
                         int right);
+
+/* ---- reading straight into minibatches (the trainer's reading thread) ----
+ * An egs_reader reads an example table into minibatches without an intermediate struct example
+ * per example: a binary example whose FM input has the shape of the example before it and
+ * needs no trimming is parsed straight from the stream buffer into its rows of mb->storage
+ * (the one copy after the kernel's), its labels into arrays the reader reuses; nothing is
+ * allocated per example. Any other example (text; CM, CM2, CM3, ZM or DM input; a new shape; or
+ * surplus context to trim) is read into a struct example and decoded into its rows as
+ * egs_minibatch_build does. mb->input is a view of the first num_egs * rows_per_eg rows of
+ * mb->storage, which grows to the largest minibatch and is then reused; the checks and messages
+ * are egs_minibatch_build's, with the archive and key. With ark,bg: read-ahead every example
+ * takes the struct example way. */
+struct egs_reader;
+/* NULL (error_set) if rspec cannot be opened. */
+struct egs_reader *egs_reader_open(const char *rspec);
+/* Up to max_egs >= 1 examples into mb (egs_minibatch_init'ed, or filled by this reader before);
+ * left/right as egs_minibatch_build. Returns the number read (0 at the end of the table), or -1
+ * (error_set naming the archive, the key and the reason; mb is then unusable until refilled). */
+int egs_reader_read(struct egs_reader *r, struct egs_minibatch *mb, int max_egs, int left,
+                    int right);
+/* The key of the example read last ("" before the first and at the end). */
+const char *egs_reader_key(const struct egs_reader *r);
+/* 0, or -1 (error_set) if the table's source failed (a pipe that exited non-zero). NULL is ok. */
+int egs_reader_close(struct egs_reader *r);
 
 /* ---- the programs' library calls ---- */
 struct egs_get_opts {

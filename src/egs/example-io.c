@@ -1,5 +1,6 @@
 /* Reading and writing Kaldi NnetExample objects (egs.h "Archive format"), and holder_example. */
 #include "egs/egs.h"
+#include "egs/egs-internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,41 @@ static int read_input(struct kin *in, int binary, struct example *eg) {
     return 0;
 }
 
+/* After <InputFrames> (labels already in eg): the input, <LeftContext>, <SpkInfo> and the end
+ * token. On error eg may hold part of the example (the caller releases it). */
+int example_read_tail(struct kin *in, int binary, struct example *eg) {
+    char tok[32];
+    if (read_input(in, binary, eg)) return -1;
+    if (eg->rows < 1 || eg->cols < 1)
+        return kin_error(in, "example input is empty (%d x %d)", eg->rows, eg->cols);
+    int32_t left;
+    if (io_expect_token(in, binary, "<LeftContext>") || io_read_int32(in, binary, &left)) return -1;
+    if (left < 0 || (int64_t)left + eg->num_frames > eg->rows)
+        return kin_error(in, "left context %d with %d labelled frames does not fit %d input rows",
+                         (int)left, eg->num_frames, eg->rows);
+    eg->left_context = left;
+    /* <SpkInfo> is optional in very old egs; Kaldi always writes it. */
+    if (io_read_token(in, binary, tok, sizeof tok)) return -1;
+    if (!strcmp(tok, "<SpkInfo>")) {
+        struct vector v = {0};
+        if (io_read_vector(in, binary, &v)) return -1;
+        if (!vector_is_finite(&v)) {
+            vector_release(&v);
+            return kin_error(in, "non-finite value in <SpkInfo>");
+        }
+        if (v.dim > 0) {
+            eg->spk_dim = v.dim;
+            eg->spk_info = xmalloc(sizeof(float) * v.dim);
+            memcpy(eg->spk_info, v.data, sizeof(float) * v.dim);
+        }
+        vector_release(&v);
+        if (io_read_token(in, binary, tok, sizeof tok)) return -1;
+    }
+    if (strcmp(tok, "</NnetExample>"))
+        return kin_error(in, "expected </NnetExample>, got '%s'", tok);
+    return 0;
+}
+
 int example_read(struct kin *in, int binary, struct example *eg) {
     example_release(eg);
     char tok[32];
@@ -139,41 +175,8 @@ int example_read(struct kin *in, int binary, struct example *eg) {
         kin_error(in, "expected <Lab1>, <Lab2> or <Labels>, got '%s'", tok);
         goto fail;
     }
-    if (io_expect_token(in, binary, "<InputFrames>") || read_input(in, binary, eg)) goto fail;
-    if (eg->rows < 1 || eg->cols < 1) {
-        kin_error(in, "example input is empty (%d x %d)", eg->rows, eg->cols);
+    if (io_expect_token(in, binary, "<InputFrames>") || example_read_tail(in, binary, eg))
         goto fail;
-    }
-    int32_t left;
-    if (io_expect_token(in, binary, "<LeftContext>") || io_read_int32(in, binary, &left)) goto fail;
-    if (left < 0 || (int64_t)left + eg->num_frames > eg->rows) {
-        kin_error(in, "left context %d with %d labelled frames does not fit %d input rows",
-                  (int)left, eg->num_frames, eg->rows);
-        goto fail;
-    }
-    eg->left_context = left;
-    /* <SpkInfo> is optional in very old egs; Kaldi always writes it. */
-    if (io_read_token(in, binary, tok, sizeof tok)) goto fail;
-    if (!strcmp(tok, "<SpkInfo>")) {
-        struct vector v = {0};
-        if (io_read_vector(in, binary, &v)) goto fail;
-        if (!vector_is_finite(&v)) {
-            vector_release(&v);
-            kin_error(in, "non-finite value in <SpkInfo>");
-            goto fail;
-        }
-        if (v.dim > 0) {
-            eg->spk_dim = v.dim;
-            eg->spk_info = xmalloc(sizeof(float) * v.dim);
-            memcpy(eg->spk_info, v.data, sizeof(float) * v.dim);
-        }
-        vector_release(&v);
-        if (io_read_token(in, binary, tok, sizeof tok)) goto fail;
-    }
-    if (strcmp(tok, "</NnetExample>")) {
-        kin_error(in, "expected </NnetExample>, got '%s'", tok);
-        goto fail;
-    }
     return 0;
 fail:
     example_release(eg);

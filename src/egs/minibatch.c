@@ -7,7 +7,8 @@
 void egs_minibatch_init(struct egs_minibatch *mb) { memset(mb, 0, sizeof *mb); }
 
 void egs_minibatch_release(struct egs_minibatch *mb) {
-    matrix_release(&mb->input);
+    matrix_release(&mb->input); /* frees nothing when it is a view of storage */
+    matrix_release(&mb->storage);
     free(mb->label_row);
     free(mb->label_index);
     free(mb->label_weight);

@@ -180,12 +180,17 @@ static size_t kin_fill(struct kin *in, size_t need) {
     return in->len - in->pos;
 }
 
-int kin_peek(struct kin *in) {
+int kin_peek(struct kin *in) { /* the buffered case first: token parsing calls this per byte */
+    if (in->pos < in->len) return in->buf[in->pos];
     if (kin_fill(in, 1) < 1) return -1;
     return in->buf[in->pos];
 }
 
 int kin_getc(struct kin *in) {
+    if (in->pos < in->len) {
+        in->offset++;
+        return in->buf[in->pos++];
+    }
     if (kin_fill(in, 1) < 1) return -1;
     in->offset++;
     return in->buf[in->pos++];

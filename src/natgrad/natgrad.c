@@ -33,6 +33,7 @@ struct natgrad {
     struct matrix a;  /* (R, 2R): [A diag(b_coef), A], so that W_{t+1} = a [W; J] */
     struct matrix sq; /* (R, R): O, then the re-orthogonalization transform */
     struct matrix x0; /* (capacity, D): the first minibatch, copied for each init pass */
+    struct vector in_sq; /* (capacity): squared row norms of X (natgrad_precondition_copy) */
     /* Host. */
     float *kl_host; /* 2R x R */
     float *a_host;  /* R x 2R; also R x R for sq */
@@ -102,6 +103,7 @@ void natgrad_free(struct natgrad *p) {
     matrix_release(&p->a);
     matrix_release(&p->sq);
     matrix_release(&p->x0);
+    vector_release(&p->in_sq);
     free(p->d);
     free(p->kl_host);
     free(p->a_host);
@@ -285,20 +287,75 @@ static int natgrad_reorthogonalize(struct natgrad *p, const double *d1, double r
     return 0;
 }
 
+/* Xhat = X - H W on the CPU in one pass over X: each thread of the pool takes a share of the
+ * rows and, block by block (NATGRAD_BLOCK rows, so that the block stays in cache between the two
+ * products), computes H_b = X_b W^T (unless have_h: H is there already), X_b -= H_b W and, with
+ * row_sq, the squared norms of the rows of the result. The same products as the whole-matrix
+ * ones, by rows; it replaces two products and a norm pass over X, each split over the pool. */
+#define NATGRAD_BLOCK 64
+struct natgrad_fused {
+    struct matrix *x, *h;
+    const struct matrix *w;
+    struct vector *row_sq;
+    int have_h;
+    const struct matrix *src; /* non-NULL: copy it into x first ([src | 1] if a column short) */
+    struct vector *in_sq;     /* with src: the squared row norms of x before the transform */
+};
+
+static void natgrad_fused_part(void *arg, int t, int num) {
+    const struct natgrad_fused *f = arg;
+    int begin, end;
+    parallel_part(f->x->rows, t, num, 16, &begin, &end);
+    for (int r = begin; r < end; r += NATGRAD_BLOCK) {
+        int n = end - r < NATGRAD_BLOCK ? end - r : NATGRAD_BLOCK;
+        struct matrix xb = matrix_rows(f->x, r, n), hb = matrix_rows(f->h, r, n);
+        if (f->src) {
+            struct matrix sb = matrix_rows(f->src, r, n), xs = matrix_view(&xb, 0, n, 0, sb.cols);
+            matrix_copy(&xs, &sb);
+            if (sb.cols < xb.cols)
+                for (int i = 0; i < n; i++) xb.data[(size_t)i * xb.stride + sb.cols] = 1.0f;
+            struct vector v = vector_range(f->in_sq, r, n);
+            vector_row_sq_norms(&v, &xb);
+        }
+        if (!f->have_h) matrix_add_mat_mat(&hb, 1.0f, &xb, MATRIX_NO_TRANS, f->w, MATRIX_TRANS, 0.0f);
+        matrix_add_mat_mat(&xb, -1.0f, &hb, MATRIX_NO_TRANS, f->w, MATRIX_NO_TRANS, 1.0f);
+        if (f->row_sq) {
+            struct vector v = vector_range(f->row_sq, r, n);
+            vector_row_sq_norms(&v, &xb);
+        }
+    }
+}
+
+/* X -= H W (computing H = X W^T first unless have_h), and row_sq if wanted. 1 if row_sq was
+ * filled (the fused CPU pass), 0 if the caller still has to. */
+static int natgrad_apply(struct natgrad *p, struct matrix *x, struct matrix *h,
+                         const struct matrix *w, int have_h, struct vector *row_sq) {
+    if (p->device == MATRIX_CPU) {
+        struct natgrad_fused f = {x, h, w, row_sq, have_h, NULL, NULL};
+        parallel_run(natgrad_fused_part, &f);
+        return row_sq != NULL;
+    }
+    if (!have_h) matrix_add_mat_mat(h, 1.0f, x, MATRIX_NO_TRANS, w, MATRIX_TRANS, 0.0f);
+    matrix_add_mat_mat(x, -1.0f, h, MATRIX_NO_TRANS, w, MATRIX_NO_TRANS, 1.0f);
+    return 0;
+}
+
 /* One call of §1.4 on x (N x D, N >= 1) in place, tr_xx = ||x||_F^2. Always leaves Xhat in x.
  * With update, also replaces the estimate by F_{t+1}; returns -1 (error_set) if that failed,
  * and then the estimate is unchanged. */
-static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int update) {
+static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int update,
+                        struct vector *row_sq, int *row_sq_done) {
     int N = x->rows, D = p->dim, R = p->rank;
     struct matrix wj = p->wj[p->cur];
     struct matrix w = matrix_rows(&wj, 0, R), j = matrix_rows(&wj, R, R);
     struct matrix h = natgrad_rows(p, &p->h, N, R);
 
-    matrix_add_mat_mat(&h, 1.0f, x, MATRIX_NO_TRANS, &w, MATRIX_TRANS, 0.0f); /* H = X W^T */
-    if (!update) {
-        matrix_add_mat_mat(x, -1.0f, &h, MATRIX_NO_TRANS, &w, MATRIX_NO_TRANS, 1.0f);
+    *row_sq_done = 0;
+    if (!update) { /* H = X W^T, Xhat = X - H W */
+        *row_sq_done = natgrad_apply(p, x, &h, &w, 0, row_sq);
         return 0;
     }
+    matrix_add_mat_mat(&h, 1.0f, x, MATRIX_NO_TRANS, &w, MATRIX_TRANS, 0.0f); /* H = X W^T */
     matrix_add_mat_mat(&j, 1.0f, &h, MATRIX_TRANS, x, MATRIX_NO_TRANS, 0.0f); /* J = H^T X */
     if (N > D) { /* [L; K] = [W; J] J^T in one product (L = W J^T = H^T H) */
         matrix_add_mat_mat(&p->kl, 1.0f, &wj, MATRIX_NO_TRANS, &j, MATRIX_TRANS, 0.0f);
@@ -309,7 +366,7 @@ static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int u
     }
     matrix_to_host(&p->kl, p->kl_host);
     /* Xhat with the old W (§6); H, W no longer needed, J is kept in wj. */
-    matrix_add_mat_mat(x, -1.0f, &h, MATRIX_NO_TRANS, &w, MATRIX_NO_TRANS, 1.0f);
+    *row_sq_done = natgrad_apply(p, x, &h, &w, 1, row_sq);
 
     const float *lh = p->kl_host, *kh = p->kl_host + (size_t)R * R;
     double *c = p->vec, *sqrt_e = p->vec + R, *inv_sqrt_e = p->vec + 2 * R;
@@ -398,7 +455,8 @@ static int natgrad_init(struct natgrad *p, const struct matrix *x) {
     for (int i = 0; i < passes; i++) {
         matrix_copy(&x0, x);
         double norm = matrix_frobenius_norm(&x0);
-        if (natgrad_step(p, &x0, norm * norm, 1) < 0) {
+        int done;
+        if (natgrad_step(p, &x0, norm * norm, 1, NULL, &done) < 0) {
             natgrad_init_default(p);
             return -1;
         }
@@ -435,17 +493,69 @@ void natgrad_precondition_rows(struct natgrad *p, struct matrix *x, float *scale
     }
     int update = p->initialized && (p->t <= NATGRAD_INITIAL_UPDATES ||
                                     (p->t - NATGRAD_INITIAL_UPDATES) % p->o.update_period == 0);
-    if (natgrad_step(p, x, tr_xx, update) < 0) {
+    int row_sq_done = 0;
+    if (natgrad_step(p, x, tr_xx, update, row_sq, &row_sq_done) < 0) {
         WARN("natural gradient: update discarded, re-initializing (%s)", error_get());
         p->initialized = 0;
     }
     p->t++;
     /* The row norms, when wanted, give tr(Xhat Xhat^T) too: one pass over Xhat instead of two. */
-    if (row_sq) vector_row_sq_norms(row_sq, x);
+    if (row_sq && !row_sq_done) vector_row_sq_norms(row_sq, x);
     if (tr_xx > 0) { /* §1.3: gamma = sqrt(tr(X X^T) / tr(Xhat Xhat^T)), 1 if either is 0 */
         double out = row_sq ? sqrt(vector_sum(row_sq)) : matrix_frobenius_norm(x);
         if (out > 0 && isfinite(out)) *scale = (float)(norm / out);
     }
+}
+
+/* x = src, or [src | 1] when src is a column short. */
+static void natgrad_copy_in(struct matrix *x, const struct matrix *src) {
+    struct matrix xs = matrix_view(x, 0, x->rows, 0, src->cols);
+    matrix_copy(&xs, src);
+    if (src->cols < x->cols) {
+        struct matrix one = matrix_view(x, 0, x->rows, src->cols, 1);
+        matrix_set_const(&one, 1.0f);
+    }
+}
+
+void natgrad_precondition_copy(struct natgrad *p, const struct matrix *src, struct matrix *x,
+                               float *scale, struct vector *row_sq) {
+    ASSERT(x->cols == p->dim && x->rows == src->rows);
+    ASSERT(src->cols == p->dim || src->cols == p->dim - 1);
+    ASSERT(!row_sq || row_sq->dim == x->rows);
+    int N = x->rows, R = p->rank;
+    int update = p->initialized && (p->t <= NATGRAD_INITIAL_UPDATES ||
+                                    (p->t - NATGRAD_INITIAL_UPDATES) % p->o.update_period == 0);
+    if (R == 0 || N == 0 || !p->initialized || update || x->device != MATRIX_CPU ||
+        src->device != MATRIX_CPU || !row_sq) {
+        natgrad_copy_in(x, src); /* the general way: copy, then natgrad_precondition_rows */
+        natgrad_precondition_rows(p, x, scale, row_sq);
+        return;
+    }
+    /* An ordinary call on the CPU: copy, norms, H, Xhat and the row norms in one pass. */
+    *scale = 1.0f;
+    struct matrix wj = p->wj[p->cur];
+    struct matrix w = matrix_rows(&wj, 0, R);
+    struct matrix h = natgrad_rows(p, &p->h, N, R);
+    if (p->in_sq.dim < N) {
+        vector_release(&p->in_sq);
+        vector_init_on(&p->in_sq, N, MATRIX_CPU);
+    }
+    struct vector in_sq = vector_range(&p->in_sq, 0, N);
+    struct natgrad_fused f = {x, &h, &w, row_sq, 0, src, &in_sq};
+    parallel_run(natgrad_fused_part, &f);
+    double tr_xx = 0, out = 0;
+    for (int i = 0; i < N; i++) {
+        tr_xx += in_sq.data[i];
+        out += row_sq->data[i];
+    }
+    if (!isfinite(tr_xx)) { /* as natgrad_precondition_rows: x is the copy, state untouched */
+        natgrad_copy_in(x, src);
+        vector_row_sq_norms(row_sq, x);
+        return;
+    }
+    p->t++;
+    out = sqrt(out);
+    if (tr_xx > 0 && out > 0 && isfinite(out)) *scale = (float)(sqrt(tr_xx) / out);
 }
 
 int natgrad_get_state(const struct natgrad *p, float *w, double *d, double *rho) {

@@ -74,6 +74,13 @@ void natgrad_precondition(struct natgrad *p, struct matrix *x, float *scale);
 void natgrad_precondition_rows(struct natgrad *p, struct matrix *x, float *scale,
                                struct vector *row_sq);
 
+/* natgrad_precondition_rows on a copy: x (N x dim) receives src (N x dim, or N x (dim - 1) and
+ * then a last column of ones: an affine layer's input) and is preconditioned in place; src is
+ * left alone. The same result as copying and calling natgrad_precondition_rows (row_sq may be
+ * NULL), but on the CPU an ordinary (non-update) call makes one pass over the rows, block by
+ * block across the pool: copy, norms of X, H = X W^T, X - H W and the norms of the result. */
+void natgrad_precondition_copy(struct natgrad *p, const struct matrix *src, struct matrix *x,
+                               float *scale, struct vector *row_sq);
 /* The rank in use: R after the reduction above, 0 for the identity. */
 int natgrad_rank(const struct natgrad *p);
 /* For tests and diagnostics: copy the current estimate to the host, w (R x dim, row-major,

@@ -367,14 +367,9 @@ static double ng_prepare(struct component *c, const struct matrix *in,
     matrix_resize(&p->y, n, dout);
     vector_resize(&p->xn, n);
     vector_resize(&p->yn, n);
-    struct matrix x_in = matrix_view(&p->x, 0, n, 0, din);
-    struct matrix x_one = matrix_view(&p->x, 0, n, din, 1);
-    matrix_copy(&x_in, in);
-    matrix_set_const(&x_one, 1);
-    matrix_copy(&p->y, out_deriv);
-    float scale_in = 1, scale_out = 1;
-    natgrad_precondition_rows(p->pre_in, &p->x, &scale_in, &p->xn);
-    natgrad_precondition_rows(p->pre_out, &p->y, &scale_out, &p->yn);
+    float scale_in = 1, scale_out = 1; /* [in | 1] and out_deriv, copied and preconditioned */
+    natgrad_precondition_copy(p->pre_in, in, &p->x, &scale_in, &p->xn);
+    natgrad_precondition_copy(p->pre_out, out_deriv, &p->y, &scale_out, &p->yn);
     float scale = c->learning_rate * scale_in * scale_out;
     double bound = scale * sum_row_norm_products(&p->xn, &p->yn);
     if (p->max_change_per_sample > 0) {

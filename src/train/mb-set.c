@@ -27,6 +27,7 @@ int mb_set_load(struct mb_set *s, const char *rspec, int minibatch_size, int max
         struct egs_minibatch *dst = &s->mbs[s->num++];
         *dst = *mb; /* take a deep copy of what the source will reuse */
         dst->input = (struct matrix){0};
+        dst->storage = (struct matrix){0}; /* the source's rows, not ours */
         matrix_init_on(&dst->input, mb->input.rows, mb->input.cols, MATRIX_CPU);
         matrix_copy(&dst->input, &mb->input);
         dst->label_row = xmalloc(sizeof(int) * (mb->num_labels + 1));

@@ -1,5 +1,6 @@
 /* Examples -> minibatches on a reading thread, two slots deep, so that reading, decoding and
- * assembling the next minibatch overlaps the computation on the current one. */
+ * assembling the next minibatch overlaps the computation on the current one. The thread reads
+ * each minibatch straight into its slot (egs_reader_read: no struct example in between). */
 #include "train/train.h"
 
 #include <pthread.h>
@@ -14,10 +15,8 @@ struct slot {
 };
 
 struct minibatch_source {
-    struct table_reader reader;
+    struct egs_reader *reader;
     int minibatch_size, left, right;
-    struct example *egs;            /* (minibatch_size) reused by the thread */
-    const struct example **eg_ptrs;
     struct slot slots[NUM_SLOTS];
     int produce_at, consume_at;     /* slot indices */
     int held;                       /* the consumer holds slots[consume_at - 1] */
@@ -40,28 +39,19 @@ static void *reader_main(void *arg) {
         pthread_mutex_unlock(&s->lock);
         if (stop) break;
 
-        int n = 0, rc = 1;
-        while (n < s->minibatch_size && (rc = table_reader_next(&s->reader, &s->egs[n])) == 1) {
-            s->eg_ptrs[n] = &s->egs[n];
-            n++;
-        }
-        if (rc < 0) {
+        struct slot *slot = &s->slots[s->produce_at];
+        int n = egs_reader_read(s->reader, &slot->mb, s->minibatch_size, s->left, s->right);
+        if (n < 0) {
             status = -1;
             break;
         }
         if (n == 0) break;
-        struct slot *slot = &s->slots[s->produce_at];
-        if (egs_minibatch_build(&slot->mb, s->eg_ptrs, n, s->left, s->right)) {
-            error_wrap("'%s': key '%s': ", s->reader.rspecifier, table_reader_key(&s->reader));
-            status = -1;
-            break;
-        }
         pthread_mutex_lock(&s->lock);
         slot->full = 1;
         s->produce_at = (s->produce_at + 1) % NUM_SLOTS;
         pthread_cond_broadcast(&s->changed);
         pthread_mutex_unlock(&s->lock);
-        if (rc == 0) break;
+        if (n < s->minibatch_size) break; /* the end of the table */
     }
     pthread_mutex_lock(&s->lock);
     if (status) snprintf(s->error, sizeof s->error, "%s", error_get());
@@ -76,23 +66,19 @@ struct minibatch_source *minibatch_source_new(const char *egs_rspec, int minibat
                                               int left, int right) {
     ASSERT(minibatch_size > 0);
     struct minibatch_source *s = xcalloc(1, sizeof *s);
-    if (table_reader_open(&s->reader, egs_rspec, &holder_example)) {
+    if (!(s->reader = egs_reader_open(egs_rspec))) {
         free(s);
         return NULL;
     }
     s->minibatch_size = minibatch_size;
     s->left = left;
     s->right = right;
-    s->egs = xcalloc(minibatch_size, sizeof *s->egs);
-    s->eg_ptrs = xcalloc(minibatch_size, sizeof *s->eg_ptrs);
     for (int i = 0; i < NUM_SLOTS; i++) egs_minibatch_init(&s->slots[i].mb);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->changed, NULL);
     if (pthread_create(&s->thread, NULL, reader_main, s)) {
         error_set("cannot start the example reading thread");
-        table_reader_close(&s->reader);
-        free(s->egs);
-        free(s->eg_ptrs);
+        egs_reader_close(s->reader);
         free(s);
         return NULL;
     }
@@ -129,11 +115,8 @@ int minibatch_source_free(struct minibatch_source *s) {
     pthread_cond_broadcast(&s->changed);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
-    int rc = table_reader_close(&s->reader);
-    for (int i = 0; i < s->minibatch_size; i++) example_release(&s->egs[i]);
+    int rc = egs_reader_close(s->reader);
     for (int i = 0; i < NUM_SLOTS; i++) egs_minibatch_release(&s->slots[i].mb);
-    free(s->egs);
-    free(s->eg_ptrs);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->changed);
     free(s);

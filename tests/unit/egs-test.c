@@ -5,6 +5,7 @@
 #include "test.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 /* ---- memory streams ---- */
 
@@ -496,6 +497,126 @@ static void test_minibatch(void) {
     }
 }
 
+/* ---- reading straight into minibatches ---- */
+
+/* Write egs[0..n) to an archive (text if text), read it back with egs_reader_read in minibatches
+ * of max and check each against egs_minibatch_build of the same examples. */
+static void check_reader(const struct example *egs, int n, int text, int max, int left,
+                         int right) {
+    char path[64], wspec[80];
+    snprintf(path, sizeof path, "/tmp/egs-test-%d.ark", (int)getpid());
+    snprintf(wspec, sizeof wspec, "ark%s:%s", text ? ",t" : "", path);
+    struct table_writer w;
+    CHECK(table_writer_open(&w, wspec, &holder_example) == 0);
+    char key[32];
+    for (int k = 0; k < n; k++) {
+        snprintf(key, sizeof key, "eg%d", k);
+        CHECK(table_writer_write(&w, key, &egs[k]) == 0);
+    }
+    CHECK(table_writer_close(&w) == 0);
+    snprintf(wspec, sizeof wspec, "ark:%s", path);
+    /* the same archive read as struct examples (text is not bit-exact against egs) */
+    struct example *back = xcalloc(n, sizeof *back);
+    struct table_reader tr;
+    CHECK(table_reader_open(&tr, wspec, &holder_example) == 0);
+    for (int i = 0; i < n; i++) CHECK(table_reader_next(&tr, &back[i]) == 1);
+    CHECK(table_reader_close(&tr) == 0);
+    struct egs_reader *r = egs_reader_open(wspec);
+    CHECK(r != NULL);
+    struct egs_minibatch got, want;
+    egs_minibatch_init(&got);
+    egs_minibatch_init(&want);
+    int at = 0, k;
+    while ((k = egs_reader_read(r, &got, max, left, right)) > 0) {
+        const struct example *ptr[16];
+        for (int i = 0; i < k; i++) ptr[i] = &back[at + i];
+        CHECK(k == (n - at < max ? n - at : max));
+        CHECK(egs_minibatch_build(&want, ptr, k, left, right) == 0);
+        CHECK(got.num_egs == k && got.rows_per_eg == want.rows_per_eg);
+        CHECK(got.frames_per_eg == want.frames_per_eg && got.input_dim == want.input_dim);
+        CHECK(got.left_context == want.left_context && got.right_context == want.right_context);
+        CHECK(got.input.rows == want.input.rows && got.input.cols == want.input.cols);
+        CHECK(max_abs_diff(&got.input, &want.input) == 0);
+        CHECK(got.num_labels == want.num_labels);
+        for (int i = 0; i < want.num_labels; i++)
+            CHECK(got.label_row[i] == want.label_row[i] &&
+                  got.label_index[i] == want.label_index[i] &&
+                  got.label_weight[i] == want.label_weight[i]);
+        at += k;
+    }
+    CHECK(k == 0 && at == n);
+    CHECK(egs_reader_close(r) == 0);
+    for (int i = 0; i < n; i++) example_release(&back[i]);
+    free(back);
+    egs_minibatch_release(&got);
+    egs_minibatch_release(&want);
+    remove(path);
+}
+
+static void test_reader(void) {
+    struct rng g;
+    rng_seed(&g, 5);
+    enum { N = 11 };
+    struct matrix m[N];
+    struct example eg[N];
+    for (int k = 0; k < N; k++) {
+        /* 7 x 4 inputs (L = 2, T = 3, R = 2); example 5 is 8-bit, 6 zlib; 9 has 9 rows (L = 3) */
+        matrix_init_on(&m[k], k == 9 ? 9 : 7, 4, MATRIX_CPU);
+        fill_random(&m[k], &g);
+        int compress = k == 5 ? EGS_COMPRESS_8BIT : k == 6 ? EGS_COMPRESS_ZLIB : EGS_COMPRESS_NONE;
+        make_example(&eg[k], &m[k], compress, 0);
+        if (k == 9) eg[k].left_context = 3;
+        if (k >= 7) { /* one label of weight 1 per frame: written as <Lab1> */
+            int32_t index[3] = {k, 1, 2};
+            example_set_labels_simple(&eg[k], 3, index);
+        }
+    }
+    for (int max = 1; max <= 4; max++) {
+        check_reader(eg, N, 0, max, 2, 2); /* the fast path, but for 5, 6 and 9 */
+        check_reader(eg, N, 0, max, 1, 0); /* everything trimmed */
+        check_reader(eg, 9, 0, max, -1, -1); /* own context, all alike */
+        check_reader(eg, N, 1, max, 2, 2); /* text */
+    }
+    /* speaker features on every example */
+    for (int k = 0; k < N; k++) {
+        eg[k].spk_dim = 2;
+        eg[k].spk_info = xmalloc(2 * sizeof(float));
+        eg[k].spk_info[0] = 0.5f + k;
+        eg[k].spk_info[1] = -0.25f;
+    }
+    check_reader(eg, N, 0, 3, 2, 2);
+    /* another shape starts a minibatch of its own; inside one it is an error naming the example
+     * and the key */
+    example_set_labels_simple(&eg[2], 2, (int32_t[2]){1, 2});
+    char path[64], spec[80];
+    snprintf(path, sizeof path, "/tmp/egs-test-%d.ark", (int)getpid());
+    snprintf(spec, sizeof spec, "ark:%s", path);
+    static const char *const keys[4] = {"a", "b", "odd", "d"};
+    struct table_writer w;
+    CHECK(table_writer_open(&w, spec, &holder_example) == 0);
+    for (int k = 0; k < 4; k++) CHECK(table_writer_write(&w, keys[k], &eg[k]) == 0);
+    CHECK(table_writer_close(&w) == 0);
+    struct egs_reader *r = egs_reader_open(spec);
+    struct egs_minibatch mb;
+    egs_minibatch_init(&mb);
+    CHECK(egs_reader_read(r, &mb, 2, 2, 2) == 2);
+    CHECK(egs_reader_read(r, &mb, 1, 2, 2) == 1);
+    CHECK(mb.frames_per_eg == 2 && mb.right_context == 2 && mb.input.rows == 6);
+    CHECK(egs_reader_read(r, &mb, 1, 2, 2) == 1 && mb.frames_per_eg == 3);
+    CHECK(egs_reader_read(r, &mb, 1, 2, 2) == 0);
+    egs_reader_close(r);
+    r = egs_reader_open(spec);
+    CHECK(egs_reader_read(r, &mb, 4, 2, 2) == -1);
+    CHECK(strstr(error_get(), "example 2") != NULL && strstr(error_get(), "key 'odd'") != NULL);
+    egs_reader_close(r);
+    egs_minibatch_release(&mb);
+    remove(path);
+    for (int k = 0; k < N; k++) {
+        example_release(&eg[k]);
+        matrix_release(&m[k]);
+    }
+}
+
 /* ---- bad input ---- */
 
 static void test_truncated(void) {
@@ -588,6 +709,7 @@ int main(void) {
     TEST_RUN(test_recompress);
     TEST_RUN(test_cut_utterance_context);
     TEST_RUN(test_minibatch);
+    TEST_RUN(test_reader);
     TEST_RUN(test_truncated);
     TEST_RUN(test_corrupt);
     TEST_MAIN_END();

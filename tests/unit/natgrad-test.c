@@ -373,6 +373,14 @@ static void test_reference_small_minibatch(void) {
     CHECK_RUN(run_against_reference(48, 10, 24, 3, 100.0f, 0, 16, -1), 16, 1e-4);
 }
 
+/* The CPU pass split over a pool of 3 threads, several row blocks per thread (N = 300). */
+static void test_reference_threads(void) {
+    matrix_set_num_threads(3);
+    CHECK_RUN(run_against_reference(30, 8, 300, 2, 2000.0f, 1, 12, -1), 12, 1e-4);
+    CHECK_RUN(run_against_reference(48, 10, 24, 3, 100.0f, 0, 16, -1), 16, 1e-4);
+    matrix_set_num_threads(1);
+}
+
 /* N <= R: one initialization pass; and an all-zero minibatch in the middle. The first minibatch
  * excites only N of the R directions; the other R - N rows of the estimate are picked by float
  * roundoff (their c falls below the floor, forcing re-orthogonalization), so they differ from the
@@ -538,6 +546,81 @@ static void test_deterministic(void) {
     natgrad_free(p2);
 }
 
+/* natgrad_precondition_copy (the fused CPU pass on ordinary calls) against a copy followed by
+ * natgrad_precondition_rows: the same Xhat, gamma and row norms (to float roundoff: the norms
+ * are summed in another order), with and without the column of ones, over update and ordinary
+ * calls, on 1 and 3 threads; a minibatch with a NaN is left as the copy, the state untouched. */
+static void test_precondition_copy(void) {
+    for (int threads = 1; threads <= 3; threads += 2)
+        for (int ones = 0; ones <= 1; ones++) {
+            matrix_set_num_threads(threads);
+            struct natgrad_options o;
+            natgrad_options_default(&o);
+            o.rank = 9;
+            const int D = 40, N = 150, S = D - ones;
+            struct natgrad *p1 = natgrad_new(D, &o, 2), *p2 = natgrad_new(D, &o, 2);
+            struct rng r;
+            rng_seed(&r, 31);
+            struct matrix src, x1, x2;
+            struct vector n1, n2;
+            matrix_init(&src, N, S);
+            matrix_init(&x1, N, D);
+            matrix_init(&x2, N, D);
+            vector_init(&n1, N);
+            vector_init(&n2, N);
+            float *h = xmalloc(sizeof(float) * N * D), *g1 = xmalloc(sizeof(float) * N * D),
+                  *g2 = xmalloc(sizeof(float) * N * D), v1[N], v2[N];
+            for (int t = 0; t < 24; t++) {
+                for (int i = 0; i < N * S; i++) h[i] = rng_gauss(&r) * (1 + i % 5);
+                if (t == 17) h[3 * S + 1] = NAN;
+                matrix_from_host(&src, h);
+                float s1, s2;
+                natgrad_precondition_copy(p1, &src, &x1, &s1, &n1);
+                struct matrix xs = matrix_view(&x2, 0, N, 0, S);
+                matrix_copy(&xs, &src);
+                if (ones) {
+                    struct matrix one = matrix_view(&x2, 0, N, S, 1);
+                    matrix_set_const(&one, 1.0f);
+                }
+                natgrad_precondition_rows(p2, &x2, &s2, &n2);
+                matrix_to_host(&x1, g1);
+                matrix_to_host(&x2, g2);
+                vector_to_host(&n1, v1);
+                vector_to_host(&n2, v2);
+                double e = 0, m = 0;
+                for (int i = 0; i < N * D; i++)
+                    if (!(i / D == 3 && t == 17)) {
+                        e = fmax(e, fabs(g1[i] - g2[i]));
+                        m = fmax(m, fabs(g2[i]));
+                    }
+                if (!(e <= 1e-5 * m)) printf("    t %d threads %d ones %d: %g of %g\n", t, threads, ones, e, m);
+                CHECK(e <= 1e-5 * m);
+                CHECK(fabs(s1 - s2) <= 1e-5 * s2);
+                for (int i = 0; i < N; i++)
+                    if (!(i == 3 && t == 17)) CHECK(fabs(v1[i] - v2[i]) <= 1e-5 * v2[i] + 1e-30);
+                if (t == 17) { /* the copy as it was, gamma 1 */
+                    CHECK(s1 == 1.0f && isnan(g1[3 * D + 1]));
+                    for (int i = 0; i < N * D; i++) {
+                        int c = i % D;
+                        float want = c < S ? h[(i / D) * S + c] : 1.0f;
+                        if (i != 3 * D + 1) CHECK(g1[i] == want);
+                    }
+                }
+            }
+            free(h);
+            free(g1);
+            free(g2);
+            matrix_release(&src);
+            matrix_release(&x1);
+            matrix_release(&x2);
+            vector_release(&n1);
+            vector_release(&n2);
+            natgrad_free(p1);
+            natgrad_free(p2);
+        }
+    matrix_set_num_threads(1);
+}
+
 static void test_dim1_and_rank_reduction(void) {
     struct natgrad_options o;
     natgrad_options_default(&o);
@@ -687,12 +770,14 @@ static void test_options_check(void) {
 int main(void) {
     TEST_RUN(test_reference_large_minibatch);
     TEST_RUN(test_reference_small_minibatch);
+    TEST_RUN(test_reference_threads);
     TEST_RUN(test_reference_tiny_minibatch_and_zeros);
     TEST_RUN(test_reference_zero_first);
     TEST_RUN(test_zero_input_finite);
     TEST_RUN(test_rank1_damped);
     TEST_RUN(test_scale_restores_norm);
     TEST_RUN(test_deterministic);
+    TEST_RUN(test_precondition_copy);
     TEST_RUN(test_dim1_and_rank_reduction);
     TEST_RUN(test_nonfinite_input);
     TEST_RUN(test_update_schedule);
