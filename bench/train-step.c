@@ -2,8 +2,9 @@
  * (forward, cross-entropy objective, accuracy, backward with the update) on random examples held
  * in memory, with no reading thread. Set beside nnet-train's end-to-end rate it separates the
  * step's cost from the cost of reading examples while training.
- *   train-step <model> <minibatch> <threads> [seconds [use-gpu]]   prints "samples_per_sec=S"
- * use-gpu is nnet-train's --use-gpu (default no): with yes the step runs on the GPU.
+ *   train-step <model> <minibatch> <threads> [seconds [use-gpu [precision]]]
+ * prints "samples_per_sec=S". use-gpu is nnet-train's --use-gpu (default no): with yes the step
+ * runs on the GPU; precision is its --precision (default fp32).
  * Built by bench/train-throughput.sh against lib/libparnet.a. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,13 +15,14 @@
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: train-step <model> <minibatch> <threads> [seconds [use-gpu]]\n");
+        fprintf(stderr, "usage: train-step <model> <minibatch> <threads> [seconds [use-gpu [precision]]]\n");
         return 2;
     }
     int mb = atoi(argv[2]), threads = atoi(argv[3]);
     double seconds = argc > 4 ? atof(argv[4]) : 3.0;
     matrix_set_num_threads(threads);
     if (cuda_select_device(argc > 5 ? argv[5] : "no")) die("%s", error_get());
+    if (matrix_set_precision(argc > 6 ? argv[6] : "fp32")) die("%s", error_get());
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read '%s': %s", argv[1], error_get());
     int in_dim = nnet_input_dim(n), out_dim = nnet_output_dim(n);

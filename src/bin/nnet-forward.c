@@ -10,15 +10,18 @@ static const char *usage =
 int main(int argc, char **argv) {
     int apply_log = 0, num_threads = 1;
     const char *use_gpu = "no";
+    const char *precision = "fp32";
     struct option_spec specs[] = {
         {"apply-log", OPT_BOOL, &apply_log, "Output log-probabilities instead of probabilities"},
         {"num-threads", OPT_INT, &num_threads, "threads for the matrix work"},
+        MATRIX_PRECISION_OPTION(precision),
         {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc != 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
     matrix_set_num_threads(num_threads);
     if (cuda_select_device(use_gpu)) die("%s", error_get());
+    if (matrix_set_precision(precision)) die("%s", error_get());
 
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read model '%s': %s", argv[1], error_get());

@@ -130,6 +130,7 @@ int main(int argc, char **argv) {
     int binary = 1, num_threads = 1, srand_seed = 0;
     float max_change = 0;
     const char *mode = "", *fusion = "halving", *gaf_on = "gradient";
+    const char *precision = "fp32";
     struct option_spec specs[] = {
         {"mode", OPT_STRING, &mode,
          "params: average the parameters every --average-every minibatches (local SGD); "
@@ -141,6 +142,7 @@ int main(int argc, char **argv) {
         {"minibatch-size", OPT_INT, &o.train.minibatch_size, "Examples per minibatch per rank"},
         {"srand", OPT_INT, &srand_seed, "Seed for the random draws of training (+ rank)"},
         {"num-threads", OPT_INT, &num_threads, "threads for the matrix work, per rank"},
+        MATRIX_PRECISION_OPTION(precision),
         {"minibatches-per-phase", OPT_INT, &o.train.progress_every,
          "Log progress (rank 0) every this many minibatches (0: never)"},
         {"max-change", OPT_FLOAT, &max_change,
@@ -177,6 +179,7 @@ int main(int argc, char **argv) {
     if (o.average_every < 0) die("--average-every must be at least 0");
     o.train.srand = (uint64_t)srand_seed;
     matrix_set_num_threads(num_threads);
+    if (matrix_set_precision(precision)) die("%s", error_get());
 
     MPI_Init(&argc, &argv);
     struct mpi_ctx ctx = {.comm = MPI_COMM_WORLD};
@@ -187,6 +190,7 @@ int main(int argc, char **argv) {
     select_gpu(MPI_COMM_WORLD);
     if (matrix_default_device == MATRIX_GPU && nccl_setup(&ctx, comm.rank, comm.size))
         die_alone("rank %d: %s", comm.rank, error_get());
+    if (matrix_set_precision(precision)) die_alone("rank %d: %s", comm.rank, error_get());
 #endif
     char *egs = replace_job(argv[2], comm.rank + 1);
     struct nnet *n = nnet_read_file(argv[1]);
