@@ -109,6 +109,24 @@ int matrix_bf16_supported(void);
  * error of about 2^-9 per element of A and B, which averages down over the inner dimension). */
 void matrix_add_mat_mat_layer(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
                               const struct matrix *b, int trans_b, float beta);
+/* The same, with each operand's bf16 copy kept for the next products of the pass (under bf16;
+ * otherwise exactly matrix_add_mat_mat_layer). Converting an operand costs a pass over memory,
+ * as much as a third of an AMX product, and each operand of a layer is used twice: X and W in the
+ * forward and again in the backward, dY by both backward products. keep says how long the
+ * caller guarantees the operand's contents stay as they are (its address, shape and stride
+ * identify it):
+ *   MATRIX_KEEP_NONE   not past this call (scratch);
+ *   MATRIX_KEEP_VALUE  until the pass ends: a component's input or its parameters;
+ *   MATRIX_KEEP_DERIV  until the next backward begins: a derivative.
+ * Copies are kept only while a pass is open: matrix_layer_pass(MATRIX_PASS_FORWARD) (the network's
+ * training forward) forgets every copy and opens one, MATRIX_PASS_BACKWARD forgets the derivatives',
+ * MATRIX_PASS_END (parameters about to change) forgets all and closes it. A layer product whose
+ * output overlaps a kept operand forgets that copy. Per calling thread. */
+enum matrix_keep { MATRIX_KEEP_NONE = 0, MATRIX_KEEP_VALUE = 1, MATRIX_KEEP_DERIV = 2 };
+enum matrix_pass { MATRIX_PASS_FORWARD = 0, MATRIX_PASS_BACKWARD = 1, MATRIX_PASS_END = 2 };
+void matrix_layer_pass(int pass);
+void matrix_layer_product(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
+                          int keep_a, const struct matrix *b, int trans_b, int keep_b, float beta);
 
 /* ---- storage and views ---- */
 void matrix_init(struct matrix *m, int rows, int cols);

@@ -221,6 +221,60 @@ static void test_layer_product_bf16(void) {
     CHECK(matrix_set_precision("fp32") == 0);
 }
 
+/* Kept bf16 copies (matrix_layer_product): reused while the contract holds, forgotten when a
+ * product writes over the operand, when a backward begins (derivatives) and when the pass ends;
+ * each result is checked against the exact product of the current contents. */
+static void test_kept_operands(void) {
+    if (!bf16_ok) return;
+    CHECK(matrix_set_precision("bf16") == 0);
+    enum { M = 64, K = 96, N = 80 };
+    struct smat a, b, c, c0, w;
+    smat_init(&a, M, K, 0);
+    smat_init(&b, N, K, 0);
+    smat_init(&c, M, N, 0);
+    smat_init(&c0, M, N, 0);
+    smat_init(&w, M, N, 0);
+    double e[6];
+    matrix_layer_pass(MATRIX_PASS_FORWARD);
+    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_VALUE, &b.m, 1, MATRIX_KEEP_VALUE, 0);
+    e[0] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
+    /* a product writes over a: its kept copy must go */
+    struct matrix a_as_c = matrix_wrap(a.p, M, N, K, MATRIX_CPU); /* the first N columns of a */
+    struct matrix wt = matrix_wrap(w.p, M, M, M, MATRIX_CPU);      /* M x M from w's storage */
+    matrix_layer_product(&a_as_c, 1, &wt, 0, MATRIX_KEEP_NONE, &c.m, 0, MATRIX_KEEP_NONE, 0);
+    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_VALUE, &b.m, 1, MATRIX_KEEP_VALUE, 0);
+    e[1] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
+    /* a derivative kept, changed after a new backward begins */
+    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_DERIV, &b.m, 1, MATRIX_KEEP_VALUE, 0);
+    matrix_layer_pass(MATRIX_PASS_BACKWARD);
+    for (int i = 0; i < M * K; i++) a.p[i] *= -0.5f;
+    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_DERIV, &b.m, 1, MATRIX_KEEP_VALUE, 0);
+    e[2] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
+    /* b (a value) is still the kept copy: same result, bit for bit, as without keeping */
+    memcpy(c0.p, c.p, sizeof(float) * M * N);
+    matrix_add_mat_mat_layer(&c.m, 1, &a.m, 0, &b.m, 1, 0);
+    e[3] = memcmp(c0.p, c.p, sizeof(float) * M * N) ? 1 : 0;
+    /* the pass ends: parameters may change */
+    matrix_layer_pass(MATRIX_PASS_END);
+    for (int i = 0; i < N * K; i++) b.p[i] += 1.0f;
+    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_VALUE, &b.m, 1, MATRIX_KEEP_VALUE, 0);
+    e[4] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
+    /* no pass open: nothing is kept (a changed in place is seen) */
+    for (int i = 0; i < M * K; i++) a.p[i] += 0.25f;
+    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_VALUE, &b.m, 1, MATRIX_KEEP_VALUE, 0);
+    e[5] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
+    free(a.p);
+    free(b.p);
+    free(c.p);
+    free(c0.p);
+    free(w.p);
+    CHECK(matrix_set_precision("fp32") == 0);
+    for (int i = 0; i < 6; i++) {
+        if (!(e[i] <= 1e-5)) printf("    case %d: rel. error %g\n", i, e[i]);
+        CHECK(e[i] <= 1e-5);
+    }
+}
+
 /* fp32 precision: the layer product is matrix_add_mat_mat exactly. */
 static void test_layer_product_fp32(void) {
     CHECK(matrix_set_precision("fp32") == 0);
@@ -265,6 +319,7 @@ int main(void) {
     if (bf16_ok) {
         TEST_RUN(test_dnnl_bf16);
         TEST_RUN(test_layer_product_bf16);
+        TEST_RUN(test_kept_operands);
     }
     TEST_RUN(test_layer_product_fp32);
     TEST_RUN(test_precision_errors);
