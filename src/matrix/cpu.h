@@ -1,0 +1,140 @@
+/* cpu: the host backend behind matrix.h, the twin of src/cuda/cuda.h.
+ *
+ * Who calls this. Only the matrix layer's operations (matrix.c, matrix-ops.c), after they have
+ * checked shapes and found every operand on the CPU. Nothing outside src/matrix/ includes it.
+ *
+ * Matrices are passed as struct cpu_mat, a row-major strided view of host memory: element (r, c)
+ * at data[r * stride + c]. A vector is the 1 x dim matrix {data, 1, dim, dim} (KV in
+ * matrix-internal.h); a "vector argument" below is a pointer to a contiguous array. The names and
+ * arguments follow cuda.h kernel for kernel, so an operation's two branches read alike:
+ *     DISPATCH(GPU2(m, a), cuda_add(CM(m), alpha, CM(a)), cpu_add(KM(m), alpha, KM(a)));
+ *
+ * Files, one per family as in src/cuda/: cpu-blas.c (OpenBLAS: every cblas_* call of parnet),
+ * cpu-elementwise.c (fills, copies, elementwise, nonlinearities, softmax, p-norm, normalize),
+ * cpu-reduce.c (sums, dots, traces, row/column sums, argmax), cpu-splice.c (splicing, sparse
+ * access), cpu-split.c (the thread split below).
+ *
+ * Threads. A kernel runs on parnet's pool (base.h parallel_run) when its work is worth it: the
+ * kernel body is written once, over whole views, as a cpu_kernel of a struct cpu_args, and handed
+ * to cpu_split_rows (or cpu_split_cols), which cuts every operand into each thread's share and
+ * runs the body on the shares. A body never knows whether it runs whole or on a share. Results
+ * do not depend on the split: each output element is computed by one thread in the same order,
+ * and split sums are added in a fixed order.
+ *
+ * Adding a kernel: a body `static double foo_k(const struct cpu_args *a)` over a->m[0..n-1], and
+ * `void cpu_foo(...) { struct cpu_args a = {...}; cpu_split_rows(foo_k, &a); }` (or a plain loop
+ * for work that cannot be cut by rows). Another host backend (oneDNN, say) provides kernels with
+ * these signatures (dnnl_gemm(struct cpu_mat c, ...)) and the operation's dispatch line picks it.
+ *
+ * Errors: none; shapes are the caller's contract (checked there with ASSERT).
+ */
+#ifndef PARNET_MATRIX_CPU_H
+#define PARNET_MATRIX_CPU_H
+
+struct cpu_mat {
+    float *data;
+    int rows, cols, stride;
+};
+
+/* ---- the thread split (cpu-split.c) ---- */
+/* A kernel's operands: matrices m[0..n-1] and the scalars and vector arguments it needs. */
+struct cpu_args {
+    struct cpu_mat m[4];
+    int n;            /* matrices in m */
+    float alpha, beta; /* BLAS-style scalars */
+    float p;          /* p-norm exponent */
+    int which;        /* enum cpu_nonlin, a log-softmax flag, a p-norm group, ... */
+    const float *v;   /* a vector argument that every share sees whole (dim cols) */
+};
+/* A kernel body over the views in a (whole, or one thread's share); returns a partial sum for
+ * reductions, else 0. */
+typedef double (*cpu_kernel)(const struct cpu_args *a);
+/* Work below this many elements (largest operand) runs on the calling thread: waking a worker
+ * costs more than it saves. */
+#define CPU_SPLIT_MIN_ELEMS 32768L
+/* Runs k on shares of m[0]'s rows: every m[j] with m[0]'s row count is cut to the same rows (the
+ * others, and v, are passed whole). Runs k(a) itself when the pool has one thread, inside a task,
+ * for one row or for less than CPU_SPLIT_MIN_ELEMS elements. Returns the sum of k's returns,
+ * added in thread order. */
+double cpu_split_rows(cpu_kernel k, const struct cpu_args *a);
+/* The same over columns, shares aligned to 16 columns: every m[j] with m[0]'s column count is
+ * cut. For work whose rows depend on each other (column sums). Splits only from 64 columns. */
+double cpu_split_cols(cpu_kernel k, const struct cpu_args *a);
+
+/* ---- BLAS (cpu-blas.c); trans: 0 no, 1 yes; shapes already checked; no aliasing ---- */
+/* n >= 1: OpenBLAS single-threaded under parnet's pool of n threads; n <= 0: as they are. Warns
+ * once when OpenBLAS runs its generic kernels on an AVX2/AVX-512 CPU. */
+void cpu_set_num_threads(int n);
+/* c = alpha op(a) op(b) + beta c, with k = inner dimension (k == 0: c = beta c); split over the
+ * pool along c's longer side when each part is still a good product. */
+void cpu_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, struct cpu_mat b,
+              int trans_b, float beta);
+/* c = alpha a a^T + beta c (trans 0) or alpha a^T a + beta c (trans 1), both triangles filled; the
+ * lower triangle of c is read on entry. */
+void cpu_syrk(struct cpu_mat c, float alpha, struct cpu_mat a, int trans, float beta);
+/* y = alpha op(m) x + beta y */
+void cpu_gemv(float *y, float alpha, struct cpu_mat m, int trans, const float *x, float beta);
+/* m += alpha a b^T */
+void cpu_ger(struct cpu_mat m, float alpha, const float *a, const float *b);
+
+/* ---- elementwise (cpu-elementwise.c); operands have m's shape unless said ---- */
+void cpu_copy(struct cpu_mat dst, struct cpu_mat src); /* overlapping rows allowed (memmove) */
+void cpu_copy_transposed(struct cpu_mat dst, struct cpu_mat src); /* dst = src^T */
+void cpu_set_zero(struct cpu_mat m);
+void cpu_set_const(struct cpu_mat m, float value);
+void cpu_scale(struct cpu_mat m, float alpha); /* alpha == 0 writes zeros (BLAS) */
+void cpu_add(struct cpu_mat m, float alpha, struct cpu_mat a);
+void cpu_add_const(struct cpu_mat m, float alpha);
+void cpu_add_diag(struct cpu_mat m, float alpha);
+void cpu_mul_elements(struct cpu_mat m, struct cpu_mat a);
+void cpu_mul_rows(struct cpu_mat m, const float *scale); /* dim rows */
+void cpu_mul_cols(struct cpu_mat m, const float *scale); /* dim cols */
+void cpu_set_rows(struct cpu_mat m, const float *v);     /* every row = v (dim cols) */
+void cpu_add_vec_to_rows(struct cpu_mat m, float alpha, const float *v);
+
+enum cpu_nonlin { CPU_SIGMOID, CPU_TANH, CPU_RELU };
+void cpu_nonlin(int which, struct cpu_mat dst, struct cpu_mat src); /* dst may alias src */
+/* in_deriv = f'(.) * out_deriv from the forward output */
+void cpu_diff_nonlin(int which, struct cpu_mat in_deriv, struct cpu_mat out_value,
+                     struct cpu_mat out_deriv);
+/* dst->cols = src->cols / group, group >= 1 */
+void cpu_pnorm(struct cpu_mat dst, struct cpu_mat src, int group, float p);
+void cpu_diff_pnorm(struct cpu_mat in_deriv, struct cpu_mat in_value, struct cpu_mat out_value,
+                    struct cpu_mat out_deriv, int group, float p);
+/* row-wise; dst may alias src */
+void cpu_softmax_rows(struct cpu_mat dst, struct cpu_mat src, int log_softmax);
+void cpu_diff_softmax(struct cpu_mat in_deriv, struct cpu_mat out_value,
+                      struct cpu_mat out_deriv);
+void cpu_diff_log_softmax(struct cpu_mat in_deriv, struct cpu_mat out_value,
+                          struct cpu_mat out_deriv);
+void cpu_normalize_rows(struct cpu_mat dst, struct cpu_mat src);
+void cpu_diff_normalize_rows(struct cpu_mat in_deriv, struct cpu_mat in_value,
+                             struct cpu_mat out_deriv);
+
+/* ---- reductions (cpu-reduce.c); sums in double ---- */
+enum cpu_reduce_op {
+    CPU_SUM,        /* sum a */
+    CPU_SUM_SQ,     /* sum a^2 (split over the pool) */
+    CPU_DOT,        /* sum a .* b, same shape */
+    CPU_DOT_TRANS,  /* sum_ij a_ij b_ji: tr(A B) */
+    CPU_TRACE,      /* sum_i a_ii */
+    CPU_NONFINITE   /* 0 when all finite, NaN otherwise */
+};
+double cpu_reduce(int op, struct cpu_mat a, struct cpu_mat b);
+/* v = alpha * column sums of m + beta v (dim cols); beta == 0: v not read */
+void cpu_add_row_sums(float *v, float alpha, struct cpu_mat m, float beta);
+/* v = alpha * row sums of m + beta v (dim rows); beta == 0: v not read */
+void cpu_add_col_sums(float *v, float alpha, struct cpu_mat m, float beta);
+void cpu_row_sq_norms(float *v, struct cpu_mat m); /* dim rows */
+/* out[r] = first index of the row maximum (NaN never wins, a NaN first element wins) */
+void cpu_row_argmax(struct cpu_mat m, int *out);
+
+/* ---- splicing and sparse access (cpu-splice.c); indices already checked ---- */
+void cpu_splice(struct cpu_mat dst, struct cpu_mat src, const int *offsets, int num_offsets);
+void cpu_add_splice_backward(struct cpu_mat src_deriv, struct cpu_mat dst_deriv,
+                             const int *offsets, int num_offsets);
+void cpu_add_at(struct cpu_mat m, float alpha, int n, const int *rows, const int *cols,
+                const float *values);
+void cpu_get_at(struct cpu_mat m, int n, const int *rows, const int *cols, float *out);
+
+#endif
