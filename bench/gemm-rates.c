@@ -1,5 +1,5 @@
 /* GEMM rates at the benchmark MLPs' layer shapes: OpenBLAS sgemm against oneDNN fp32 and oneDNN
- * bf16 (src/matrix/dnnl.h), and the bound they set on a training step.
+ * bf16 (src/matrix/onednn.h), and the bound they set on a training step.
  *   gemm-rates shapes <threads> <seconds-per-figure> <mb,...> <d0,d1,...> [<d0,d1,...> ...]
  *       one line per distinct product (forward X W^T, input derivative dY W, weight gradient
  *       dY^T X of every layer): GFLOP/s of OpenBLAS, oneDNN fp32, oneDNN bf16 on operands already
@@ -19,8 +19,15 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "matrix/dnnl.h"
+#include "matrix/cpu.h"
+#include "matrix/onednn.h"
 #include "matrix/matrix.h"
+
+/* struct matrix -> the backends' view */
+static struct cpu_mat cm(const struct matrix *m) {
+    struct cpu_mat c = {m->data, m->rows, m->cols, m->stride};
+    return c;
+}
 
 void openblas_set_num_threads(int n);
 
@@ -54,12 +61,12 @@ static void prod_share(void *arg, int t, int num) {
                     p->b + boff, ldb, 0.0f, c, p->n);
         return;
     }
-    struct matrix cm = matrix_wrap(c, m, n, p->n, MATRIX_CPU);
+    struct cpu_mat cv = {c, m, n, p->n};
     if (p->engine == E_DNNL_F32)
-        matrix_dnnl_gemm(&cm, 1.0f, MATRIX_DNNL_F32, p->a + aoff, lda, p->ta, p->b + boff, ldb,
+        onednn_gemm_raw(cv, 1.0f, ONEDNN_TYPE_F32, p->a + aoff, lda, p->ta, p->b + boff, ldb,
                          p->tb, p->k, 0.0f);
     else
-        matrix_dnnl_gemm(&cm, 1.0f, MATRIX_DNNL_BF16, p->a16 + aoff, lda, p->ta, p->b16 + boff,
+        onednn_gemm_raw(cv, 1.0f, ONEDNN_TYPE_BF16, p->a16 + aoff, lda, p->ta, p->b16 + boff,
                          ldb, p->tb, p->k, 0.0f);
 }
 
@@ -85,8 +92,8 @@ static void prod_init(struct prod *p, int m, int n, int k, int ta, int tb) {
     for (size_t i = 0; i < nb; i++) p->b[i] = 0.01f * (float)(i % 89) - 0.44f;
     struct matrix a = matrix_wrap(p->a, 1, (int)na, (int)na, MATRIX_CPU);
     struct matrix b = matrix_wrap(p->b, 1, (int)nb, (int)nb, MATRIX_CPU);
-    matrix_dnnl_to_bf16(p->a16, (int)na, &a);
-    matrix_dnnl_to_bf16(p->b16, (int)nb, &b);
+    onednn_to_bf16(p->a16, (int)na, cm(&a));
+    onednn_to_bf16(p->b16, (int)nb, cm(&b));
 }
 
 static void prod_free(struct prod *p) {

@@ -1,15 +1,16 @@
-/* dnnl: oneDNN matmul primitives for the matrix layer (contract in dnnl.h). */
+/* onednn: oneDNN matmul primitives for the matrix layer (contract in onednn.h). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("vect-cost-model=dynamic")
 #endif
 
-#include "matrix/dnnl.h"
+#include "matrix/onednn.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "matrix/matrix-internal.h"
+#include "base/base.h"
+#include "matrix/matrix.h"
 
 /* ---- bf16 conversion (no oneDNN needed) ---- */
 
@@ -44,36 +45,191 @@ __attribute__((target("avx512f,avx512bf16"))) static void row_to_bf16_avx512(uin
 #define HAVE_AVX512BF16_PATH 1
 #endif
 
-void matrix_dnnl_to_bf16(uint16_t *dst, int ld, const struct matrix *src) {
-    ASSERT(ld >= src->cols);
-    int rows = src->rows, cols = src->cols;
-    if (src->stride == cols && ld == cols && rows > 1) { /* contiguous: one long row */
+void onednn_to_bf16(uint16_t *dst, int ld, struct cpu_mat src) {
+    ASSERT(ld >= src.cols);
+    int rows = src.rows, cols = src.cols;
+    if (src.stride == cols && ld == cols && rows > 1) { /* contiguous: one long row */
         cols *= rows;
         rows = 1;
     }
 #if HAVE_AVX512BF16_PATH
-    static int fast = -1;
-    if (fast < 0) fast = __builtin_cpu_supports("avx512bf16");
-    if (fast) {
+    if (__builtin_cpu_supports("avx512bf16")) {
         for (int r = 0; r < rows; r++)
-            row_to_bf16_avx512(dst + (long)r * ld, src->data + (long)r * src->stride, cols);
+            row_to_bf16_avx512(dst + (long)r * ld, src.data + (long)r * src.stride, cols);
         return;
     }
 #endif
     for (int r = 0; r < rows; r++)
-        row_to_bf16(dst + (long)r * ld, src->data + (long)r * src->stride, cols);
+        row_to_bf16(dst + (long)r * ld, src.data + (long)r * src.stride, cols);
 }
 
-void matrix_dnnl_from_bf16(struct matrix *dst, const uint16_t *src, int ld) {
-    ASSERT(ld >= dst->cols);
-    for (int r = 0; r < dst->rows; r++) {
+void onednn_from_bf16(struct cpu_mat dst, const uint16_t *src, int ld) {
+    ASSERT(ld >= dst.cols);
+    for (int r = 0; r < dst.rows; r++) {
         const uint16_t *s = src + (long)r * ld;
-        float *d = dst->data + (long)r * dst->stride;
-        for (int c = 0; c < dst->cols; c++) {
+        float *d = dst.data + (long)r * dst.stride;
+        for (int c = 0; c < dst.cols; c++) {
             uint32_t u = (uint32_t)s[c] << 16;
             memcpy(&d[c], &u, sizeof u);
         }
     }
+}
+
+/* ---- the bf16 layer product: kept copies, conversion, the split ---- */
+
+/* The calling thread's bf16 copies: one scratch pair for operands not kept, and the kept ones of
+ * the open pass (matrix_layer_pass), looked up by address, shape and stride. */
+struct bf16_buf {
+    uint16_t *p;
+    size_t n;
+};
+
+static uint16_t *buf_get(struct bf16_buf *b, size_t n) {
+    if (n > b->n) {
+        free(b->p);
+        b->n = n + n / 4;
+        b->p = xmalloc(b->n * sizeof *b->p);
+    }
+    return b->p;
+}
+
+struct kept {
+    const float *data;
+    int rows, cols, stride, keep; /* keep 0: the slot is free */
+    struct bf16_buf buf;
+};
+enum { MAX_KEPT = 64 };
+static _Thread_local struct {
+    int open;
+    struct bf16_buf scratch_a, scratch_b;
+    struct kept k[MAX_KEPT];
+} lp;
+
+static void forget(int which) { /* which: a keep class, or 0 for all */
+    for (int i = 0; i < MAX_KEPT; i++)
+        if (lp.k[i].keep && (!which || lp.k[i].keep == which)) lp.k[i].keep = 0;
+}
+
+void onednn_pass(int pass) {
+    ASSERT(pass == MATRIX_PASS_FORWARD || pass == MATRIX_PASS_BACKWARD || pass == MATRIX_PASS_END);
+    if (pass == MATRIX_PASS_BACKWARD) {
+        forget(MATRIX_KEEP_DERIV);
+        return;
+    }
+    forget(0);
+    lp.open = pass == MATRIX_PASS_FORWARD;
+}
+
+/* Forget kept copies whose memory c's rows overlap (c is about to be written). */
+void onednn_forget(struct cpu_mat c) {
+    if (c.rows < 1 || c.cols < 1) return;
+    const float *lo = c.data, *hi = c.data + (long)(c.rows - 1) * c.stride + c.cols;
+    for (int i = 0; i < MAX_KEPT; i++) {
+        struct kept *k = &lp.k[i];
+        if (!k->keep) continue;
+        const float *klo = k->data, *khi = k->data + (long)(k->rows - 1) * k->stride + k->cols;
+        if (klo < hi && lo < khi) k->keep = 0;
+    }
+}
+
+/* The kept copy of m, or NULL with *slot set to where to keep it (NULL: nowhere free). */
+static uint16_t *kept_find(struct cpu_mat m, int keep, struct kept **slot) {
+    *slot = NULL;
+    for (int i = 0; i < MAX_KEPT; i++) {
+        struct kept *k = &lp.k[i];
+        if (k->keep == keep && k->data == m.data && k->rows == m.rows && k->cols == m.cols &&
+            k->stride == m.stride)
+            return k->buf.p;
+        if (!k->keep && !*slot) *slot = k;
+    }
+    return NULL;
+}
+
+struct bf16_job {
+    struct cpu_mat a, b;        /* as stored (before op) */
+    uint16_t *a16, *b16;        /* contiguous copies: ld = a->cols, b->cols */
+    int conv_a, conv_b;         /* whether they still have to be made */
+    struct cpu_mat c;
+    float alpha, beta;
+    int trans_a, trans_b, k, by_rows;
+};
+
+static struct cpu_mat sub(struct cpu_mat m, int r0, int rows, int c0, int cols) {
+    struct cpu_mat v = {m.data + (long)r0 * m.stride + c0, rows, cols, m.stride};
+    return v;
+}
+
+/* Both conversions, each split by rows over the pool. */
+static void convert_part(void *p, int t, int num) {
+    const struct bf16_job *j = p;
+    int r0, r1;
+    parallel_part(j->a.rows, t, num, 1, &r0, &r1);
+    if (j->conv_a && r1 > r0)
+        onednn_to_bf16(j->a16 + (long)r0 * j->a.cols, j->a.cols, sub(j->a, r0, r1 - r0, 0, j->a.cols));
+    parallel_part(j->b.rows, t, num, 1, &r0, &r1);
+    if (j->conv_b && r1 > r0)
+        onednn_to_bf16(j->b16 + (long)r0 * j->b.cols, j->b.cols, sub(j->b, r0, r1 - r0, 0, j->b.cols));
+}
+
+enum { BF16_SPLIT_ALIGN = 32 };
+
+/* One oneDNN product per share of C's rows (they are op(A)'s) or columns (op(B)'s). */
+static void gemm_part(void *p, int t, int num) {
+    const struct bf16_job *j = p;
+    int lda = j->a.cols, ldb = j->b.cols, lo, hi;
+    parallel_part(j->by_rows ? j->c.rows : j->c.cols, t, num, BF16_SPLIT_ALIGN, &lo, &hi);
+    if (lo >= hi) return;
+    const uint16_t *a = j->a16, *b = j->b16;
+    struct cpu_mat c;
+    if (j->by_rows) {
+        a += j->trans_a ? lo : (long)lo * lda;
+        c = sub(j->c, lo, hi - lo, 0, j->c.cols);
+    } else {
+        b += j->trans_b ? (long)lo * ldb : lo;
+        c = sub(j->c, 0, j->c.rows, lo, hi - lo);
+    }
+    onednn_gemm_raw(c, j->alpha, ONEDNN_TYPE_BF16, a, lda, j->trans_a, b, ldb, j->trans_b, j->k,
+                  j->beta);
+}
+
+/* The bf16 copy of m for a product: kept (found, or made into a free slot) or in scratch;
+ * *convert says whether it still has to be made. */
+static uint16_t *operand(struct cpu_mat m, int keep, struct bf16_buf *scratch, int *convert) {
+    size_t n = (size_t)m.rows * m.cols;
+    *convert = 1;
+    if (lp.open && keep) {
+        struct kept *slot;
+        uint16_t *p = kept_find(m, keep, &slot);
+        if (p) {
+            *convert = 0;
+            return p;
+        }
+        if (slot) {
+            slot->data = m.data;
+            slot->rows = m.rows;
+            slot->cols = m.cols;
+            slot->stride = m.stride;
+            slot->keep = keep;
+            return buf_get(&slot->buf, n);
+        }
+    }
+    return buf_get(scratch, n);
+}
+
+void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
+               struct cpu_mat b, int trans_b, int keep_b, float beta) {
+    int k = trans_a ? a.rows : a.cols;
+    ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
+    struct bf16_job j = {a, b, NULL, NULL, 0, 0, c, alpha, beta, trans_a, trans_b, k,
+                         c.rows >= c.cols};
+    onednn_forget(c);
+    j.a16 = operand(a, keep_a, &lp.scratch_a, &j.conv_a);
+    j.b16 = operand(b, keep_b, &lp.scratch_b, &j.conv_b);
+    if (j.conv_a || j.conv_b) parallel_run(convert_part, &j);
+    if ((j.by_rows ? c.rows : c.cols) >= 2 * BF16_SPLIT_ALIGN)
+        parallel_run(gemm_part, &j);
+    else
+        gemm_part(&j, 0, 1);
 }
 
 #if HAVE_DNNL
@@ -114,7 +270,7 @@ static const char *isa_name(dnnl_cpu_isa_t isa) {
     }
 }
 
-int matrix_dnnl_bf16_check(char *isa, size_t isa_len) {
+int onednn_bf16_check(char *isa, size_t isa_len) {
     dnnl_cpu_isa_t e = dnnl_get_effective_cpu_isa();
     if (isa && isa_len) snprintf(isa, isa_len, "%s", isa_name(e));
     if (e == dnnl_cpu_isa_avx512_core_amx || e == dnnl_cpu_isa_avx512_core_bf16) return 0;
@@ -206,7 +362,7 @@ static void desc_2d(dnnl_memory_desc_t *d, int rows, int cols, int trans, int ld
 }
 
 static void entry_create(struct gemm_entry *e, const struct gemm_key *key) {
-    dnnl_data_type_t dt = key->type == MATRIX_DNNL_BF16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t dt = key->type == ONEDNN_TYPE_BF16 ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t ad, bd, cd, sd, scd;
     desc_2d(&ad, key->m, key->k, key->trans_a, key->lda, dt);
     desc_2d(&bd, key->k, key->n, key->trans_b, key->ldb, dt);
@@ -262,28 +418,28 @@ static struct gemm_entry *entry_get(struct thread_cache *t, const struct gemm_ke
     return e;
 }
 
-void matrix_dnnl_gemm(struct matrix *c, float alpha, int type, const void *a, int lda,
-                      int trans_a, const void *b, int ldb, int trans_b, int k, float beta) {
-    ASSERT(c->rows >= 1 && c->cols >= 1 && k >= 1);
-    ASSERT(type == MATRIX_DNNL_F32 || type == MATRIX_DNNL_BF16);
+void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
+                   const void *b, int ldb, int trans_b, int k, float beta) {
+    ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
+    ASSERT(type == ONEDNN_TYPE_F32 || type == ONEDNN_TYPE_BF16);
     struct gemm_key key;
     memset(&key, 0, sizeof key); /* the key is compared with memcmp: no stray padding */
     key.type = type;
-    key.m = c->rows;
-    key.n = c->cols;
+    key.m = c.rows;
+    key.n = c.cols;
     key.k = k;
     key.trans_a = !!trans_a;
     key.trans_b = !!trans_b;
     key.lda = lda;
     key.ldb = ldb;
-    key.ldc = c->stride;
+    key.ldc = c.stride;
     key.beta = beta;
     struct thread_cache *t = cache_get();
     struct gemm_entry *e = entry_get(t, &key);
     t->alpha = alpha;
     DNNL_CHECK(dnnl_memory_set_data_handle(e->a, (void *)a));
     DNNL_CHECK(dnnl_memory_set_data_handle(e->b, (void *)b));
-    DNNL_CHECK(dnnl_memory_set_data_handle(e->c, c->data));
+    DNNL_CHECK(dnnl_memory_set_data_handle(e->c, c.data));
     DNNL_CHECK(dnnl_memory_set_data_handle(e->scale, &t->alpha));
     DNNL_CHECK(dnnl_memory_set_data_handle(e->scratch, t->scratch));
     dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, e->a},
@@ -297,15 +453,15 @@ void matrix_dnnl_gemm(struct matrix *c, float alpha, int type, const void *a, in
 
 #else /* !HAVE_DNNL */
 
-int matrix_dnnl_bf16_check(char *isa, size_t isa_len) {
+int onednn_bf16_check(char *isa, size_t isa_len) {
     if (isa && isa_len) snprintf(isa, isa_len, "none");
     return error_set("parnet was built without oneDNN (install libdnnl-dev, e.g. with "
                      "tools/install-deps.sh, and rebuild)");
 }
 
-void matrix_dnnl_gemm(struct matrix *c, float alpha, int type, const void *a, int lda,
-                      int trans_a, const void *b, int ldb, int trans_b, int k, float beta) {
-    die("matrix_dnnl_gemm: parnet was built without oneDNN");
+void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
+                   const void *b, int ldb, int trans_b, int k, float beta) {
+    die("onednn_gemm_raw: parnet was built without oneDNN");
 }
 
 #endif

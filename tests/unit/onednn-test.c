@@ -1,4 +1,4 @@
-/* The oneDNN backend (src/matrix/dnnl.h) and the layer products under --precision.
+/* The oneDNN backend (src/matrix/onednn.h) and the layer products under --precision.
  *
  * Tolerances. Element (i, j) of a product is checked against a reference computed in double with
  * the bound tol * sum_k |a_ik| |b_kj| (the scale of the element's rounding errors):
@@ -16,8 +16,15 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "matrix/dnnl.h"
+#include "matrix/cpu.h"
+#include "matrix/onednn.h"
 #include "matrix/matrix.h"
+
+/* struct matrix -> the backends' view */
+static struct cpu_mat cm(const struct matrix *m) {
+    struct cpu_mat c = {m->data, m->rows, m->cols, m->stride};
+    return c;
+}
 #include "test.h"
 
 static struct rng rng;
@@ -31,7 +38,7 @@ static float bits_to_float(uint32_t u) {
 static uint16_t one_bf16(float f) {
     struct matrix m = matrix_wrap(&f, 1, 1, 1, MATRIX_CPU);
     uint16_t h;
-    matrix_dnnl_to_bf16(&h, 1, &m);
+    onednn_to_bf16(&h, 1, cm(&m));
     return h;
 }
 
@@ -55,9 +62,9 @@ static void test_bf16_rounding(void) {
     for (int i = 0; i < N; i++) x[i] = rng_gauss(&rng) * 100.0f;
     struct matrix mx = matrix_wrap(x, 10, 100, 100, MATRIX_CPU), my = matrix_wrap(y, 10, 100, 100,
                                                                                   MATRIX_CPU);
-    matrix_dnnl_to_bf16(h, 100, &mx);
-    matrix_dnnl_from_bf16(&my, h, 100);
-    matrix_dnnl_to_bf16(h2, 100, &my);
+    onednn_to_bf16(h, 100, cm(&mx));
+    onednn_from_bf16(cm(&my), h, 100);
+    onednn_to_bf16(h2, 100, cm(&my));
     for (int i = 0; i < N; i++) {
         CHECK(h[i] == h2[i]);
         CHECK(fabsf(y[i] - x[i]) <= fabsf(x[i]) * (1.0f / 256));
@@ -127,22 +134,22 @@ static void check_gemm(int type, int via_layer) {
                 smat_init(&c0, m, n, 7);
                 memcpy(c0.p, c.p, sizeof(float) * (size_t)m * (n + 7));
                 double tol = 1e-5;
-                int rounded = type == MATRIX_DNNL_BF16;
+                int rounded = type == ONEDNN_TYPE_BF16;
                 if (via_layer) { /* the public layer product (split over the pool) */
                     matrix_add_mat_mat_layer(&c.m, alpha, &a.m, ta, &b.m, tb, beta);
                     /* thin shapes stay fp32 (OpenBLAS) under bf16 */
                     if (m < MATRIX_BF16_MIN_SIDE || n < MATRIX_BF16_MIN_SIDE ||
                         k < MATRIX_BF16_MIN_SIDE)
                         rounded = 0;
-                } else if (type == MATRIX_DNNL_F32) {
-                    matrix_dnnl_gemm(&c.m, alpha, type, a.m.data, a.m.stride, ta, b.m.data,
+                } else if (type == ONEDNN_TYPE_F32) {
+                    onednn_gemm_raw(cm(&c.m), alpha, type, a.m.data, a.m.stride, ta, b.m.data,
                                      b.m.stride, tb, k, beta);
                 } else {
                     uint16_t *a16 = malloc(2 * (size_t)a.m.rows * a.m.cols);
                     uint16_t *b16 = malloc(2 * (size_t)b.m.rows * b.m.cols);
-                    matrix_dnnl_to_bf16(a16, a.m.cols, &a.m);
-                    matrix_dnnl_to_bf16(b16, b.m.cols, &b.m);
-                    matrix_dnnl_gemm(&c.m, alpha, type, a16, a.m.cols, ta, b16, b.m.cols, tb, k,
+                    onednn_to_bf16(a16, a.m.cols, cm(&a.m));
+                    onednn_to_bf16(b16, b.m.cols, cm(&b.m));
+                    onednn_gemm_raw(cm(&c.m), alpha, type, a16, a.m.cols, ta, b16, b.m.cols, tb, k,
                                      beta);
                     free(a16);
                     free(b16);
@@ -197,14 +204,14 @@ static int have_dnnl(void) {
 
 static void test_dnnl_fp32(void) {
     if (!have_dnnl()) return;
-    check_gemm(MATRIX_DNNL_F32, 0);
+    check_gemm(ONEDNN_TYPE_F32, 0);
 }
 
 static int bf16_ok;
 
 static void test_dnnl_bf16(void) {
     if (!bf16_ok) return;
-    check_gemm(MATRIX_DNNL_BF16, 0);
+    check_gemm(ONEDNN_TYPE_BF16, 0);
 }
 
 /* The public layer product under --precision=bf16, serial and split over 3 threads. */
@@ -213,10 +220,10 @@ static void test_layer_product_bf16(void) {
     CHECK(matrix_set_precision("bf16") == 0);
     CHECK(matrix_get_precision() == MATRIX_BF16);
     matrix_set_num_threads(1);
-    check_gemm(MATRIX_DNNL_BF16, 1);
+    check_gemm(ONEDNN_TYPE_BF16, 1);
     if (test_failed_now) return;
     matrix_set_num_threads(3);
-    check_gemm(MATRIX_DNNL_BF16, 1);
+    check_gemm(ONEDNN_TYPE_BF16, 1);
     matrix_set_num_threads(1);
     CHECK(matrix_set_precision("fp32") == 0);
 }
