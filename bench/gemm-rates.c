@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/base.h"
 #include "matrix/cpu.h"
@@ -199,9 +200,12 @@ static int bound_main(int argc, char **argv) {
         np = l + 1;
     }
     long steps = 0;
-    double start = 0;
+    double start = 0, cpu_start = 0;
     for (int it = 0;; it++) {
-        if (it == 2) start = time_now();
+        if (it == 2) {
+            start = time_now();
+            cpu_start = (double)clock() / CLOCKS_PER_SEC;
+        }
         for (int l = 0; l < np; l++)
             for (int o = 0; o < 3; o++) {
                 if (o == 1 && l == 0) continue;
@@ -211,8 +215,9 @@ static int bound_main(int argc, char **argv) {
         if (it >= 2) steps++;
         if (it >= 2 && time_now() - start >= seconds) break;
     }
-    double el = time_now() - start;
-    printf("samples_per_sec=%.1f gflops=%.1f\n", steps * (double)mb / el, steps * flops / el / 1e9);
+    double el = time_now() - start, cpu = (double)clock() / CLOCKS_PER_SEC - cpu_start;
+    printf("samples_per_sec=%.1f gflops=%.1f cpu_samples_per_sec=%.1f\n", steps * (double)mb / el,
+           steps * flops / el / 1e9, steps * (double)mb * threads / cpu);
     for (int l = 0; l < np; l++)
         for (int o = 0; o < 3; o++)
             if (!(o == 1 && l == 0)) prod_free(&p[l][o]);

@@ -8,6 +8,7 @@
  * Built by bench/train-throughput.sh against lib/libparnet.a. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "base/base.h"
 #include "matrix/matrix.h"
@@ -40,10 +41,13 @@ int main(int argc, char **argv) {
         rows[i] = i;
         cols[i] = (int)rng_below(&r, (uint32_t)out_dim);
     }
-    double start = 0;
+    double start = 0, cpu_start = 0;
     long steps = 0;
     for (int it = 0;; it++) {
-        if (it == 5) start = time_now(); /* after the natural-gradient initialisation */
+        if (it == 5) { /* after the natural-gradient initialisation */
+            start = time_now();
+            cpu_start = (double)clock() / CLOCKS_PER_SEC;
+        }
         const struct matrix *out = nnet_forward(n, &x[it % BATCHES], mb, 1);
         nnet_objective_xent(n, mb, rows, cols, NULL, &deriv);
         matrix_row_argmax(out, argmax);
@@ -51,7 +55,11 @@ int main(int argc, char **argv) {
         if (it >= 5) steps++;
         if (it >= 5 && time_now() - start >= seconds) break;
     }
-    printf("samples_per_sec=%.1f\n", (double)steps * mb / (time_now() - start));
+    double cpu = (double)clock() / CLOCKS_PER_SEC - cpu_start;
+    /* cpu_samples_per_sec: samples per `threads` seconds of process CPU time (what the step would
+     * run at with its threads to itself; on a loaded machine closer to that than the wall rate) */
+    printf("samples_per_sec=%.1f cpu_samples_per_sec=%.1f\n",
+           (double)steps * mb / (time_now() - start), (double)steps * mb * threads / cpu);
     for (int b = 0; b < BATCHES; b++) matrix_release(&x[b]);
     matrix_release(&deriv);
     free(rows);
