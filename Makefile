@@ -7,6 +7,7 @@
 #   make ARCH=x86-64-v2   portable code (no AVX-512): what valgrind can run (make valgrind-test)
 #   make CUDA=1           adds the GPU backend (nvcc, cuBLAS) from src/cuda/
 #   make DEBUG=1          -O0 -g
+#   make DNNL=0           without oneDNN (found and used by default: --precision=bf16)
 CUDA ?= 0
 DEBUG ?= 0
 # Programs are built where they run (CI builds on its own machine); ARCH=x86-64-v2 for portable builds.
@@ -23,6 +24,17 @@ else
   OPT := -O2 -g -march=$(ARCH)
 endif
 LDLIBS := -lopenblas -lfftw3f -lz -lpthread -lm
+
+# oneDNN (Debian's libdnnl-dev): the bf16 matrix products on AMX / AVX512-BF16 (src/matrix/dnnl.c).
+# Used when its header and library are found; without it everything builds and runs as before and
+# --precision=bf16 says why it cannot run. oneDNN's Debian build threads with OpenMP (libgomp).
+DNNL_FOUND := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\nint main(void){return dnnl_get_effective_cpu_isa() < 0;}\n' | \
+                $(CC) -x c - -ldnnl -o /dev/null 2>/dev/null && echo 1 || echo 0)
+DNNL ?= $(DNNL_FOUND)
+ifeq ($(DNNL),1)
+  CFLAGS_DNNL := -DHAVE_DNNL=1
+  LDLIBS := -ldnnl -lgomp $(LDLIBS)
+endif
 
 ifneq ($(SAN),)
   # Sanitized objects live apart so a sanitizer run never mixes with a normal build.
@@ -51,7 +63,7 @@ CUDA_ARCH ?= -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=s
 NVCCFLAGS := -O2 -g -std=c++17 -Isrc -DHAVE_CUDA=1 --extended-lambda $(CUDA_ARCH) \
              -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -MMD -MP
 
-CFLAGS += $(CFLAGS_BASE) $(OPT) $(CFLAGS_CUDA) -MMD -MP
+CFLAGS += $(CFLAGS_BASE) $(OPT) $(CFLAGS_CUDA) $(CFLAGS_DNNL) -MMD -MP
 
 # Layers, lowest first (STYLE.md §2): a module includes only its own layer or lower ones.
 MODULES := base matrix cuda io feat natgrad egs nnet train decode
@@ -81,13 +93,18 @@ ifneq ($(ESPEAK_H),)
   PROGS += $(BIN)/espeak-synth-align
 endif
 
-.PHONY: all test fuzz fuzz-long valgrind-test clean features check-cuda FORCE
+.PHONY: all test fuzz fuzz-long valgrind-test clean features check-cuda print-ldlibs FORCE
 all: features $(PROGS) $(UNIT_BIN)
 
 features:
 	@echo "parnet: nvcc $(if $(wildcard $(NVCC)),found at $(NVCC),not found)$(if $(filter 1,$(CUDA)), (CUDA=1: GPU backend on), (GPU backend off; make CUDA=1))"
 	@echo "parnet: mpicc $(if $(MPICC),found (nnet-train-mpi built),not found (nnet-train-mpi skipped))"
 	@echo "parnet: libespeak-ng $(if $(ESPEAK_H),found (espeak-synth-align built),not found (espeak-synth-align skipped))"
+	@echo "parnet: oneDNN $(if $(filter 1,$(DNNL_FOUND)),found,not found)$(if $(filter 1,$(DNNL)), (bf16 matrix products on: --precision=bf16),$(if $(filter 1,$(DNNL_FOUND)), (bf16 off: DNNL=0), (bf16 off; install libdnnl-dev)))"
+
+# The libraries a program linked against lib/libparnet.a needs (bench/ scripts build with them).
+print-ldlibs:
+	@echo '$(LDLIBS)'
 
 # Rebuild everything when the flags change.
 STAMP := $(BUILD)/flags.stamp

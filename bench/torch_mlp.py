@@ -3,6 +3,10 @@
 data, CPU only. Prints one line: "samples_per_sec=X".
 
 Usage: torch_mlp.py --dims 784,1024,1024,1024,10 --minibatch 512 --threads 1 [--seconds 5]
+                    [--autocast bf16]
+--autocast bf16 runs forward and loss under torch.autocast('cpu', dtype=torch.bfloat16), the
+one-line mixed precision a PyTorch user would pick (fp32 parameters and optimizer). Also prints
+cpu_samples_per_sec, the rate per --cpu-threads seconds of process CPU time.
 Debian's torch calls OpenBLAS; its fastest setting here was torch.set_num_threads(1) with OpenBLAS
 keeping its own threads (OPENBLAS_NUM_THREADS), so --threads sets torch's intra-op threads only.
 """
@@ -18,6 +22,9 @@ def main():
     p.add_argument("--minibatch", type=int, default=512)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--autocast", choices=["none", "bf16"], default="none")
+    p.add_argument("--cpu-threads", type=int, default=1,
+                   help="threads the run may use in all (for cpu_samples_per_sec)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     dims = [int(x) for x in a.dims.split(",")]
@@ -36,18 +43,25 @@ def main():
     def step(i):
         x, y = batches[i % len(batches)]
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        if a.autocast == "bf16":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = loss_fn(model(x).float(), y)
+        else:
+            loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
 
     for i in range(5):  # warm-up
         step(i)
-    n, start = 0, time.perf_counter()
+    n, start, cpu0 = 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - start < a.seconds:
         step(n)
         n += 1
-    elapsed = time.perf_counter() - start
-    print(f"samples_per_sec={n * a.minibatch / elapsed:.1f}")
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu0
+    # cpu_samples_per_sec: the rate the run's CPU time would give with its threads to itself
+    # (samples / (CPU seconds / threads)); on a loaded machine closer to the idle rate than wall.
+    print(f"samples_per_sec={n * a.minibatch / elapsed:.1f} "
+          f"cpu_samples_per_sec={n * a.minibatch * a.cpu_threads / cpu:.1f}")
 
 
 if __name__ == "__main__":

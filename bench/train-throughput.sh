@@ -26,7 +26,7 @@ mkdir -p "$top/build/bench"
 cc -O2 "$top/bench/sgemm-bound.c" -lopenblas -o "$top/build/bench/sgemm-bound"
 make -s -C "$top" lib/libparnet.a
 cc -std=c11 -D_GNU_SOURCE -O2 -I"$top/src" "$top/bench/train-step.c" "$top/lib/libparnet.a" \
-    -lopenblas -lz -lpthread -lm -o "$top/build/bench/train-step"
+    $(make -s -C "$top" print-ldlibs) -o "$top/build/bench/train-step"
 have_torch=true
 /usr/bin/python3 -c 'import torch' 2>/dev/null || have_torch=false
 
@@ -96,7 +96,7 @@ for net in "${nets[@]}"; do
                 if $have_torch; then
                     p+=("$(OPENBLAS_NUM_THREADS=$t /usr/bin/python3 $top/bench/torch_mlp.py \
                         --dims $(echo $net | tr ' ' ,) --minibatch $mb --threads 1 --seconds $seconds \
-                        | cut -d= -f2)")
+                        | sed 's/samples_per_sec=\([0-9.]*\).*/\1/')")
                 fi
                 b+=("$($top/build/bench/sgemm-bound $mb $t $(echo $net | tr ' ' ,) $seconds | sed 's/samples_per_sec=\([0-9.]*\).*/\1/')")
             done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, what parnet needs to build and test. Safe to re-run: it installs only what
 # is missing and runs `apt-get update` only when something is.
-#   tools/install-deps.sh            build + tests (compiler, OpenBLAS, zlib, clang for fuzzing, ...)
+#   tools/install-deps.sh            build + tests (compiler, OpenBLAS, oneDNN, zlib, clang for
+#                                    fuzzing, ...)
 #   tools/install-deps.sh --bench    also the benchmark peers (python3-torch)
 #   tools/install-deps.sh --mpi      also Open MPI (nnet-train-mpi; libpmix2 for srun --mpi=pmix)
 #   tools/install-deps.sh --engines  also Slurm and Grid Engine, for tools/slurm-local.sh and
@@ -9,7 +10,7 @@
 #                                    started: those scripts start and stop them.
 set -euo pipefail
 
-pkgs=(make gcc libopenblas-dev zlib1g-dev clang libclang-rt-14-dev valgrind python3 gawk bc perl
+pkgs=(make gcc libopenblas-dev libdnnl-dev zlib1g-dev clang libclang-rt-14-dev valgrind python3 gawk bc perl
       gzip dataset-fashion-mnist gnuplot-nox python3-numpy python3-sklearn)
 # src/feat: the FFT (FFTW3, single precision); the front-end test's independent reference (numpy).
 pkgs+=(libfftw3-dev)

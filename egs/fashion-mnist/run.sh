@@ -3,6 +3,7 @@
 # parameter averaging (2 jobs through the local runner), combination of the last models, and the
 # test accuracy. Rerun with --stage N to resume.
 #   egs/fashion-mnist/run.sh [--stage N] [--cmd utils/run.pl] [--num-jobs 2] [--num-epochs 6]
+#                            [--precision fp32|bf16] [--srand N] [--dir exp/nnet]
 cd "$(dirname "$0")"
 . ./path.sh
 
@@ -19,9 +20,11 @@ config=conf/nnet.config
 limit=0          # use only this many training images (0: all); for quick tests
 shifts=2         # shifted copies of each training image (data augmentation)
 dir=exp/nnet
+precision=fp32   # of the layer products in training: bf16 needs AMX or AVX512-BF16 (oneDNN)
+srand=0          # seed of the initial model and of the shuffling
 egs_dir=exp/egs
 # End configuration section.
-help_message="Usage: $0 [--stage N] [--cmd runner] [--num-jobs N] [--num-epochs N] [--limit N]"
+help_message="Usage: $0 [--stage N] [--cmd runner] [--num-jobs N] [--num-epochs N] [--limit N] [--precision fp32|bf16] [--srand N] [--dir D]"
 . utils/parse_options.sh || exit 1
 set -e -o pipefail
 start=$(date +%s)
@@ -41,7 +44,8 @@ if [ $stage -le 2 ]; then
     echo "$0: stage 2: training with $num_jobs jobs and parameter averaging"
     steps/train.sh --cmd "$cmd" --num-jobs $num_jobs --num-epochs $num_epochs \
         --minibatch-size $minibatch_size --initial-learning-rate $initial_learning_rate \
-        --final-learning-rate $final_learning_rate $egs_dir $config $dir
+        --final-learning-rate $final_learning_rate --srand $srand \
+        --train-opts "--precision=$precision" $egs_dir $config $dir
 fi
 
 if [ $stage -le 3 ]; then

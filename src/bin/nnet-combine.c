@@ -22,11 +22,13 @@ int main(int argc, char **argv) {
     int binary = 1, num_threads = 1;
     const char *method = "per-layer", *twa_train = "";
     const char *use_gpu = "no";
+    const char *precision = "fp32";
     struct option_spec specs[] = {
         {"num-iters", OPT_INT, &o.num_iters, "L-BFGS iterations"},
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per evaluation minibatch"},
         {"max-examples", OPT_INT, &o.max_examples, "Validation examples used at most"},
         {"num-threads", OPT_INT, &num_threads, "threads for the matrix work"},
+        MATRIX_PRECISION_OPTION(precision),
         {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
         {"method", OPT_STRING, &method, "per-layer (L-BFGS weights) or twa"},
         {"twa-epochs", OPT_INT, &t.num_epochs, "TWA: passes over the fitting examples"},
@@ -53,6 +55,7 @@ int main(int argc, char **argv) {
     if (*twa_train) t.train_rspec = twa_train;
     matrix_set_num_threads(num_threads);
     if (matrix_select_device(use_gpu)) die("%s", error_get());
+    if (matrix_set_precision(precision)) die("%s", error_get());
     int num = argc - 3;
     struct nnet **models = xcalloc(num, sizeof *models);
     for (int i = 0; i < num; i++)

@@ -12,9 +12,11 @@ static const char *usage =
 int main(int argc, char **argv) {
     int minibatch_size = 1000, num_threads = 1;
     const char *use_gpu = "no";
+    const char *precision = "fp32";
     struct option_spec specs[] = {
         {"minibatch-size", OPT_INT, &minibatch_size, "Examples evaluated at a time"},
         {"num-threads", OPT_INT, &num_threads, "threads for the matrix work"},
+        MATRIX_PRECISION_OPTION(precision),
         {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
@@ -22,6 +24,7 @@ int main(int argc, char **argv) {
     if (minibatch_size < 1) die("--minibatch-size must be at least 1");
     matrix_set_num_threads(num_threads);
     if (matrix_select_device(use_gpu)) die("%s", error_get());
+    if (matrix_set_precision(precision)) die("%s", error_get());
 
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read model '%s': %s", argv[1], error_get());

@@ -145,6 +145,7 @@ int main(int argc, char **argv) {
     const char *nesterov = "auto";
     int nb = 0, step_offset = 0;
     const char *state_in = "", *state_out = "";
+    const char *precision = "fp32";
     struct option_spec specs[] = {
         {"mode", OPT_STRING, &mode,
          "params: average the parameters every --average-every minibatches (local SGD); "
@@ -156,6 +157,7 @@ int main(int argc, char **argv) {
         {"minibatch-size", OPT_INT, &o.train.minibatch_size, "Examples per minibatch per rank"},
         {"srand", OPT_INT, &srand_seed, "Seed for the random draws of training (+ rank)"},
         {"num-threads", OPT_INT, &num_threads, "threads for the matrix work, per rank"},
+        MATRIX_PRECISION_OPTION(precision),
         {"minibatches-per-phase", OPT_INT, &o.train.progress_every,
          "Log progress (rank 0) every this many minibatches (0: never)"},
         {"max-change", OPT_FLOAT, &max_change,
@@ -250,6 +252,7 @@ int main(int argc, char **argv) {
     if (o.average_every < 0) die("--average-every must be at least 0");
     o.train.srand = (uint64_t)srand_seed;
     matrix_set_num_threads(num_threads);
+    if (matrix_set_precision(precision)) die("%s", error_get());
 
     MPI_Init(&argc, &argv);
     struct mpi_ctx ctx = {.comm = MPI_COMM_WORLD};
@@ -260,6 +263,7 @@ int main(int argc, char **argv) {
     select_gpu(MPI_COMM_WORLD);
     if (matrix_default_device == MATRIX_GPU && nccl_setup(&ctx, comm.rank, comm.size))
         die_alone("rank %d: %s", comm.rank, error_get());
+    if (matrix_set_precision(precision)) die_alone("rank %d: %s", comm.rank, error_get());
 #endif
     char *egs = replace_job(argv[2], comm.rank + 1);
     char *state_rx = *state_in ? replace_job(state_in, comm.rank + 1) : NULL;

@@ -21,10 +21,12 @@ int main(int argc, char **argv) {
     float max_change = NNET_DEFAULT_MAX_CHANGE_GLOBAL;
     const char *fusion = "halving", *gaf_on = "gradient", *gaf_scale = "accepted", *proximal = "";
     const char *use_gpu = "no";
+    const char *precision = "fp32";
     struct option_spec specs[] = {
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per minibatch"},
         {"srand", OPT_INT, &srand_seed, "Seed for the random draws of training (Dropout)"},
         {"num-threads", OPT_INT, &num_threads, "threads for the matrix work"},
+        MATRIX_PRECISION_OPTION(precision),
         {"minibatches-per-phase", OPT_INT, &o.progress_every,
          "Log progress every this many minibatches (0: never)"},
         {"max-change", OPT_FLOAT, &max_change,
@@ -87,6 +89,7 @@ int main(int argc, char **argv) {
     o.srand = (uint64_t)srand_seed;
     matrix_set_num_threads(num_threads);
     if (matrix_select_device(use_gpu)) die("%s", error_get());
+    if (matrix_set_precision(precision)) die("%s", error_get());
 
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read model '%s': %s", argv[1], error_get());

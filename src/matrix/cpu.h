@@ -23,8 +23,9 @@
  *
  * Adding a kernel: a body `static double foo_k(const struct cpu_args *a)` over a->m[0..n-1], and
  * `void cpu_foo(...) { struct cpu_args a = {...}; cpu_split_rows(foo_k, &a); }` (or a plain loop
- * for work that cannot be cut by rows). Another host backend (oneDNN, say) provides kernels with
- * these signatures (dnnl_gemm(struct cpu_mat c, ...)) and the operation's dispatch line picks it.
+ * for work that cannot be cut by rows). A second host backend provides kernels over the same
+ * views: onednn.h (bf16 layer products on AMX / AVX512-BF16), picked by the layer product's
+ * dispatch line under --precision=bf16 (precision.c).
  *
  * Errors: none; shapes are the caller's contract (checked there with ASSERT).
  */

@@ -16,6 +16,9 @@
  * device: mixing devices in one operation is a programmer bug (matrix_copy and vector_copy are
  * the only operations that cross). Without CUDA it asserts they are all on the CPU.
  *
+ * The layer products (matrix_layer_product, precision.c) have a third kernel on the CPU side,
+ * onednn_gemm (src/matrix/onednn.h), chosen in the same dispatch line by --precision and shape.
+ *
  * Adding an operation: its declaration in matrix.h, a kernel in cpu.h (and cuda.h for the GPU),
  * and here a function that checks shapes and dispatches.
  */

@@ -78,6 +78,59 @@ void matrix_sync(void);
  * CPU that has AVX2/AVX-512 (see tools/blas-env.sh). */
 void matrix_set_num_threads(int n);
 
+/* ---- precision of the layer products (--precision) ----
+ * The layer products (a layer's forward X W^T, its input derivative dY W and its weight gradient
+ * dY^T X) go through matrix_add_mat_mat_layer, which computes them in the precision chosen here:
+ *   "fp32"  (the default) as matrix_add_mat_mat: OpenBLAS on the CPU, cuBLAS on the GPU;
+ *   "bf16"  mixed precision on the CPU's matrix engines (oneDNN on AMX-BF16 or AVX512-BF16):
+ *           both operands rounded to bf16 (nearest even), products accumulated and written in
+ *           fp32. Shapes too thin to gain (a side < MATRIX_BF16_MIN_SIDE: the 10-class output
+ *           layer, the bias column) stay fp32 with OpenBLAS.
+ * Everything else stays fp32 whatever the setting: parameters, updates, averaging, model files,
+ * nonlinearities, objectives, and all of natural gradient's products, statistics and
+ * eigenproblems (matrix_add_mat_mat itself never changes precision).
+ * matrix_set_precision returns 0, or -1 with error_set when the name is unknown, when bf16 was
+ * asked for and parnet was built without oneDNN, the CPU has neither AMX-BF16 nor AVX512-BF16
+ * (oneDNN would emulate bf16, slower than fp32), or the matrices live on the GPU. Call it after
+ * cuda_select_device; every program that computes takes the option as MATRIX_PRECISION_OPTION:
+ *     const char *precision = "fp32";
+ *     struct option_spec specs[] = { ..., MATRIX_PRECISION_OPTION(precision) };
+ *     ...
+ *     if (matrix_set_precision(precision)) die("%s", error_get());        (exit 1) */
+enum matrix_precision { MATRIX_FP32 = 0, MATRIX_BF16 = 1 };
+#define MATRIX_BF16_MIN_SIDE 32
+#define MATRIX_PRECISION_OPTION(var)                                                           \
+    {"precision", OPT_STRING, &(var),                                                         \
+     "fp32|bf16: precision of the layer products (bf16: AMX/AVX512-BF16 via oneDNN, fp32 "     \
+     "accumulation and fp32 parameters)"}
+int matrix_set_precision(const char *name);
+int matrix_get_precision(void); /* enum matrix_precision */
+/* 0 when --precision=bf16 can run here, else -1 with error_set saying why (see above). */
+int matrix_bf16_supported(void);
+/* C = alpha op(A) op(B) + beta C, a layer product: as matrix_add_mat_mat, in the precision
+ * above (under bf16 the result differs from fp32 by bf16's rounding of A and B: a relative
+ * error of about 2^-9 per element of A and B, which averages down over the inner dimension). */
+void matrix_add_mat_mat_layer(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
+                              const struct matrix *b, int trans_b, float beta);
+/* The same, with each operand's bf16 copy kept for the next products of the pass (under bf16;
+ * otherwise exactly matrix_add_mat_mat_layer). Converting an operand costs a pass over memory,
+ * as much as a third of an AMX product, and each operand of a layer is used twice: X and W in the
+ * forward and again in the backward, dY by both backward products. keep says how long the
+ * caller guarantees the operand's contents stay as they are (its address, shape and stride
+ * identify it):
+ *   MATRIX_KEEP_NONE   not past this call (scratch);
+ *   MATRIX_KEEP_VALUE  until the pass ends: a component's input or its parameters;
+ *   MATRIX_KEEP_DERIV  until the next backward begins: a derivative.
+ * Copies are kept only while a pass is open: matrix_layer_pass(MATRIX_PASS_FORWARD) (the network's
+ * training forward) forgets every copy and opens one, MATRIX_PASS_BACKWARD forgets the derivatives',
+ * MATRIX_PASS_END (parameters about to change) forgets all and closes it. A layer product whose
+ * output overlaps a kept operand forgets that copy. Per calling thread. */
+enum matrix_keep { MATRIX_KEEP_NONE = 0, MATRIX_KEEP_VALUE = 1, MATRIX_KEEP_DERIV = 2 };
+enum matrix_pass { MATRIX_PASS_FORWARD = 0, MATRIX_PASS_BACKWARD = 1, MATRIX_PASS_END = 2 };
+void matrix_layer_pass(int pass);
+void matrix_layer_product(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
+                          int keep_a, const struct matrix *b, int trans_b, int keep_b, float beta);
+
 /* ---- storage and views ---- */
 void matrix_init(struct matrix *m, int rows, int cols);
 void matrix_init_on(struct matrix *m, int rows, int cols, int device);

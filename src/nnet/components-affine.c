@@ -146,7 +146,8 @@ static void affine_backprop_input(const struct component *c, const struct matrix
                                   struct matrix *in_deriv) {
     if (!in_deriv) return;
     struct matrix w = component_linear_view(c);
-    matrix_add_mat_mat(in_deriv, 1, out_deriv, MATRIX_NO_TRANS, &w, MATRIX_NO_TRANS, 0);
+    matrix_layer_product(in_deriv, 1, out_deriv, MATRIX_NO_TRANS, MATRIX_KEEP_DERIV, &w,
+                         MATRIX_NO_TRANS, MATRIX_KEEP_VALUE, 0);
 }
 
 /* dst = alpha * [out_deriv^T in | column sums of out_deriv] + beta dst (beta 0 or 1) */
@@ -156,7 +157,8 @@ static void affine_step_into(const struct component *c, const struct matrix *in,
     struct vector dw = vector_range(dst, 0, c->output_dim * c->input_dim);
     struct matrix dwm = matrix_from_vector(&dw, c->output_dim, c->input_dim);
     struct vector db = vector_range(dst, c->output_dim * c->input_dim, c->output_dim);
-    matrix_add_mat_mat(&dwm, alpha, out_deriv, MATRIX_TRANS, in, MATRIX_NO_TRANS, beta);
+    matrix_layer_product(&dwm, alpha, out_deriv, MATRIX_TRANS, MATRIX_KEEP_DERIV, in,
+                         MATRIX_NO_TRANS, MATRIX_KEEP_VALUE, beta);
     vector_add_row_sums(&db, alpha, out_deriv, beta);
 }
 
@@ -178,7 +180,8 @@ static void affine_propagate(struct component *c, const struct matrix *in, struc
     struct matrix w = component_linear_view(c);
     struct vector b = component_bias_view(c);
     matrix_set_rows(out, &b); /* then beta 1: one pass fewer than a product and a bias pass */
-    matrix_add_mat_mat(out, 1, in, MATRIX_NO_TRANS, &w, MATRIX_TRANS, 1);
+    matrix_layer_product(out, 1, in, MATRIX_NO_TRANS, MATRIX_KEEP_VALUE, &w, MATRIX_TRANS,
+                         MATRIX_KEEP_VALUE, 1);
 }
 
 static void affine_info_stats(const struct component *c, char *buf, size_t size) {
@@ -395,8 +398,8 @@ static void ng_step_add(struct component *c, const struct matrix *in,
     struct matrix dwm = matrix_from_vector(&dw, dout, din);
     struct vector db = vector_range(dst, dout * din, dout);
     struct matrix dbm = matrix_from_vector(&db, dout, 1);
-    matrix_add_mat_mat(&dwm, p->scale, &p->y, MATRIX_TRANS, &x_in, MATRIX_NO_TRANS, beta);
-    matrix_add_mat_mat(&dbm, p->scale, &p->y, MATRIX_TRANS, &x_one, MATRIX_NO_TRANS, beta);
+    matrix_add_mat_mat_layer(&dwm, p->scale, &p->y, MATRIX_TRANS, &x_in, MATRIX_NO_TRANS, beta);
+    matrix_add_mat_mat_layer(&dbm, p->scale, &p->y, MATRIX_TRANS, &x_one, MATRIX_NO_TRANS, beta);
 }
 
 static void ng_backprop(struct component *c, const struct matrix *in, const struct matrix *out,

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# fp32 against bf16 training throughput, side by side in one run (the sibling of
+# bench/train-throughput.sh): samples/s of nnet-train end to end (Affine and NaturalGradientAffine,
+# --precision=fp32 and bf16), of PyTorch's fastest fp32 setting and its bf16 autocast
+# (bench/torch_mlp.py), and the GEMM bounds of one step (the three products of every layer,
+# bench/gemm-rates.c bound: OpenBLAS, oneDNN fp32, oneDNN bf16 on operands already in bf16).
+# Every figure is the median of --repeats rounds; within a round the configurations run one after
+# another (interleaved), so load from other jobs spreads over all of them.
+# Two figures per cell: the wall-clock rate, and the CPU-time rate (samples per `threads` seconds
+# of the process's CPU time: on a machine shared with other jobs, closer to what the run would
+# reach alone; it undercounts runs whose idle threads spin).
+#   bench/precision-throughput.sh [--repeats 3] [--seconds 4] [--threads "1 2"] [--mbs "128 512"]
+#                                 [--nets "784 1024 1024 1024 10;440 1024 1024 1024 1024 2000"]
+# Needs: make, python3-torch; bf16 needs AMX-BF16 or AVX512-BF16. Prints Markdown tables.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+repeats=3 seconds=4 threads="1 2" mbs="128 512"
+nets="784 1024 1024 1024 10;440 1024 1024 1024 1024 2000"
+while [ $# -gt 0 ]; do
+    case $1 in
+        --repeats) repeats=$2; shift 2 ;;
+        --seconds) seconds=$2; shift 2 ;;
+        --threads) threads=$2; shift 2 ;;
+        --mbs) mbs=$2; shift 2 ;;
+        --nets) nets=$2; shift 2 ;;
+        *) echo "usage: $0 [--repeats N] [--seconds S] [--threads \"1 2\"] [--mbs \"128 512\"] [--nets \"d0 d1 ..;...\"]" >&2; exit 2 ;;
+    esac
+done
+export PATH=$top/bin:$PATH LC_ALL=C
+. "$top/tools/blas-env.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$top/build/bench"
+make -s -C "$top" all >/dev/null
+libs=$(make -s -C "$top" print-ldlibs)
+cc -std=c11 -D_GNU_SOURCE -O2 -I"$top/src" "$top/bench/gemm-rates.c" "$top/lib/libparnet.a" $libs \
+    -o "$top/build/bench/gemm-rates"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "$0: needs python3-torch" >&2; exit 1; }
+
+median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+field() { sed -n "s/.*\<$1=\([0-9.]*\).*/\1/p"; } # field NAME < "a=1 NAME=2"
+
+make_egs() { # input-dim num-classes count out
+    /usr/bin/python3 - "$@" <<'PY'
+import random, struct, sys
+dim, classes, count, out = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+random.seed(1)
+with open(out + ".feats.ark", "wb") as f, open(out + ".labels.ark", "wb") as l:
+    for i in range(count):
+        key = f"u{i:06d} ".encode()
+        row = struct.pack(f"<{dim}f", *[random.gauss(0, 1) for _ in range(dim)])
+        f.write(key + b"\0BFM \x04" + struct.pack("<i", 1) + b"\x04" + struct.pack("<i", dim) + row)
+        l.write(key + b"\0B\x04" + struct.pack("<i", 1) + b"\x04" + struct.pack("<i", random.randrange(classes)))
+PY
+    nnet-get-egs --compress=none ark:$4.feats.ark ark:$4.labels.ark ark:$4.egs 2>/dev/null
+}
+
+config() { # type dims...
+    local type=$1; shift
+    local dims=("$@") n=$(($# - 1))
+    for ((i = 0; i < n; i++)); do
+        echo "$type input-dim=${dims[i]} output-dim=${dims[i+1]} learning-rate=0.0001"
+        [ $i -lt $((n - 1)) ] && echo "RectifiedLinearComponent dim=${dims[i+1]}"
+    done
+    echo "SoftmaxComponent dim=${dims[n]}"
+}
+
+# nnet-train end to end: "wall cpu" rates (frames over its own clock; over user+sys CPU / threads)
+parnet_rate() { # model egs mb threads passes precision
+    /usr/bin/time -f 'cpu_seconds=%U %S' -o $work/time nnet-train --minibatch-size=$3 \
+        --num-threads=$4 --precision=$6 --minibatches-per-phase=0 $1 \
+        "ark:for i in \$(seq $5); do cat $2; done |" $work/out.mdl 2>$work/log
+    local wall frames cpu
+    wall=$(grep -o '[0-9]* frames/s' $work/log | awk '{print $1}')
+    frames=$(grep -o 'examples ([0-9]* frames' $work/log | grep -o '[0-9]*')
+    cpu=$(sed -n 's/cpu_seconds=\([0-9.]*\) \([0-9.]*\)/\1 \2/p' $work/time | awk '{print $1 + $2}')
+    echo "$wall $(awk -v f=$frames -v c=$cpu -v t=$4 'BEGIN { printf "%.1f", f * t / c }')"
+}
+torch_rate() { # dims mb threads autocast
+    OPENBLAS_NUM_THREADS=$3 /usr/bin/python3 $top/bench/torch_mlp.py --dims $1 --minibatch $2 \
+        --threads 1 --cpu-threads $3 --seconds $seconds --autocast $4 >$work/t
+    echo "$(field samples_per_sec <$work/t) $(field cpu_samples_per_sec <$work/t)"
+}
+bound_rate() { # engine mb threads dims
+    "$top/build/bench/gemm-rates" bound $1 $2 $3 $4 $seconds >$work/b 2>/dev/null
+    echo "$(field samples_per_sec <$work/b) $(field cpu_samples_per_sec <$work/b)"
+}
+
+cols=(fp32-A fp32-NG bf16-A bf16-NG torch-fp32 torch-bf16 bound-openblas bound-onednn-f32 bound-onednn-bf16)
+rows_wall=() rows_cpu=()
+IFS=';' read -r -a netlist <<<"$nets"
+for net in "${netlist[@]}"; do
+    read -r -a d <<<"$net"
+    name=$(echo "$net" | tr ' ' '-') dims=$(echo "$net" | tr ' ' ,)
+    config AffineComponent "${d[@]}" > $work/affine.config
+    config NaturalGradientAffineComponent "${d[@]}" > $work/ng.config
+    nnet-init $work/affine.config $work/affine.mdl 2>/dev/null
+    nnet-init $work/ng.config $work/ng.mdl 2>/dev/null
+    count=$((d[0] > 500 ? 12000 : 8000))
+    make_egs ${d[0]} ${d[-1]} $count $work/data
+    for mb in $mbs; do
+        for t in $threads; do
+            # about `seconds` of bf16 training at a generous rate (samples/s per thread)
+            passes=$(( (seconds * t * (d[0] > 500 ? 20000 : 10000) + count - 1) / count ))
+            declare -A wall=() cpu=()
+            for r in $(seq $repeats); do
+                for c in "${cols[@]}"; do
+                    case $c in
+                        fp32-A) v=$(parnet_rate $work/affine.mdl $work/data.egs $mb $t $passes fp32) ;;
+                        fp32-NG) v=$(parnet_rate $work/ng.mdl $work/data.egs $mb $t $passes fp32) ;;
+                        bf16-A) v=$(parnet_rate $work/affine.mdl $work/data.egs $mb $t $passes bf16) ;;
+                        bf16-NG) v=$(parnet_rate $work/ng.mdl $work/data.egs $mb $t $passes bf16) ;;
+                        torch-fp32) v=$(torch_rate $dims $mb $t none) ;;
+                        torch-bf16) v=$(torch_rate $dims $mb $t bf16) ;;
+                        bound-openblas) v=$(bound_rate openblas $mb $t $dims) ;;
+                        bound-onednn-f32) v=$(bound_rate dnnl-f32 $mb $t $dims) ;;
+                        bound-onednn-bf16) v=$(bound_rate dnnl-bf16 $mb $t $dims) ;;
+                    esac
+                    wall[$c]+="${v% *} " cpu[$c]+="${v#* } "
+                done
+            done
+            for kind in wall cpu; do
+                declare -n vals=$kind
+                declare -A med=()
+                for c in "${cols[@]}"; do med[$c]=$(printf '%s\n' ${vals[$c]} | median); done
+                ratio() { awk -v a=$1 -v b=$2 'BEGIN { printf "%.2f", a / b }'; }
+                cost() { awk -v a=$1 -v g=$2 'BEGIN { printf "%+.0f%%", (a / g - 1) * 100 }'; }
+                row=$(printf "| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s |" \
+                    $name $mb $t ${med[fp32-A]} ${med[fp32-NG]} ${med[bf16-A]} ${med[bf16-NG]} \
+                    ${med[torch-fp32]} ${med[torch-bf16]} ${med[bound-openblas]} ${med[bound-onednn-f32]} \
+                    ${med[bound-onednn-bf16]} "$(ratio ${med[bf16-A]} ${med[fp32-A]})" \
+                    "$(ratio ${med[bf16-A]} ${med[torch-bf16]})" "$(ratio ${med[bf16-A]} ${med[bound-onednn-bf16]})" \
+                    "$(cost ${med[fp32-A]} ${med[fp32-NG]})" "$(cost ${med[bf16-A]} ${med[bf16-NG]})")
+                [ $kind = wall ] && rows_wall+=("$row") || rows_cpu+=("$row")
+                echo "$kind $row" >&2
+                unset -n vals
+            done
+        done
+    done
+done
+head="| network | mb | threads | fp32 Affine | fp32 NG | bf16 Affine | bf16 NG | PyTorch fp32 | PyTorch bf16 autocast | bound OpenBLAS | bound oneDNN fp32 | bound oneDNN bf16 | bf16/fp32 | bf16/PyTorch bf16 | bf16/bf16 bound | NG cost fp32 | NG cost bf16 |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "Wall-clock samples/s:"; echo; echo "$head"; printf '%s\n' "${rows_wall[@]}"; echo
+echo "CPU-time samples/s (per threads x CPU-second):"; echo; echo "$head"; printf '%s\n' "${rows_cpu[@]}"; echo
+echo "median of $repeats interleaved rounds of ~$seconds s; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $(date -u +%F)"

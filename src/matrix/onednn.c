@@ -1,0 +1,467 @@
+/* onednn: oneDNN matmul primitives for the matrix layer (contract in onednn.h). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic")
+#endif
+
+#include "matrix/onednn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "matrix/matrix.h"
+
+/* ---- bf16 conversion (no oneDNN needed) ---- */
+
+/* Round to nearest even on the upper 16 bits; a NaN keeps a set mantissa bit (quiet). Written
+ * with selects only so that the loops below vectorise. */
+static inline uint16_t to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    uint32_t nan = (u >> 16) | 0x40u;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
+static void row_to_bf16(uint16_t *d, const float *s, int n) {
+    for (int c = 0; c < n; c++) d[c] = to_bf16(s[c]);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 10 || defined(__clang__))
+#include <immintrin.h>
+/* AVX512-BF16's vcvtne2ps2bf16: 32 floats a step, round to nearest even like to_bf16 (it also
+ * flushes subnormal inputs to zero, which to_bf16 does not: |x| < 1.2e-38 only). */
+__attribute__((target("avx512f,avx512bf16"))) static void row_to_bf16_avx512(uint16_t *d,
+                                                                            const float *s,
+                                                                            int n) {
+    int c = 0;
+    for (; c + 32 <= n; c += 32) {
+        __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(s + c + 16), _mm512_loadu_ps(s + c));
+        _mm512_storeu_si512((void *)(d + c), (__m512i)h);
+    }
+    row_to_bf16(d + c, s + c, n - c);
+}
+#define HAVE_AVX512BF16_PATH 1
+#endif
+
+void onednn_to_bf16(uint16_t *dst, int ld, struct cpu_mat src) {
+    ASSERT(ld >= src.cols);
+    int rows = src.rows, cols = src.cols;
+    if (src.stride == cols && ld == cols && rows > 1) { /* contiguous: one long row */
+        cols *= rows;
+        rows = 1;
+    }
+#if HAVE_AVX512BF16_PATH
+    if (__builtin_cpu_supports("avx512bf16")) {
+        for (int r = 0; r < rows; r++)
+            row_to_bf16_avx512(dst + (long)r * ld, src.data + (long)r * src.stride, cols);
+        return;
+    }
+#endif
+    for (int r = 0; r < rows; r++)
+        row_to_bf16(dst + (long)r * ld, src.data + (long)r * src.stride, cols);
+}
+
+void onednn_from_bf16(struct cpu_mat dst, const uint16_t *src, int ld) {
+    ASSERT(ld >= dst.cols);
+    for (int r = 0; r < dst.rows; r++) {
+        const uint16_t *s = src + (long)r * ld;
+        float *d = dst.data + (long)r * dst.stride;
+        for (int c = 0; c < dst.cols; c++) {
+            uint32_t u = (uint32_t)s[c] << 16;
+            memcpy(&d[c], &u, sizeof u);
+        }
+    }
+}
+
+/* ---- the bf16 layer product: kept copies, conversion, the split ---- */
+
+/* The calling thread's bf16 copies: one scratch pair for operands not kept, and the kept ones of
+ * the open pass (matrix_layer_pass), looked up by address, shape and stride. */
+struct bf16_buf {
+    uint16_t *p;
+    size_t n;
+};
+
+static uint16_t *buf_get(struct bf16_buf *b, size_t n) {
+    if (n > b->n) {
+        free(b->p);
+        b->n = n + n / 4;
+        b->p = xmalloc(b->n * sizeof *b->p);
+    }
+    return b->p;
+}
+
+struct kept {
+    const float *data;
+    int rows, cols, stride, keep; /* keep 0: the slot is free */
+    struct bf16_buf buf;
+};
+enum { MAX_KEPT = 64 };
+static _Thread_local struct {
+    int open;
+    struct bf16_buf scratch_a, scratch_b;
+    struct kept k[MAX_KEPT];
+} lp;
+
+static void forget(int which) { /* which: a keep class, or 0 for all */
+    for (int i = 0; i < MAX_KEPT; i++)
+        if (lp.k[i].keep && (!which || lp.k[i].keep == which)) lp.k[i].keep = 0;
+}
+
+void onednn_pass(int pass) {
+    ASSERT(pass == MATRIX_PASS_FORWARD || pass == MATRIX_PASS_BACKWARD || pass == MATRIX_PASS_END);
+    if (pass == MATRIX_PASS_BACKWARD) {
+        forget(MATRIX_KEEP_DERIV);
+        return;
+    }
+    forget(0);
+    lp.open = pass == MATRIX_PASS_FORWARD;
+}
+
+/* Forget kept copies whose memory c's rows overlap (c is about to be written). */
+void onednn_forget(struct cpu_mat c) {
+    if (c.rows < 1 || c.cols < 1) return;
+    const float *lo = c.data, *hi = c.data + (long)(c.rows - 1) * c.stride + c.cols;
+    for (int i = 0; i < MAX_KEPT; i++) {
+        struct kept *k = &lp.k[i];
+        if (!k->keep) continue;
+        const float *klo = k->data, *khi = k->data + (long)(k->rows - 1) * k->stride + k->cols;
+        if (klo < hi && lo < khi) k->keep = 0;
+    }
+}
+
+/* The kept copy of m, or NULL with *slot set to where to keep it (NULL: nowhere free). */
+static uint16_t *kept_find(struct cpu_mat m, int keep, struct kept **slot) {
+    *slot = NULL;
+    for (int i = 0; i < MAX_KEPT; i++) {
+        struct kept *k = &lp.k[i];
+        if (k->keep == keep && k->data == m.data && k->rows == m.rows && k->cols == m.cols &&
+            k->stride == m.stride)
+            return k->buf.p;
+        if (!k->keep && !*slot) *slot = k;
+    }
+    return NULL;
+}
+
+struct bf16_job {
+    struct cpu_mat a, b;        /* as stored (before op) */
+    uint16_t *a16, *b16;        /* contiguous copies: ld = a->cols, b->cols */
+    int conv_a, conv_b;         /* whether they still have to be made */
+    struct cpu_mat c;
+    float alpha, beta;
+    int trans_a, trans_b, k, by_rows;
+};
+
+static struct cpu_mat sub(struct cpu_mat m, int r0, int rows, int c0, int cols) {
+    struct cpu_mat v = {m.data + (long)r0 * m.stride + c0, rows, cols, m.stride};
+    return v;
+}
+
+/* Both conversions, each split by rows over the pool. */
+static void convert_part(void *p, int t, int num) {
+    const struct bf16_job *j = p;
+    int r0, r1;
+    parallel_part(j->a.rows, t, num, 1, &r0, &r1);
+    if (j->conv_a && r1 > r0)
+        onednn_to_bf16(j->a16 + (long)r0 * j->a.cols, j->a.cols, sub(j->a, r0, r1 - r0, 0, j->a.cols));
+    parallel_part(j->b.rows, t, num, 1, &r0, &r1);
+    if (j->conv_b && r1 > r0)
+        onednn_to_bf16(j->b16 + (long)r0 * j->b.cols, j->b.cols, sub(j->b, r0, r1 - r0, 0, j->b.cols));
+}
+
+enum { BF16_SPLIT_ALIGN = 32 };
+
+/* One oneDNN product per share of C's rows (they are op(A)'s) or columns (op(B)'s). */
+static void gemm_part(void *p, int t, int num) {
+    const struct bf16_job *j = p;
+    int lda = j->a.cols, ldb = j->b.cols, lo, hi;
+    parallel_part(j->by_rows ? j->c.rows : j->c.cols, t, num, BF16_SPLIT_ALIGN, &lo, &hi);
+    if (lo >= hi) return;
+    const uint16_t *a = j->a16, *b = j->b16;
+    struct cpu_mat c;
+    if (j->by_rows) {
+        a += j->trans_a ? lo : (long)lo * lda;
+        c = sub(j->c, lo, hi - lo, 0, j->c.cols);
+    } else {
+        b += j->trans_b ? (long)lo * ldb : lo;
+        c = sub(j->c, 0, j->c.rows, lo, hi - lo);
+    }
+    onednn_gemm_raw(c, j->alpha, ONEDNN_TYPE_BF16, a, lda, j->trans_a, b, ldb, j->trans_b, j->k,
+                  j->beta);
+}
+
+/* The bf16 copy of m for a product: kept (found, or made into a free slot) or in scratch;
+ * *convert says whether it still has to be made. */
+static uint16_t *operand(struct cpu_mat m, int keep, struct bf16_buf *scratch, int *convert) {
+    size_t n = (size_t)m.rows * m.cols;
+    *convert = 1;
+    if (lp.open && keep) {
+        struct kept *slot;
+        uint16_t *p = kept_find(m, keep, &slot);
+        if (p) {
+            *convert = 0;
+            return p;
+        }
+        if (slot) {
+            slot->data = m.data;
+            slot->rows = m.rows;
+            slot->cols = m.cols;
+            slot->stride = m.stride;
+            slot->keep = keep;
+            return buf_get(&slot->buf, n);
+        }
+    }
+    return buf_get(scratch, n);
+}
+
+void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
+               struct cpu_mat b, int trans_b, int keep_b, float beta) {
+    int k = trans_a ? a.rows : a.cols;
+    ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
+    struct bf16_job j = {a, b, NULL, NULL, 0, 0, c, alpha, beta, trans_a, trans_b, k,
+                         c.rows >= c.cols};
+    onednn_forget(c);
+    j.a16 = operand(a, keep_a, &lp.scratch_a, &j.conv_a);
+    j.b16 = operand(b, keep_b, &lp.scratch_b, &j.conv_b);
+    if (j.conv_a || j.conv_b) parallel_run(convert_part, &j);
+    if ((j.by_rows ? c.rows : c.cols) >= 2 * BF16_SPLIT_ALIGN)
+        parallel_run(gemm_part, &j);
+    else
+        gemm_part(&j, 0, 1);
+}
+
+#if HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+
+/* libgomp's, which oneDNN (Debian's build uses OpenMP) reads for its thread count. */
+void omp_set_num_threads(int n);
+
+#define DNNL_CHECK(call)                                                                     \
+    do {                                                                                     \
+        dnnl_status_t st_ = (call);                                                          \
+        if (st_ != dnnl_success) {                                                           \
+            fprintf(stderr, "ERROR (%s:%d) oneDNN: %s failed with status %d\n", __FILE__,   \
+                    __LINE__, #call, (int)st_);                                              \
+            abort();                                                                         \
+        }                                                                                    \
+    } while (0)
+
+static dnnl_engine_t engine;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+
+static void engine_create(void) { DNNL_CHECK(dnnl_engine_create(&engine, dnnl_cpu, 0)); }
+
+static const char *isa_name(dnnl_cpu_isa_t isa) {
+    switch (isa) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
+    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    default: return "unknown";
+    }
+}
+
+int onednn_bf16_check(char *isa, size_t isa_len) {
+    dnnl_cpu_isa_t e = dnnl_get_effective_cpu_isa();
+    if (isa && isa_len) snprintf(isa, isa_len, "%s", isa_name(e));
+    if (e == dnnl_cpu_isa_avx512_core_amx || e == dnnl_cpu_isa_avx512_core_bf16) return 0;
+    return error_set("this CPU has neither AMX-BF16 nor AVX512-BF16 (oneDNN's best instruction "
+                     "set here: %s%s), so bf16 products would be emulated and slower than fp32",
+                     isa_name(e), getenv("ONEDNN_MAX_CPU_ISA") ? ", limited by ONEDNN_MAX_CPU_ISA"
+                                                              : "");
+}
+
+/* ---- per-thread primitive cache ---- */
+
+struct gemm_key {
+    int type, m, n, k, trans_a, trans_b, lda, ldb, ldc;
+    float beta;
+};
+
+struct gemm_entry {
+    struct gemm_key key;
+    dnnl_primitive_t prim;
+    dnnl_memory_t a, b, c, scale, scratch;
+    size_t scratch_bytes;
+};
+
+enum { CACHE_SIZE = 48 };
+
+struct thread_cache {
+    dnnl_stream_t stream;
+    struct gemm_entry e[CACHE_SIZE];
+    int used, next; /* entries in use; the next one to replace when full */
+    void *scratch;
+    size_t scratch_bytes;
+    float alpha;    /* the runtime output scale's storage */
+    struct thread_cache *chain;
+};
+
+static _Thread_local struct thread_cache *my_cache;
+static struct thread_cache *all_caches; /* every thread's, freed at exit */
+static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void entry_release(struct gemm_entry *e) {
+    dnnl_primitive_destroy(e->prim);
+    dnnl_memory_destroy(e->a);
+    dnnl_memory_destroy(e->b);
+    dnnl_memory_destroy(e->c);
+    dnnl_memory_destroy(e->scale);
+    dnnl_memory_destroy(e->scratch);
+    memset(e, 0, sizeof *e);
+}
+
+static void free_caches(void) {
+    pthread_mutex_lock(&caches_lock);
+    for (struct thread_cache *t = all_caches, *next; t; t = next) {
+        next = t->chain;
+        for (int i = 0; i < t->used; i++) entry_release(&t->e[i]);
+        dnnl_stream_destroy(t->stream);
+        free(t->scratch);
+        free(t);
+    }
+    all_caches = NULL;
+    pthread_mutex_unlock(&caches_lock);
+    if (engine) dnnl_engine_destroy(engine);
+    engine = NULL;
+}
+
+static struct thread_cache *cache_get(void) {
+    if (my_cache) return my_cache;
+    pthread_once(&engine_once, engine_create);
+    omp_set_num_threads(1); /* this thread's OpenMP setting: parnet's pool does the splitting */
+    struct thread_cache *t = xcalloc(1, sizeof *t);
+    DNNL_CHECK(dnnl_stream_create(&t->stream, engine, dnnl_stream_default_flags));
+    pthread_mutex_lock(&caches_lock);
+    static int registered;
+    if (!registered) {
+        registered = 1;
+        atexit(free_caches);
+    }
+    t->chain = all_caches;
+    all_caches = t;
+    pthread_mutex_unlock(&caches_lock);
+    return my_cache = t;
+}
+
+static void desc_2d(dnnl_memory_desc_t *d, int rows, int cols, int trans, int ld,
+                    dnnl_data_type_t dt) {
+    /* logical rows x cols; stored row-major (ld per row) or, transposed, as cols x rows */
+    dnnl_dims_t dims = {rows, cols};
+    dnnl_dims_t strides = {trans ? 1 : ld, trans ? ld : 1};
+    DNNL_CHECK(dnnl_memory_desc_init_by_strides(d, 2, dims, dt, strides));
+}
+
+static void entry_create(struct gemm_entry *e, const struct gemm_key *key) {
+    dnnl_data_type_t dt = key->type == ONEDNN_TYPE_BF16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_t ad, bd, cd, sd, scd;
+    desc_2d(&ad, key->m, key->k, key->trans_a, key->lda, dt);
+    desc_2d(&bd, key->k, key->n, key->trans_b, key->ldb, dt);
+    desc_2d(&cd, key->m, key->n, 0, key->ldc, dnnl_f32);
+    dnnl_dims_t one = {1};
+    DNNL_CHECK(dnnl_memory_desc_init_by_tag(&sd, 1, one, dnnl_f32, dnnl_a));
+    dnnl_matmul_desc_t md;
+    DNNL_CHECK(dnnl_matmul_desc_init(&md, &ad, &bd, NULL, &cd));
+    dnnl_primitive_attr_t attr;
+    DNNL_CHECK(dnnl_primitive_attr_create(&attr));
+    DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+    const float runtime = DNNL_RUNTIME_F32_VAL;
+    DNNL_CHECK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &runtime));
+    if (key->beta != 0.0f) {
+        dnnl_post_ops_t po;
+        DNNL_CHECK(dnnl_post_ops_create(&po));
+        DNNL_CHECK(dnnl_post_ops_append_sum(po, key->beta));
+        DNNL_CHECK(dnnl_primitive_attr_set_post_ops(attr, po));
+        dnnl_post_ops_destroy(po);
+    }
+    dnnl_primitive_desc_t pd;
+    DNNL_CHECK(dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL));
+    dnnl_primitive_attr_destroy(attr);
+    DNNL_CHECK(dnnl_primitive_create(&e->prim, pd));
+    scd = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    e->scratch_bytes = dnnl_memory_desc_get_size(&scd);
+    DNNL_CHECK(dnnl_memory_create(&e->a, &ad, engine, DNNL_MEMORY_NONE));
+    DNNL_CHECK(dnnl_memory_create(&e->b, &bd, engine, DNNL_MEMORY_NONE));
+    DNNL_CHECK(dnnl_memory_create(&e->c, &cd, engine, DNNL_MEMORY_NONE));
+    DNNL_CHECK(dnnl_memory_create(&e->scale, &sd, engine, DNNL_MEMORY_NONE));
+    DNNL_CHECK(dnnl_memory_create(&e->scratch, &scd, engine, DNNL_MEMORY_NONE));
+    dnnl_primitive_desc_destroy(pd);
+    e->key = *key;
+}
+
+static struct gemm_entry *entry_get(struct thread_cache *t, const struct gemm_key *key) {
+    for (int i = 0; i < t->used; i++)
+        if (!memcmp(&t->e[i].key, key, sizeof *key)) return &t->e[i];
+    struct gemm_entry *e;
+    if (t->used < CACHE_SIZE) {
+        e = &t->e[t->used++];
+    } else {
+        e = &t->e[t->next];
+        t->next = (t->next + 1) % CACHE_SIZE;
+        entry_release(e);
+    }
+    entry_create(e, key);
+    if (e->scratch_bytes > t->scratch_bytes) {
+        free(t->scratch);
+        t->scratch_bytes = e->scratch_bytes;
+        if (posix_memalign(&t->scratch, 64, t->scratch_bytes)) die("out of memory");
+    }
+    return e;
+}
+
+void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
+                   const void *b, int ldb, int trans_b, int k, float beta) {
+    ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
+    ASSERT(type == ONEDNN_TYPE_F32 || type == ONEDNN_TYPE_BF16);
+    struct gemm_key key;
+    memset(&key, 0, sizeof key); /* the key is compared with memcmp: no stray padding */
+    key.type = type;
+    key.m = c.rows;
+    key.n = c.cols;
+    key.k = k;
+    key.trans_a = !!trans_a;
+    key.trans_b = !!trans_b;
+    key.lda = lda;
+    key.ldb = ldb;
+    key.ldc = c.stride;
+    key.beta = beta;
+    struct thread_cache *t = cache_get();
+    struct gemm_entry *e = entry_get(t, &key);
+    t->alpha = alpha;
+    DNNL_CHECK(dnnl_memory_set_data_handle(e->a, (void *)a));
+    DNNL_CHECK(dnnl_memory_set_data_handle(e->b, (void *)b));
+    DNNL_CHECK(dnnl_memory_set_data_handle(e->c, c.data));
+    DNNL_CHECK(dnnl_memory_set_data_handle(e->scale, &t->alpha));
+    DNNL_CHECK(dnnl_memory_set_data_handle(e->scratch, t->scratch));
+    dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, e->a},
+                              {DNNL_ARG_WEIGHTS, e->b},
+                              {DNNL_ARG_DST, e->c},
+                              {DNNL_ARG_ATTR_OUTPUT_SCALES, e->scale},
+                              {DNNL_ARG_SCRATCHPAD, e->scratch}};
+    DNNL_CHECK(dnnl_primitive_execute(e->prim, t->stream, 5, args));
+    DNNL_CHECK(dnnl_stream_wait(t->stream));
+}
+
+#else /* !HAVE_DNNL */
+
+int onednn_bf16_check(char *isa, size_t isa_len) {
+    if (isa && isa_len) snprintf(isa, isa_len, "none");
+    return error_set("parnet was built without oneDNN (install libdnnl-dev, e.g. with "
+                     "tools/install-deps.sh, and rebuild)");
+}
+
+void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
+                   const void *b, int ldb, int trans_b, int k, float beta) {
+    die("onednn_gemm_raw: parnet was built without oneDNN");
+}
+
+#endif

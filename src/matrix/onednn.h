@@ -1,0 +1,64 @@
+/* onednn: the second host backend behind matrix.h, beside cpu.h: the layer products on the CPU's
+ * matrix engines (AMX-BF16, AVX512-BF16) through oneDNN's matmul, in bf16 with fp32 accumulation.
+ *
+ * Who calls this. Only the matrix layer's operations, after they have checked shapes: the layer
+ * product (matrix_layer_product in precision.c) dispatches to onednn_gemm under --precision=bf16
+ * for shapes that gain, and to cpu_gemm otherwise. Nothing outside src/matrix/ includes this.
+ *
+ * Built with oneDNN (Debian's libdnnl-dev) when the Makefile finds it (HAVE_DNNL=1). Without it
+ * onednn_bf16_check() reports that and precision.c never calls the products; the conversions and
+ * the kept copies are plain C and always built.
+ *
+ * Operands. struct cpu_mat views (cpu.h) or raw pointers with a leading dimension; a transposed
+ * operand is the same memory with its strides swapped, so no copy is made for op(). bf16 values
+ * are IEEE fp32's upper 16 bits (round to nearest even), stored as uint16_t.
+ *
+ * Threads. onednn_gemm splits a product over parnet's pool like cpu_gemm (along C's longer side,
+ * one oneDNN matmul per share, oneDNN's own OpenMP threads kept at one per caller) after
+ * converting both operands, split by rows, into bf16. onednn_gemm_raw works on the calling thread
+ * only. Each thread keeps its own small cache of matmul primitives keyed by shape, strides,
+ * transposes, data type and beta (alpha is passed at run time), its own stream and scratchpad.
+ *
+ * Errors. A oneDNN failure on a shape the matrix layer has already checked is a broken library or
+ * a programmer bug: it is reported with the call and oneDNN's status, and the program aborts.
+ */
+#ifndef PARNET_MATRIX_ONEDNN_H
+#define PARNET_MATRIX_ONEDNN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "matrix/cpu.h"
+
+enum onednn_type { ONEDNN_TYPE_F32 = 0, ONEDNN_TYPE_BF16 = 1 };
+
+/* 0 when bf16 products can run natively here (oneDNN's best ISA has AMX-BF16 or AVX512-BF16);
+ * else -1 with error_set naming what is missing: oneDNN not built in, or the CPU (or
+ * ONEDNN_MAX_CPU_ISA) offering neither instruction set. isa[isa_len] gets oneDNN's ISA name
+ * ("avx512_core_amx", "avx512_core_bf16", "avx2", ...; "none" without oneDNN). */
+int onednn_bf16_check(char *isa, size_t isa_len);
+
+/* dst (src.rows x src.cols, leading dimension ld >= cols) = src rounded to bf16 (nearest even;
+ * NaN stays NaN, inf stays inf; the AVX512-BF16 path flushes fp32 subnormals to zero). */
+void onednn_to_bf16(uint16_t *dst, int ld, struct cpu_mat src);
+/* The inverse, exact: dst = (float)src. */
+void onednn_from_bf16(struct cpu_mat dst, const uint16_t *src, int ld);
+
+/* c = alpha op(a) op(b) + beta c on the calling thread, c an m x n fp32 view, op(a) m x k,
+ * op(b) k x n, a and b of the given type (both fp32 or both bf16) at leading dimensions lda and
+ * ldb (the stored matrix's row length). Accumulates in fp32. beta == 0: c is not read.
+ * m, n, k >= 1. */
+void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
+                   const void *b, int ldb, int trans_b, int k, float beta);
+
+/* The bf16 layer product: c = alpha op(a) op(b) + beta c with fp32 a, b rounded to bf16 (kept
+ * copies reused, see below), split over the pool. keep_a, keep_b: enum matrix_keep (matrix.h).
+ * m, n, k >= 1, c overlaps neither operand. */
+void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
+               struct cpu_mat b, int trans_b, int keep_b, float beta);
+/* The kept copies (matrix_layer_pass in matrix.h): a pass opens, forgets the derivatives', or
+ * ends; onednn_forget drops every copy whose memory c overlaps (c is about to be written). */
+void onednn_pass(int pass);
+void onednn_forget(struct cpu_mat c);
+
+#endif

@@ -1,0 +1,334 @@
+/* The oneDNN backend (src/matrix/onednn.h) and the layer products under --precision.
+ *
+ * Tolerances. Element (i, j) of a product is checked against a reference computed in double with
+ * the bound tol * sum_k |a_ik| |b_kj| (the scale of the element's rounding errors):
+ *   - oneDNN fp32 vs the exact product: 1e-5 (fp32 accumulation over k <= 2000 terms gives a few
+ *     1e-7 in practice; OpenBLAS's sgemm is held to the same bound);
+ *   - oneDNN bf16 vs the exact product of the bf16-rounded operands: 1e-5 (fp32 accumulation: the
+ *     engines multiply bf16 exactly);
+ *   - oneDNN bf16 vs the exact product of the fp32 operands: 2^-8 = 3.9e-3 (each operand's
+ *     rounding is at most 2^-9 relative, so each term's at most ~2^-8).
+ * On a CPU without AMX-BF16 or AVX512-BF16 (or without oneDNN) the bf16 numeric checks print a
+ * SKIP line and the refusal's message is checked instead. */
+#include <cblas.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "matrix/cpu.h"
+#include "matrix/onednn.h"
+#include "matrix/matrix.h"
+
+/* struct matrix -> the backends' view */
+static struct cpu_mat cm(const struct matrix *m) {
+    struct cpu_mat c = {m->data, m->rows, m->cols, m->stride};
+    return c;
+}
+#include "test.h"
+
+static struct rng rng;
+
+static float bits_to_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint16_t one_bf16(float f) {
+    struct matrix m = matrix_wrap(&f, 1, 1, 1, MATRIX_CPU);
+    uint16_t h;
+    onednn_to_bf16(&h, 1, cm(&m));
+    return h;
+}
+
+static void test_bf16_rounding(void) {
+    CHECK(one_bf16(1.0f) == 0x3f80);
+    CHECK(one_bf16(-2.0f) == 0xc000);
+    CHECK(one_bf16(0.0f) == 0x0000);
+    CHECK(one_bf16(-0.0f) == 0x8000);
+    CHECK(one_bf16(bits_to_float(0x3f808000u)) == 0x3f80); /* tie: to even (down) */
+    CHECK(one_bf16(bits_to_float(0x3f818000u)) == 0x3f82); /* tie: to even (up) */
+    CHECK(one_bf16(bits_to_float(0x3f808001u)) == 0x3f81); /* above the tie: up */
+    CHECK(one_bf16(bits_to_float(0x7f7fffffu)) == 0x7f80); /* FLT_MAX rounds to inf */
+    CHECK(one_bf16(INFINITY) == 0x7f80);
+    CHECK(one_bf16(-INFINITY) == 0xff80);
+    uint16_t nan = one_bf16(bits_to_float(0x7f800001u)); /* a NaN whose payload is below bit 16 */
+    CHECK((nan & 0x7f80) == 0x7f80 && (nan & 0x7f) != 0);
+    /* round trip: bf16 -> float -> bf16 is exact, and from_bf16 widens exactly */
+    enum { N = 1000 };
+    float x[N], y[N];
+    uint16_t h[N], h2[N];
+    for (int i = 0; i < N; i++) x[i] = rng_gauss(&rng) * 100.0f;
+    struct matrix mx = matrix_wrap(x, 10, 100, 100, MATRIX_CPU), my = matrix_wrap(y, 10, 100, 100,
+                                                                                  MATRIX_CPU);
+    onednn_to_bf16(h, 100, cm(&mx));
+    onednn_from_bf16(cm(&my), h, 100);
+    onednn_to_bf16(h2, 100, cm(&my));
+    for (int i = 0; i < N; i++) {
+        CHECK(h[i] == h2[i]);
+        CHECK(fabsf(y[i] - x[i]) <= fabsf(x[i]) * (1.0f / 256));
+    }
+}
+
+/* A strided random view: rows x cols inside rows x (cols + pad) storage. */
+struct smat {
+    float *p;
+    struct matrix m;
+};
+static void smat_init(struct smat *s, int rows, int cols, int pad) {
+    int stride = cols + pad;
+    s->p = malloc(sizeof(float) * (size_t)rows * stride);
+    for (long i = 0; i < (long)rows * stride; i++) s->p[i] = rng_gauss(&rng);
+    s->m = matrix_wrap(s->p, rows, cols, stride, MATRIX_CPU);
+}
+
+static double el(const struct matrix *m, int r, int c, int trans) {
+    return trans ? m->data[(long)c * m->stride + r] : m->data[(long)r * m->stride + c];
+}
+
+/* Worst |c - (alpha op(a) op(b) + beta c0)| / (|alpha| sum_k |a_ik||b_kj| + |beta c0_ij|) over
+ * the elements of c, the reference in double; round_inputs rounds a and b to bf16 first. */
+static double worst_rel(const struct matrix *c, const struct matrix *c0, float alpha,
+                        const struct matrix *a, int ta, const struct matrix *b, int tb, float beta,
+                        int round_inputs) {
+    int k = ta ? a->rows : a->cols;
+    double worst = 0;
+    for (int i = 0; i < c->rows; i++)
+        for (int j = 0; j < c->cols; j++) {
+            double s = 0, scale = 0;
+            for (int l = 0; l < k; l++) {
+                double x = el(a, i, l, ta), y = el(b, l, j, tb);
+                if (round_inputs) {
+                    uint32_t u = (uint32_t)one_bf16((float)x) << 16, v = (uint32_t)one_bf16((float)y)
+                                                                           << 16;
+                    x = bits_to_float(u);
+                    y = bits_to_float(v);
+                }
+                s += x * y;
+                scale += fabs(x * y);
+            }
+            double c_old = beta != 0 ? c0->data[(long)i * c0->stride + j] : 0;
+            double ref = alpha * s + beta * c_old;
+            double den = fabs(alpha) * scale + fabs(beta * c_old);
+            double e = fabs(c->data[(long)i * c->stride + j] - ref) / (den > 0 ? den : 1);
+            if (e > worst) worst = e;
+        }
+    return worst;
+}
+
+/* Shapes of the benchmark layers scaled down, thin ones, odd sizes; every transposition. */
+static const int shapes[][3] = {{64, 96, 128}, {37, 53, 211}, {128, 10, 300}, {5, 700, 33}};
+static const float alphas[] = {1.0f, 0.37f}, betas[] = {0.0f, 1.0f, 0.5f};
+
+static void check_gemm(int type, int via_layer) {
+    for (int s = 0; s < 4; s++)
+        for (int t = 0; t < 4; t++)
+            for (int ab = 0; ab < 2; ab++) {
+                int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2], ta = t & 1, tb = t >> 1;
+                float alpha = alphas[ab], beta = betas[(s + t + ab) % 3];
+                struct smat a, b, c, c0;
+                smat_init(&a, ta ? k : m, ta ? m : k, 3);
+                smat_init(&b, tb ? n : k, tb ? k : n, 5);
+                smat_init(&c, m, n, 7);
+                smat_init(&c0, m, n, 7);
+                memcpy(c0.p, c.p, sizeof(float) * (size_t)m * (n + 7));
+                double tol = 1e-5;
+                int rounded = type == ONEDNN_TYPE_BF16;
+                if (via_layer) { /* the public layer product (split over the pool) */
+                    matrix_add_mat_mat_layer(&c.m, alpha, &a.m, ta, &b.m, tb, beta);
+                    /* thin shapes stay fp32 (OpenBLAS) under bf16 */
+                    if (m < MATRIX_BF16_MIN_SIDE || n < MATRIX_BF16_MIN_SIDE ||
+                        k < MATRIX_BF16_MIN_SIDE)
+                        rounded = 0;
+                } else if (type == ONEDNN_TYPE_F32) {
+                    onednn_gemm_raw(cm(&c.m), alpha, type, a.m.data, a.m.stride, ta, b.m.data,
+                                     b.m.stride, tb, k, beta);
+                } else {
+                    uint16_t *a16 = malloc(2 * (size_t)a.m.rows * a.m.cols);
+                    uint16_t *b16 = malloc(2 * (size_t)b.m.rows * b.m.cols);
+                    onednn_to_bf16(a16, a.m.cols, cm(&a.m));
+                    onednn_to_bf16(b16, b.m.cols, cm(&b.m));
+                    onednn_gemm_raw(cm(&c.m), alpha, type, a16, a.m.cols, ta, b16, b.m.cols, tb, k,
+                                     beta);
+                    free(a16);
+                    free(b16);
+                }
+                double e = worst_rel(&c.m, &c0.m, alpha, &a.m, ta, &b.m, tb, beta, rounded);
+                double e_fp32 = worst_rel(&c.m, &c0.m, alpha, &a.m, ta, &b.m, tb, beta, 0);
+                /* the padding beside c is never written */
+                int pad_ok = 1;
+                for (int r = 0; r < m; r++)
+                    for (int p = n; p < n + 7; p++)
+                        pad_ok &= c.p[(long)r * (n + 7) + p] == c0.p[(long)r * (n + 7) + p];
+                free(a.p);
+                free(b.p);
+                free(c.p);
+                free(c0.p);
+                if (!(e <= tol) || !(e_fp32 <= 1.0 / 256) || !pad_ok) {
+                    printf("FAIL %s: %dx%dx%d ta %d tb %d alpha %g beta %g: rel. error %.3g "
+                           "(tol %g), vs fp32 %.3g (tol %g), padding %s\n",
+                           test_name_now, m, n, k, ta, tb, alpha, beta, e, tol, e_fp32, 1.0 / 256,
+                           pad_ok ? "intact" : "written");
+                    test_failed_now = 1;
+                    return;
+                }
+            }
+}
+
+/* OpenBLAS, through matrix_add_mat_mat, meets the same bound (the reference is right). */
+static void test_openblas_reference(void) {
+    struct smat a, b, c, c0;
+    smat_init(&a, 37, 211, 3);
+    smat_init(&b, 211, 53, 5);
+    smat_init(&c, 37, 53, 7);
+    smat_init(&c0, 37, 53, 7);
+    memcpy(c0.p, c.p, sizeof(float) * 37 * 60);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 37, 53, 211, 0.37f, a.m.data, a.m.stride,
+                b.m.data, b.m.stride, 0.5f, c.m.data, c.m.stride);
+    double e = worst_rel(&c.m, &c0.m, 0.37f, &a.m, 0, &b.m, 0, 0.5f, 0);
+    free(a.p);
+    free(b.p);
+    free(c.p);
+    free(c0.p);
+    CHECK(e <= 1e-5);
+}
+
+static int have_dnnl(void) {
+#if HAVE_DNNL
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+static void test_dnnl_fp32(void) {
+    if (!have_dnnl()) return;
+    check_gemm(ONEDNN_TYPE_F32, 0);
+}
+
+static int bf16_ok;
+
+static void test_dnnl_bf16(void) {
+    if (!bf16_ok) return;
+    check_gemm(ONEDNN_TYPE_BF16, 0);
+}
+
+/* The public layer product under --precision=bf16, serial and split over 3 threads. */
+static void test_layer_product_bf16(void) {
+    if (!bf16_ok) return;
+    CHECK(matrix_set_precision("bf16") == 0);
+    CHECK(matrix_get_precision() == MATRIX_BF16);
+    matrix_set_num_threads(1);
+    check_gemm(ONEDNN_TYPE_BF16, 1);
+    if (test_failed_now) return;
+    matrix_set_num_threads(3);
+    check_gemm(ONEDNN_TYPE_BF16, 1);
+    matrix_set_num_threads(1);
+    CHECK(matrix_set_precision("fp32") == 0);
+}
+
+/* Kept bf16 copies (matrix_layer_product): reused while the contract holds, forgotten when a
+ * product writes over the operand, when a backward begins (derivatives) and when the pass ends;
+ * each result is checked against the exact product of the current contents. */
+static void test_kept_operands(void) {
+    if (!bf16_ok) return;
+    CHECK(matrix_set_precision("bf16") == 0);
+    enum { M = 64, K = 96, N = 80 };
+    struct smat a, b, c, c0, w;
+    smat_init(&a, M, K, 0);
+    smat_init(&b, N, K, 0);
+    smat_init(&c, M, N, 0);
+    smat_init(&c0, M, N, 0);
+    smat_init(&w, M, N, 0);
+    double e[6];
+    matrix_layer_pass(MATRIX_PASS_FORWARD);
+    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_VALUE, &b.m, 1, MATRIX_KEEP_VALUE, 0);
+    e[0] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
+    /* a product writes over a: its kept copy must go */
+    struct matrix a_as_c = matrix_wrap(a.p, M, N, K, MATRIX_CPU); /* the first N columns of a */
+    struct matrix wt = matrix_wrap(w.p, M, M, M, MATRIX_CPU);      /* M x M from w's storage */
+    matrix_layer_product(&a_as_c, 1, &wt, 0, MATRIX_KEEP_NONE, &c.m, 0, MATRIX_KEEP_NONE, 0);
+    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_VALUE, &b.m, 1, MATRIX_KEEP_VALUE, 0);
+    e[1] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
+    /* a derivative kept, changed after a new backward begins */
+    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_DERIV, &b.m, 1, MATRIX_KEEP_VALUE, 0);
+    matrix_layer_pass(MATRIX_PASS_BACKWARD);
+    for (int i = 0; i < M * K; i++) a.p[i] *= -0.5f;
+    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_DERIV, &b.m, 1, MATRIX_KEEP_VALUE, 0);
+    e[2] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
+    /* b (a value) is still the kept copy: same result, bit for bit, as without keeping */
+    memcpy(c0.p, c.p, sizeof(float) * M * N);
+    matrix_add_mat_mat_layer(&c.m, 1, &a.m, 0, &b.m, 1, 0);
+    e[3] = memcmp(c0.p, c.p, sizeof(float) * M * N) ? 1 : 0;
+    /* the pass ends: parameters may change */
+    matrix_layer_pass(MATRIX_PASS_END);
+    for (int i = 0; i < N * K; i++) b.p[i] += 1.0f;
+    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_VALUE, &b.m, 1, MATRIX_KEEP_VALUE, 0);
+    e[4] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
+    /* no pass open: nothing is kept (a changed in place is seen) */
+    for (int i = 0; i < M * K; i++) a.p[i] += 0.25f;
+    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_VALUE, &b.m, 1, MATRIX_KEEP_VALUE, 0);
+    e[5] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
+    free(a.p);
+    free(b.p);
+    free(c.p);
+    free(c0.p);
+    free(w.p);
+    CHECK(matrix_set_precision("fp32") == 0);
+    for (int i = 0; i < 6; i++) {
+        if (!(e[i] <= 1e-5)) printf("    case %d: rel. error %g\n", i, e[i]);
+        CHECK(e[i] <= 1e-5);
+    }
+}
+
+/* fp32 precision: the layer product is matrix_add_mat_mat exactly. */
+static void test_layer_product_fp32(void) {
+    CHECK(matrix_set_precision("fp32") == 0);
+    struct smat a, b, c1, c2;
+    smat_init(&a, 64, 128, 1);
+    smat_init(&b, 96, 128, 2);
+    smat_init(&c1, 64, 96, 0);
+    smat_init(&c2, 64, 96, 0);
+    memcpy(c2.p, c1.p, sizeof(float) * 64 * 96);
+    matrix_add_mat_mat(&c1.m, 0.5f, &a.m, MATRIX_NO_TRANS, &b.m, MATRIX_TRANS, 1.0f);
+    matrix_add_mat_mat_layer(&c2.m, 0.5f, &a.m, MATRIX_NO_TRANS, &b.m, MATRIX_TRANS, 1.0f);
+    int same = !memcmp(c1.p, c2.p, sizeof(float) * 64 * 96);
+    free(a.p);
+    free(b.p);
+    free(c1.p);
+    free(c2.p);
+    CHECK(same);
+}
+
+static void test_precision_errors(void) {
+    CHECK(matrix_set_precision("fp16") == -1);
+    CHECK(strstr(error_get(), "expected fp32 or bf16, got 'fp16'"));
+    if (!bf16_ok) {
+        /* the refusal names what is missing */
+        CHECK(matrix_set_precision("bf16") == -1);
+        CHECK(strstr(error_get(), "--precision=bf16 cannot run here"));
+        CHECK(strstr(error_get(), have_dnnl() ? "neither AMX-BF16 nor AVX512-BF16"
+                                              : "built without oneDNN"));
+        CHECK(matrix_get_precision() == MATRIX_FP32);
+    }
+}
+
+int main(void) {
+    rng_seed(&rng, 20261201);
+    matrix_set_num_threads(1);
+    bf16_ok = matrix_bf16_supported() == 0;
+    if (!bf16_ok) printf("SKIP bf16 numeric checks: %s\n", error_get());
+    if (!have_dnnl()) printf("SKIP oneDNN fp32 checks: built without oneDNN\n");
+    TEST_RUN(test_bf16_rounding);
+    TEST_RUN(test_openblas_reference);
+    if (have_dnnl()) TEST_RUN(test_dnnl_fp32);
+    if (bf16_ok) {
+        TEST_RUN(test_dnnl_bf16);
+        TEST_RUN(test_layer_product_bf16);
+        TEST_RUN(test_kept_operands);
+    }
+    TEST_RUN(test_layer_product_fp32);
+    TEST_RUN(test_precision_errors);
+    TEST_MAIN_END();
+}
