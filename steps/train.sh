@@ -197,7 +197,7 @@ if [ $stage -le -1 ]; then
         tdim=$(( $(feat-to-dim $feature_transform - 2>/dev/null) - 1 ))
         fdim=$(cat $egs_dir/info/feat_dim 2>/dev/null)
         line="FixedAffineComponent matrix=$feature_transform"
-        init_config=$dir/nnet.config
+        init_config=$dir/init.config   # not nnet.config: a recipe may keep its own config there
         case $first in
         FixedAffine*)
             echo "$0: $config already starts with a FixedAffine line: not adding $feature_transform"
