@@ -146,9 +146,18 @@ launch() {
 
 if [ $stage -le -1 ]; then
     [ ! -f $config ] && echo "$0: no such file $config" && exit 1
-    echo "$0: initialising the model from $config"
+    # The egs directory's normalising transform goes in front, as in steps/train.sh (one-row
+    # features; a config that already starts with FixedAffine is left as it is).
+    init_config=$config
+    if [ -f $egs_dir/feature_transform.mat ] && \
+       ! grep -v '^[[:space:]]*\(#\|$\)' $config | head -n 1 | grep -q '^[[:space:]]*\(FixedAffine\|Splice\)'; then
+        init_config=$dir/nnet.config
+        { echo "FixedAffineComponent matrix=$egs_dir/feature_transform.mat"; cat $config; } > $init_config
+        echo "$0: normalising inputs with $egs_dir/feature_transform.mat (FixedAffineComponent)"
+    fi
+    echo "$0: initialising the model from $init_config"
     $cmd $dir/log/init.log \
-        nnet-init --srand=$srand $config - \| \
+        nnet-init --srand=$srand $init_config - \| \
         nnet-copy --learning-rate=$(learning_rate 0) - $dir/0.mdl || exit 1
 fi
 
@@ -165,6 +174,9 @@ for x in $(seq 0 $((num_iters - 1))); do
 
         echo "$0: iteration $x / $num_iters, learning rate $(learning_rate $x)"
         archive=$((x % iters_per_epoch))
+        # Iteration 0: half the minibatch and max-change/sqrt(2) (Kaldi nnet3; before $train_opts).
+        ramp_opts=
+        [ $x -eq 0 ] && ramp_opts="--minibatch-size=$(( (minibatch_size + 1) / 2 )) --max-change=1.41421"
         # JOB in the egs-rspecifier becomes each rank's job number (rank + 1).
         state_opts=
         if $carry_state; then
@@ -174,7 +186,7 @@ for x in $(seq 0 $((num_iters - 1))); do
         launch $dir/log/train.$x.log \
             nnet-train-mpi --mode=$mode --average-every=$average_every $update_opts $state_opts \
                 --minibatch-size=$minibatch_size --srand=$((srand + x)) --num-threads=$num_threads \
-                $train_opts $dir/$x.mdl \
+                $ramp_opts $train_opts $dir/$x.mdl \
                 "ark:nnet-shuffle-egs --buffer-size=$shuffle_buffer_size --srand=\$((JOB + $((srand + x)))) ark:$egs_dir/egs.JOB.$archive.ark ark:- |" \
                 $dir/$((x + 1)).raw.mdl \
             || { echo "$0: training iteration $x failed, see $dir/log/train.$x.log"; exit 1; }
