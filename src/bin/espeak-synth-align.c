@@ -10,7 +10,8 @@
  * Input lines (a file or '-'): <utt-id> <voice> <rate-wpm> <pitch 0-100> <range 0-100> <text...>
  * Output: <wav-dir>/<utt-id>.wav, and CTM lines on <ctm-wxfilename>:
  *   <utt-id> 1 <start-s> <dur-s> <phone> <word> <word-index>
- * (word-index counts the text's words from 1; 0 and "<sil>" for pauses) * with times in seconds (6 decimals) at the synthesizer's sample rate (printed in the log).
+ * (word-index counts the text's words from 1; 0 and "<sil>" for pauses), with times in seconds
+ * (6 decimals) at the synthesizer's sample rate (printed in the log).
  * Built only where <espeak-ng/speak_lib.h> exists (Makefile). */
 #include <espeak-ng/speak_lib.h>
 #include <stdint.h>

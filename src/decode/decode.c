@@ -365,7 +365,9 @@ int decoder_decode(struct decoder *d, const struct matrix *ll, struct decode_res
                          ll->cols);
     const double NEG = -INFINITY;
     const double ts = d->o.transition_scale, am = d->o.acoustic_scale;
-    const double lp_loop = ts * log(d->o.self_loop_prob), lp_fwd = ts * log(1.0 - d->o.self_loop_prob);
+    /* log(1 - p), not log1p(-p): for p = 0.5 both transitions then score exactly the same. */
+    const double lp_loop = ts * log(d->o.self_loop_prob);
+    const double lp_fwd = ts * log(1.0 - d->o.self_loop_prob);
     const double wip = d->o.word_insertion_penalty;
     int S = g->num_states;
     d->num_links = 0;
