@@ -39,7 +39,7 @@ struct eg_sink {
     float *dst;     /* rows of the minibatch for this example, or NULL: no fast path */
     int dst_stride;
     int direct;     /* the example was read by the fast path (labels in r, input in dst) */
-    int num_frames, left;
+    int num_frames, left, spk_dim;
     struct example eg;
 };
 
@@ -190,12 +190,11 @@ static int read_direct(struct kin *in, struct eg_sink *s) {
         }
         return 2;
     }
-    if (spk_dim != sh->spk_dim)
-        return error_set("example has %d speaker features, the one before it %d", spk_dim,
-                         sh->spk_dim);
+    s->spk_dim = spk_dim;
+    s->direct = 1;
+    if (spk_dim != sh->spk_dim) return 1; /* the caller sees the new shape */
     for (int i = 0; i < spk_dim; i++) /* spk_dim columns after the cols features, every row */
         for (int j = 0; j < rows; j++) s->dst[(size_t)j * s->dst_stride + cols + i] = r->spk.data[i];
-    s->direct = 1;
     return 1;
 }
 
@@ -362,14 +361,15 @@ int egs_reader_read(struct egs_reader *r, struct egs_minibatch *mb, int max_egs,
             return -1;
         }
         if (rc == 0) break;
-        int ok = sink.direct && sink.num_frames == sh->frames && sink.left == sh->left;
+        int ok = sink.direct && sink.num_frames == sh->frames && sink.left == sh->left &&
+                 sink.spk_dim == sh->spk_dim;
         if (sink.direct && !ok) {
             if (k > 0) {
-                rc = error_set("example %d of the minibatch has %d frames, context (%d, %d); the "
-                               "examples before it %d, (%d, %d)",
+                rc = error_set("example %d of the minibatch has %d frames, context (%d, %d), %d "
+                               "speaker features; the examples before it %d, (%d, %d), %d",
                                k, sink.num_frames, sink.left,
-                               sh->rows - sink.left - sink.num_frames, sh->frames, sh->left,
-                               sh->rows - sh->left - sh->frames);
+                               sh->rows - sink.left - sink.num_frames, sink.spk_dim, sh->frames,
+                               sh->left, sh->rows - sh->left - sh->frames, sh->spk_dim);
                 break;
             }
             direct_to_example(r, &sink, &sink.eg);

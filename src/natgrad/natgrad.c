@@ -288,11 +288,13 @@ static int natgrad_reorthogonalize(struct natgrad *p, const double *d1, double r
 }
 
 /* Xhat = X - H W on the CPU in one pass over X: each thread of the pool takes a share of the
- * rows and, block by block (NATGRAD_BLOCK rows, so that the block stays in cache between the two
- * products), computes H_b = X_b W^T (unless have_h: H is there already), X_b -= H_b W and, with
+ * rows and, block by block (about NATGRAD_BLOCK_BYTES of X, so that the block stays in a 2 MB
+ * L2 between the two products, and big enough that repacking W for each block's products
+ * costs little: 256 rows at D = 1024), computes H_b = X_b W^T (unless have_h: H is there already), X_b -= H_b W and, with
  * row_sq, the squared norms of the rows of the result. The same products as the whole-matrix
  * ones, by rows; it replaces two products and a norm pass over X, each split over the pool. */
-#define NATGRAD_BLOCK 64
+#define NATGRAD_BLOCK_BYTES (1 << 20)
+static size_t natgrad_block_bytes = NATGRAD_BLOCK_BYTES; /* tests make it small */
 struct natgrad_fused {
     struct matrix *x, *h;
     const struct matrix *w;
@@ -306,8 +308,10 @@ static void natgrad_fused_part(void *arg, int t, int num) {
     const struct natgrad_fused *f = arg;
     int begin, end;
     parallel_part(f->x->rows, t, num, 16, &begin, &end);
-    for (int r = begin; r < end; r += NATGRAD_BLOCK) {
-        int n = end - r < NATGRAD_BLOCK ? end - r : NATGRAD_BLOCK;
+    int block = (int)(natgrad_block_bytes / (sizeof(float) * (size_t)f->x->cols)) / 16 * 16;
+    if (block < 16) block = 16;
+    for (int r = begin; r < end; r += block) {
+        int n = end - r < block ? end - r : block;
         struct matrix xb = matrix_rows(f->x, r, n), hb = matrix_rows(f->h, r, n);
         if (f->src) {
             struct matrix sb = matrix_rows(f->src, r, n), xs = matrix_view(&xb, 0, n, 0, sb.cols);

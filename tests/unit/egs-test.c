@@ -585,6 +585,14 @@ static void test_reader(void) {
         eg[k].spk_info[1] = -0.25f;
     }
     check_reader(eg, N, 0, 3, 2, 2);
+    /* ... and then not: a new shape from example 7 on, which starts a minibatch when max is 7
+     * (read the fast way up to its speaker features) */
+    for (int k = 7; k < N; k++) {
+        free(eg[k].spk_info);
+        eg[k].spk_info = NULL;
+        eg[k].spk_dim = 0;
+    }
+    check_reader(eg, N, 0, 7, 2, 2);
     /* another shape starts a minibatch of its own; inside one it is an error naming the example
      * and the key */
     example_set_labels_simple(&eg[2], 2, (int32_t[2]){1, 2});

@@ -142,10 +142,60 @@ static void test_zero_row_restarts(void) {
     natgrad_free(p);
 }
 
+/* The CPU pass in many small row blocks (16 rows) against one block per thread, 3 threads: the
+ * same Xhat, gamma and row norms over update and ordinary calls (the block offsets into H, the
+ * norms and the source are right). */
+static void test_row_blocks(void) {
+    matrix_set_num_threads(3);
+    struct natgrad_options o;
+    natgrad_options_default(&o);
+    o.rank = R;
+    struct natgrad *p[2] = {natgrad_new(D, &o, 3), natgrad_new(D, &o, 3)};
+    enum { M = 200 };
+    struct matrix src, x[2];
+    struct vector n[2];
+    matrix_init(&src, M, D - 1);
+    static float h[M * D], g[2][M * D], v[2][M];
+    for (int k = 0; k < 2; k++) {
+        matrix_init(&x[k], M, D);
+        vector_init(&n[k], M);
+    }
+    struct rng r;
+    rng_seed(&r, 8);
+    for (int t = 0; t < 20; t++) {
+        for (int i = 0; i < M * (D - 1); i++) h[i] = rng_gauss(&r) * (1.0f + (float)(i % 5));
+        matrix_from_host(&src, h);
+        float scale[2];
+        for (int k = 0; k < 2; k++) {
+            natgrad_block_bytes = k ? 16 * sizeof(float) * D : NATGRAD_BLOCK_BYTES;
+            natgrad_precondition_copy(p[k], &src, &x[k], &scale[k], &n[k]);
+            matrix_to_host(&x[k], g[k]);
+            vector_to_host(&n[k], v[k]);
+        }
+        double e = 0, m = 0;
+        for (int i = 0; i < M * D; i++) {
+            e = fmax(e, fabs(g[0][i] - g[1][i]));
+            m = fmax(m, fabs(g[0][i]));
+        }
+        CHECK(e <= 1e-5 * m);
+        CHECK(fabs(scale[0] - scale[1]) <= 1e-5 * scale[0]);
+        for (int i = 0; i < M; i++) CHECK(fabs(v[0][i] - v[1][i]) <= 1e-5 * v[0][i] + 1e-30);
+    }
+    natgrad_block_bytes = NATGRAD_BLOCK_BYTES;
+    for (int k = 0; k < 2; k++) {
+        natgrad_free(p[k]);
+        matrix_release(&x[k]);
+        vector_release(&n[k]);
+    }
+    matrix_release(&src);
+    matrix_set_num_threads(1);
+}
+
 int main(void) {
     TEST_RUN(test_state_is_orthonormal);
     TEST_RUN(test_cholesky_reorthogonalization);
     TEST_RUN(test_gram_schmidt_fallback);
     TEST_RUN(test_zero_row_restarts);
+    TEST_RUN(test_row_blocks);
     TEST_MAIN_END();
 }

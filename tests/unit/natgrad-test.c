@@ -373,7 +373,8 @@ static void test_reference_small_minibatch(void) {
     CHECK_RUN(run_against_reference(48, 10, 24, 3, 100.0f, 0, 16, -1), 16, 1e-4);
 }
 
-/* The CPU pass split over a pool of 3 threads, several row blocks per thread (N = 300). */
+/* The CPU pass split over a pool of 3 threads (N = 300; natgrad-internal-test checks many row
+ * blocks per thread). */
 static void test_reference_threads(void) {
     matrix_set_num_threads(3);
     CHECK_RUN(run_against_reference(30, 8, 300, 2, 2000.0f, 1, 12, -1), 12, 1e-4);
