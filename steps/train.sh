@@ -25,10 +25,7 @@
 # With --feature-transform (default: the egs directory's feature_transform.mat when get_egs.sh
 # made one, "none": off) the network starts with FixedAffineComponent matrix=<that file>.
 #
-# Averaging methods (--averaging; reference/averaging-methods.md). elastic and parle here are
-# parnet's file-based APPROXIMATIONS (one exchange per iteration through model files, the inner
-# mean reset every outer step, absolute couplings, no momentum): they run without MPI. The
-# published algorithms are steps/train_mpi.sh --mode elastic|parle (README, issue 20).
+# Averaging methods (--averaging; reference/averaging-methods.md):
 #   average    the plain average of the jobs' models (Kaldi).
 #   agreement  jobs whose change since $x.mdl disagrees with the consensus change (cosine distance
 #              > --agreement-threshold) are left out of the average (nnet-average
@@ -42,6 +39,10 @@
 #              $x.mdl (the mean of the replicas) after every outer step; both couplings are scoped:
 #              c(x) = min(cap, c0 (1 + scoping)^x), growing over the run as in the reference code.
 #   Iteration 0 keeps the best job only for average and agreement.
+#   elastic and parle here are parnet's file-based APPROXIMATIONS (one exchange per iteration
+#   through model files, the inner mean reset every outer step, absolute couplings, no momentum):
+#   they run without MPI. The published algorithms are steps/train_mpi.sh --mode elastic|parle
+#   (README, issue 20).
 # --offline-window W (HWA): final.mdl is the average of the last W synchronised models
 # ($((num_iters-W+1)).mdl .. $num_iters.mdl) instead of the combination (steps/hwa.sh does the same
 # over a finished directory). --combine-method twa combines with TWA instead of per-layer weights.

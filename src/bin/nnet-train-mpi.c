@@ -136,15 +136,16 @@ static char *replace_job(const char *spec, int job) {
 }
 
 int main(int argc, char **argv) {
+    /* momentum (-1: by mode), GAF's update size, Parle's scoping, the state files */
+    float momentum = -1;
+    const char *nesterov = "auto", *gaf_scale = "accepted";
+    int nb = 0, step_offset = 0;
+    const char *state_in = "", *state_out = "";
     struct train_sync_options o;
     train_sync_options_default(&o);
     int binary = 1, num_threads = 1, srand_seed = 0;
     float max_change = NNET_DEFAULT_MAX_CHANGE_GLOBAL;
-    const char *mode = "", *fusion = "halving", *gaf_on = "gradient", *gaf_scale = "accepted";
-    float momentum = -1;
-    const char *nesterov = "auto";
-    int nb = 0, step_offset = 0;
-    const char *state_in = "", *state_out = "";
+    const char *mode = "", *fusion = "halving", *gaf_on = "gradient";
     const char *precision = "fp32";
     struct option_spec specs[] = {
         {"mode", OPT_STRING, &mode,
@@ -343,6 +344,9 @@ int main(int argc, char **argv) {
                                              : "steps",
             st.exchange_bytes / 1e6, st.exchange_seconds, 100 * st.exchange_seconds / loop,
             st.flag_seconds, 100 * st.flag_seconds / loop);
+        if (o.mode == TRAIN_SYNC_PARLE)
+            LOG("Parle: %lld outer steps; scoping counter t=%lld, gamma %.4g, rho %.4g at the end",
+                t->outer_steps, st.parle_steps, st.parle_gamma, st.parle_rho);
         if (o.check_sync)
             LOG("Checked: all %d ranks held bitwise the same parameters after each of the %lld "
                 "exchanges", comm.size, st.num_exchanges);
@@ -353,9 +357,6 @@ int main(int argc, char **argv) {
                 t->gaf_offered ? (double)t->gaf_accepted / t->gaf_offered : 0.0, t->gaf_accepted,
                 t->gaf_offered);
         nnet_log_max_change_stats(n); /* rank 0's steps */
-        if (o.mode == TRAIN_SYNC_PARLE)
-            LOG("Parle: %lld outer steps; scoping counter t=%lld, gamma %.4g, rho %.4g at the end",
-                t->outer_steps, st.parle_steps, st.parle_gamma, st.parle_rho);
         if (st.num_stopped_early)
             LOG("%lld rank(s) stopped with examples left (the shortest archive ends the pass)",
                 st.num_stopped_early);

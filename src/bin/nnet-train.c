@@ -19,8 +19,9 @@ int main(int argc, char **argv) {
     train_options_default(&o);
     int binary = 1, num_threads = 1, srand_seed = 0;
     float max_change = NNET_DEFAULT_MAX_CHANGE_GLOBAL;
-    const char *fusion = "halving", *gaf_on = "gradient", *gaf_scale = "accepted", *proximal = "";
+    const char *fusion = "halving", *gaf_on = "gradient", *proximal = "";
     const char *use_gpu = "no";
+    const char *gaf_scale = "accepted";
     const char *precision = "fp32";
     struct option_spec specs[] = {
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per minibatch"},
