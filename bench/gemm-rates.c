@@ -5,7 +5,8 @@
  *       dY^T X of every layer): GFLOP/s of OpenBLAS, oneDNN fp32, oneDNN bf16 on operands already
  *       in bf16, and parnet's bf16 layer product (matrix_add_mat_mat_layer: the conversions of both
  *       operands to bf16 included), the engines measured in turn, round after round (3 rounds,
- *       median); then which engine is fastest for that product.
+ *       median); then which engine is fastest for that product. GEMM_RATES_CPU_TIME=1 in the
+ *       environment: rates per thread-second of process CPU time instead of wall clock.
  *   gemm-rates bound <openblas|dnnl-f32|dnnl-bf16> <mb> <threads> <d0,d1,...> [seconds]
  *       the three products of every layer of one step (the first layer's input derivative left
  *       out), as bench/sgemm-bound.c; prints "samples_per_sec=S gflops=G". bf16 operands are
@@ -101,15 +102,19 @@ static void prod_free(struct prod *p) {
     free(p->a), free(p->b), free(p->c), free(p->a16), free(p->b16);
 }
 
-/* GFLOP/s of p on its engine over about `seconds` (after one warm-up call). */
+/* GFLOP/s of p on its engine over about `seconds` of wall clock (after one warm-up call); with
+ * use_cpu, per `threads` seconds of process CPU time instead (on a shared machine closer to what
+ * the product runs at alone). */
+static int use_cpu, bench_threads = 1;
 static double rate(struct prod *p, double seconds) {
     prod_run(p);
     long it = 0;
-    double start = time_now(), el;
+    double start = time_now(), cpu0 = (double)clock() / CLOCKS_PER_SEC, el;
     do {
         prod_run(p);
         it++;
     } while ((el = time_now() - start) < seconds);
+    if (use_cpu) el = ((double)clock() / CLOCKS_PER_SEC - cpu0) / bench_threads;
     return 2.0 * p->m * p->n * p->k * it / el / 1e9;
 }
 
@@ -128,6 +133,8 @@ static int shapes_main(int argc, char **argv) {
     int threads = atoi(argv[2]);
     double seconds = atof(argv[3]);
     int mbs[8], nmb = parse_dims(argv[4], mbs, 8);
+    use_cpu = getenv("GEMM_RATES_CPU_TIME") != NULL;
+    bench_threads = threads;
     matrix_set_num_threads(threads);
     if (matrix_bf16_supported()) die("%s", error_get());
     if (matrix_set_precision("bf16")) die("%s", error_get());
@@ -171,9 +178,9 @@ static int shapes_main(int argc, char **argv) {
                 }
             }
     }
-    printf("\nGFLOP/s, median of 3 rounds of %.1f s per figure, %d thread(s); fastest among "
-           "OpenBLAS, oneDNN fp32 and the bf16 layer product (conversions included)\n", seconds,
-           threads);
+    printf("\nGFLOP/s (%s), median of 3 rounds of %.1f s per figure, %d thread(s); fastest "
+           "among OpenBLAS, oneDNN fp32 and the bf16 layer product (conversions included)\n",
+           use_cpu ? "per thread-second of CPU time" : "wall clock", seconds, threads);
     return 0;
 }
 

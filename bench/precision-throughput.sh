@@ -11,10 +11,14 @@
 # reach alone; it undercounts runs whose idle threads spin).
 #   bench/precision-throughput.sh [--repeats 3] [--seconds 4] [--threads "1 2"] [--mbs "128 512"]
 #                                 [--nets "784 1024 1024 1024 10;440 1024 1024 1024 1024 2000"]
+#                                 [--count N] [--rate R]
+# --count: examples in the archive (default 12000, 8000 for the 440 MLP); --rate: the samples/s per
+# thread assumed when reading the archive enough times to last --seconds (default 20000; lower it
+# on a loaded machine so that nnet-train's runs stay near --seconds).
 # Needs: make, python3-torch; bf16 needs AMX-BF16 or AVX512-BF16. Prints Markdown tables.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-repeats=3 seconds=4 threads="1 2" mbs="128 512"
+repeats=3 seconds=4 threads="1 2" mbs="128 512" count_opt= rate=20000
 nets="784 1024 1024 1024 10;440 1024 1024 1024 1024 2000"
 while [ $# -gt 0 ]; do
     case $1 in
@@ -23,6 +27,8 @@ while [ $# -gt 0 ]; do
         --threads) threads=$2; shift 2 ;;
         --mbs) mbs=$2; shift 2 ;;
         --nets) nets=$2; shift 2 ;;
+        --count) count_opt=$2; shift 2 ;;
+        --rate) rate=$2; shift 2 ;;
         *) echo "usage: $0 [--repeats N] [--seconds S] [--threads \"1 2\"] [--mbs \"128 512\"] [--nets \"d0 d1 ..;...\"]" >&2; exit 2 ;;
     esac
 done
@@ -96,12 +102,12 @@ for net in "${netlist[@]}"; do
     config NaturalGradientAffineComponent "${d[@]}" > $work/ng.config
     nnet-init $work/affine.config $work/affine.mdl 2>/dev/null
     nnet-init $work/ng.config $work/ng.mdl 2>/dev/null
-    count=$((d[0] > 500 ? 12000 : 8000))
+    count=${count_opt:-$((d[0] > 500 ? 12000 : 8000))}
     make_egs ${d[0]} ${d[-1]} $count $work/data
     for mb in $mbs; do
         for t in $threads; do
             # about `seconds` of bf16 training at a generous rate (samples/s per thread)
-            passes=$(( (seconds * t * (d[0] > 500 ? 20000 : 10000) + count - 1) / count ))
+            passes=$(( (seconds * t * (d[0] > 500 ? rate : rate / 2) + count - 1) / count ))
             declare -A wall=() cpu=()
             for r in $(seq $repeats); do
                 for c in "${cols[@]}"; do

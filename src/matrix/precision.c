@@ -53,11 +53,12 @@ void matrix_add_mat_mat_layer(struct matrix *c, float alpha, const struct matrix
                          beta);
 }
 
-/* bf16 pays where all three sides are wide enough for the engines' tiles (MATRIX_BF16_MIN_SIDE,
- * bench/gemm-rates.c); a thinner product stays fp32 (and forgets kept copies it writes over). */
+/* bf16 pays where the output is wide enough for the engines' tiles and the sums long enough to
+ * pay for the conversions (MATRIX_BF16_MIN_SIDE, MATRIX_BF16_MIN_INNER: bench/gemm-rates.c); a
+ * thinner product stays fp32 (and forgets kept copies it writes over). */
 static int bf16_for(int m, int n, int k) {
     return precision == MATRIX_BF16 && m >= MATRIX_BF16_MIN_SIDE && n >= MATRIX_BF16_MIN_SIDE &&
-           k >= MATRIX_BF16_MIN_SIDE;
+           k >= MATRIX_BF16_MIN_INNER;
 }
 
 void matrix_layer_product(struct matrix *c, float alpha, const struct matrix *a, int trans_a,

@@ -31,13 +31,14 @@ for s in train valid; do
     copy-int-vector ark,t:$s.labels.txt ark:$s.labels.ark 2>/dev/null
     nnet-get-egs scp:$s.feats.scp ark:$s.labels.ark ark:$s.egs 2>/dev/null
 done
-# widths >= 32 so that the hidden products take the bf16 path (thinner ones stay fp32)
+# widths and minibatch >= 256 so that the hidden products take the bf16 path (thinner ones,
+# here the first layer's and the output layer's, stay fp32: matrix.h)
 cat > nnet.config <<'CFG'
-NaturalGradientAffineComponent input-dim=40 output-dim=64 learning-rate=0.005
-RectifiedLinearComponent dim=64
-AffineComponent input-dim=64 output-dim=64 learning-rate=0.005
-RectifiedLinearComponent dim=64
-AffineComponent input-dim=64 output-dim=4 learning-rate=0.005 param-stddev=0 bias-stddev=0
+NaturalGradientAffineComponent input-dim=40 output-dim=256 learning-rate=0.002
+RectifiedLinearComponent dim=256
+AffineComponent input-dim=256 output-dim=256 learning-rate=0.002
+RectifiedLinearComponent dim=256
+AffineComponent input-dim=256 output-dim=4 learning-rate=0.002 param-stddev=0 bias-stddev=0
 SoftmaxComponent dim=4
 CFG
 expect_status "nnet-init" 0 nnet-init --srand=3 nnet.config 0.mdl
@@ -62,9 +63,9 @@ fi
 expect_err "bf16 says what runs where" "--precision=bf16: layer products in bf16 with fp32 accumulation on oneDNN"
 
 for p in fp32 bf16; do
-    expect_status "nnet-train --precision=$p" 0 nnet-train --precision=$p --minibatch-size=64 0.mdl ark:train.egs $p.mdl
+    expect_status "nnet-train --precision=$p" 0 nnet-train --precision=$p --minibatch-size=256 0.mdl ark:train.egs $p.mdl
     nnet-shuffle-egs --srand=2 ark:train.egs ark:- 2>/dev/null |
-        nnet-train --precision=$p --minibatch-size=64 $p.mdl ark:- $p.2.mdl 2>/dev/null
+        nnet-train --precision=$p --minibatch-size=256 $p.mdl ark:- $p.2.mdl 2>/dev/null
     nnet-compute-prob $p.2.mdl ark:valid.egs >out 2>err
     eval acc_$p=$(grep -o 'accuracy is [0-9.]*' err | awk '{print $3}')
     eval lp_$p=$(cat out)

@@ -93,12 +93,12 @@ struct case_ {
     int product; /* 1: has layer products (bf16 changes it), 0: bit-identical */
 };
 
-/* Widths >= MATRIX_BF16_MIN_SIDE so that the products take the bf16 path. */
+/* Widths and rows >= MATRIX_BF16_MIN_INNER so that all three products take the bf16 path. */
 static const struct case_ cases[] = {
-    {"AffineComponent input-dim=96 output-dim=64", 1},
-    {"NaturalGradientAffineComponent input-dim=96 output-dim=64 rank-in=8 rank-out=8", 1},
-    {"AffineComponentPreconditionedOnline input-dim=96 output-dim=64", 1},
-    {"FixedAffineComponent input-dim=96 output-dim=64 bias-stddev=1", 1},
+    {"AffineComponent input-dim=256 output-dim=288", 1},
+    {"NaturalGradientAffineComponent input-dim=256 output-dim=288 rank-in=8 rank-out=8", 1},
+    {"AffineComponentPreconditionedOnline input-dim=256 output-dim=288", 1},
+    {"FixedAffineComponent input-dim=256 output-dim=288 bias-stddev=1", 1},
     {"SpliceComponent input-dim=48 context=-1:0:1", 0},
     {"FixedScaleComponent dim=64 value=-1.5", 0},
     {"FixedBiasComponent dim=64 value=0.3", 0},
@@ -142,7 +142,7 @@ static void test_every_component_bf16(void) {
     for (int k = 0; k < ncases; k++) {
         struct component *c = component_new_from_config(cases[k].config, -1, &r);
         CHECK(c != NULL);
-        int chunks = 2, rows = chunks * (64 + c->left_context + c->right_context);
+        int chunks = 2, rows = chunks * (128 + c->left_context + c->right_context);
         struct matrix x, od;
         matrix_init(&x, rows, c->input_dim);
         fill(&x, &r, 1.0f);
@@ -173,11 +173,11 @@ static void test_every_component_bf16(void) {
 
 static const char *net_config =
     "SpliceComponent input-dim=40 context=-1:0:1\n"
-    "FixedAffineComponent output-dim=120 bias-stddev=0.1\n"
-    "NaturalGradientAffineComponent output-dim=128 learning-rate=0.01 rank-in=8 rank-out=16\n"
-    "PnormComponent output-dim=64 p=2\n"
+    "FixedAffineComponent output-dim=256 bias-stddev=0.1\n"
+    "NaturalGradientAffineComponent output-dim=512 learning-rate=0.01 rank-in=8 rank-out=16\n"
+    "PnormComponent output-dim=256 p=2\n"
     "NormalizeComponent\n"
-    "AffineComponent output-dim=96 learning-rate=0.02\n"
+    "AffineComponent output-dim=256 learning-rate=0.02\n"
     "DropoutComponent dropout-proportion=0.25\n"
     "TanhComponent\n"
     "FixedScaleComponent value=1.5\n"
@@ -237,19 +237,19 @@ static void test_network_bf16(void) {
 static double train_objective(const char *precision) {
     if (matrix_set_precision(precision)) die("%s", error_get());
     const char *cfg =
-        "NaturalGradientAffineComponent input-dim=64 output-dim=128 learning-rate=0.002\n"
+        "NaturalGradientAffineComponent input-dim=256 output-dim=256 learning-rate=0.001\n"
         "RectifiedLinearComponent\n"
-        "NaturalGradientAffineComponent output-dim=128 learning-rate=0.002\n"
+        "NaturalGradientAffineComponent output-dim=256 learning-rate=0.001\n"
         "RectifiedLinearComponent\n"
         "NaturalGradientAffineComponent output-dim=32 learning-rate=0.002\n"
         "SoftmaxComponent\n";
     struct nnet *n = nnet_init_from_config_text(cfg, 7);
     struct rng r;
     rng_seed(&r, 31);
-    enum { MB = 128, STEPS = 40 };
+    enum { MB = 256, STEPS = 40 };
     struct matrix x, w, logits, deriv = {0};
-    matrix_init(&x, MB, 64);
-    matrix_init(&w, 32, 64);
+    matrix_init(&x, MB, 256);
+    matrix_init(&w, 32, 256);
     matrix_init(&logits, MB, 32);
     fill(&w, &r, 1.0f);
     int rows[MB], cols[MB];
