@@ -64,9 +64,6 @@ extern int matrix_default_device;
  * "wait" fail with that reason and "optional" gives the CPU. Model files are the same on both.
  * In a program: if (matrix_select_device(use_gpu) < 0) die("%s", error_get());   (exit 1) */
 int matrix_select_device(const char *use_gpu);
-/* The old name (issue 16), kept only so that branches written before the rename still build when
- * merged; new code calls matrix_select_device. Remove once no caller is left. */
-#define cuda_select_device matrix_select_device
 /* Wait for queued GPU work (for timing; transfers to the host wait by themselves). No-op on the
  * CPU or without CUDA. */
 void matrix_sync(void);
@@ -94,7 +91,7 @@ void matrix_set_num_threads(int n);
  * matrix_set_precision returns 0, or -1 with error_set when the name is unknown, when bf16 was
  * asked for and parnet was built without oneDNN, the CPU has neither AMX-BF16 nor AVX512-BF16
  * (oneDNN would emulate bf16, slower than fp32), or the matrices live on the GPU. Call it after
- * cuda_select_device; every program that computes takes the option as MATRIX_PRECISION_OPTION:
+ * matrix_select_device; every program that computes takes the option as MATRIX_PRECISION_OPTION:
  *     const char *precision = "fp32";
  *     struct option_spec specs[] = { ..., MATRIX_PRECISION_OPTION(precision) };
  *     ...
