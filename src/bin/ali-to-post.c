@@ -44,5 +44,6 @@ int main(int argc, char **argv) {
     }
     if (table_writer_close(&writer)) die("cannot write '%s': %s", argv[2], error_get());
     LOG("Converted %lld alignments.", num_done);
-    return num_done ? 0 : 1;
+    if (!num_done) die("no alignments in '%s'", argv[1]);
+    return 0;
 }

@@ -47,5 +47,6 @@ int main(int argc, char **argv) {
         num_utts, num_frames, counts.dim);
     int32_vec_release(&ali);
     vector_release(&counts);
-    return num_utts ? 0 : 1;
+    if (!num_utts) die("no alignments in '%s'", argv[1]);
+    return 0;
 }

@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
         }
         if (norm_means && feat_cmvn_apply(&stats, norm_vars, &m)) {
             table_writer_abort(&writer);
-            die("utterance %s: %s", utt, error_get());
+            die("'%s': key '%s': %s", feats_in, utt, error_get());
         }
         if (table_writer_write(&writer, utt, &m)) {
             table_writer_abort(&writer);
@@ -86,5 +86,6 @@ int main(int argc, char **argv) {
     if (table_writer_close(&writer)) die("cannot write '%s': %s", feats_out, error_get());
     LOG("Applied cepstral mean %snormalization to %lld utterances, errors on %lld",
         norm_vars ? "and variance " : "", num_done, num_err);
-    return num_done ? 0 : 1;
+    if (!num_done) die("no feature matrices in '%s'", feats_in);
+    return 0;
 }

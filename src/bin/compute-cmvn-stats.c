@@ -116,5 +116,6 @@ int main(int argc, char **argv) {
         die("cannot write '%s': %s", out, error_get());
     }
     feat_dmatrix_release(&stats);
-    return num_done ? 0 : 1;
+    if (!num_done) die("no features in '%s'", feats_in);
+    return 0;
 }

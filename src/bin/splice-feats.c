@@ -41,5 +41,6 @@ int main(int argc, char **argv) {
     }
     if (table_writer_close(&writer)) die("cannot write '%s': %s", argv[2], error_get());
     LOG("Spliced %lld feature matrices (context -%d..+%d).", num_done, left, right);
-    return num_done ? 0 : 1;
+    if (!num_done) die("no feature matrices in '%s'", argv[1]);
+    return 0;
 }

@@ -169,6 +169,10 @@ int train_get_feature_transform(const char *feats_rspec, const char *labels_rspe
     long long skipped = 0;
     while ((rc = table_reader_next(&feats, &m)) > 0) {
         const char *key = table_reader_key(&feats);
+        if (io_check_finite(&m)) { /* the readers' NaN/Inf policy (io.h) */
+            bad = error_wrap("'%s': key '%s': ", feats_rspec, key);
+            break;
+        }
         if (!a.dim) {
             a.dim = m.cols * ctx;
             a.full = lda;

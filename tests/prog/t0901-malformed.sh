@@ -28,6 +28,7 @@ SoftmaxComponent dim=2
 CFG
 nnet-init good.config good.model 2>/dev/null
 nnet-init --srand=2 good.config good2.model 2>/dev/null
+compute-cmvn-stats ark:good.feats good.cmvn 2>/dev/null
 nnet-get-egs --left-context=1 --right-context=1 --compress=none ark:good.feats ark:good.labels \
     ark:good.egs 2>/dev/null
 
@@ -56,6 +57,12 @@ ROWS=(
     "nnet-average good.model @ OUT|model|trunc token empty dir missing"
     "nnet-combine good.model @ ark:good.egs OUT|model|trunc token empty dir missing"
     "nnet-combine good.model good2.model ark:@ OUT|egs|trunc token dims nan label empty dir missing"
+    "splice-feats --left-context=1 --right-context=1 ark:@ ark:OUT|feats|trunc token empty dir missing"
+    "compute-cmvn-stats ark:@ ark:OUT|feats|trunc token empty dir missing"
+    "apply-cmvn good.cmvn ark:@ ark:OUT|feats|trunc token dims empty dir missing"
+    "nnet-get-feature-transform ark:@ OUT|feats|trunc token nan empty dir missing"
+    "analyze-counts ark:@ OUT|labels|trunc token empty dir missing"
+    "ali-to-post ark:@ ark:OUT|labels|trunc token empty dir missing"
 )
 
 # ---- bad inputs: make_bad KIND CLASS -> prints the bad path (made in bad/) ----
