@@ -14,7 +14,7 @@
  *     nothing about bf16;
  *   - training: 40 NG-SGD updates in bf16 reach an objective within 2% of fp32's.
  * Without AMX-BF16 / AVX512-BF16 (or oneDNN) the comparisons print SKIP; the refusal itself is
- * tested in dnnl-test and t0620. */
+ * tested in onednn-test and t0621. */
 #include <stdlib.h>
 #include <string.h>
 
