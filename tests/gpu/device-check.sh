@@ -125,8 +125,10 @@ fi
 
 step "end to end: nnet-train --use-gpu=yes and nnet-train-mpi --use-gpu=yes (NCCL), mb 512"
 # 2 x 10240 random examples of the benchmark's shape (440 dims, 2000 classes), one archive per rank.
-if run e2e-egs 180 python3 - "$out" <<'PY'
-import random, subprocess, sys
+# (outside $OUT: ~150 MB that should not travel back)
+e2e=$(mktemp -d)
+if run e2e-egs 180 python3 - "$e2e" <<'PY'
+import os, random, subprocess, sys
 out = sys.argv[1]
 random.seed(3)
 for j in (1, 2):
@@ -140,14 +142,16 @@ for j in (1, 2):
                 f"bin/nnet-get-egs ark:{out}/e2e.{j}.feats.ark ark:{out}/e2e.{j}.labels.ark "
                 f"ark:{out}/e2e.{j}.egs"):
         subprocess.run(cmd, shell=True, check=True)
+    for t in ("feats.txt", "labels.txt", "feats.ark", "labels.ark"):
+        os.remove(f"{out}/e2e.{j}.{t}")
 PY
 then
-    cat "$out/e2e.1.egs" "$out/e2e.2.egs" >"$out/e2e.all.egs"
+    cat "$e2e/e2e.1.egs" "$e2e/e2e.2.egs" >"$e2e/e2e.all.egs"
     for type in AffineComponent NaturalGradientAffineComponent; do
         [ -f "$out/$type.mdl" ] || continue
         # Twice through the 20480 examples (the first pass warms the allocator and the reader).
         run "e2e-$type" 120 bin/nnet-train --use-gpu=yes --minibatch-size=512 "$out/$type.mdl" \
-            "ark:cat $out/e2e.all.egs $out/e2e.all.egs |" "$out/e2e-$type.out.mdl" || continue
+            "ark:cat $e2e/e2e.all.egs $e2e/e2e.all.egs |" "$e2e/out-$type.mdl" || continue
         e=$(fps "$out/e2e-$type.log"); st=$(sps "$out/step-$type.log")
         say "nnet-train --use-gpu=yes $type: $e frames/s end to end; the step alone $st samples/s;" \
             "ratio $(awk -v e="$e" -v s="$st" 'BEGIN { if (s > 0) printf "%.2f", e / s }') (target >= 0.9)"
@@ -156,7 +160,7 @@ then
         for np in 1 2; do
             run "mpi-$np" 150 mpirun --allow-run-as-root --oversubscribe -np $np bin/nnet-train-mpi \
                 --use-gpu=yes --minibatch-size=512 --average-every=8 \
-                "$out/NaturalGradientAffineComponent.mdl" "ark:$out/e2e.JOB.egs" "$out/mpi-$np.mdl" ||
+                "$out/NaturalGradientAffineComponent.mdl" "ark:$e2e/e2e.JOB.egs" "$e2e/mpi-$np.mdl" ||
                 continue
             say "nnet-train-mpi --use-gpu=yes -np $np (NG, params mode): $(fps "$out/mpi-$np.log")" \
                 "frames/s over all ranks; $(grep -o 'using GPU [0-9]*' "$out/mpi-$np.log" | sort |
@@ -186,5 +190,5 @@ fi
 
 step "done"
 if [ $failed -eq 0 ]; then say "device check: all steps passed"; else say "device check: FAILED"; fi
-rm -f "$out/.deps" "$out/gpu-mlp" "$out/train-step" "$out"/*.mdl "$out"/e2e.*
+rm -rf "$out/.deps" "$out/gpu-mlp" "$out/train-step" "$out"/*.mdl "$e2e"
 exit $failed
