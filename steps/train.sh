@@ -78,6 +78,7 @@ parle_rho_max=0.5
 offline_window=0     # HWA: average the last W synchronised models into final.mdl (0: off)
 on_divergence=stop   # stop | backoff
 max_backoffs=3       # backoff: at most this many halvings of the learning rate
+use_gpu=no           # yes|no|wait|optional: nnet-train on a GPU (make CUDA=1); the runner gets --gpu 1
 feature_transform=   # default: \$egs_dir/feature_transform.mat if present; none: no transform
 # End configuration section.
 
@@ -108,6 +109,9 @@ Options:
   --on-divergence <stop|backoff> on a diverged iteration: stop (exit 1) or rerun it from the
                                  previous model at half the learning rate (default: stop)
   --max-backoffs <n>             at most this many backoffs (default: 3)
+  --use-gpu <yes|no|wait|optional> train on GPUs: the training jobs get --gpu 1 from the
+                                 runner (run.pl: one job per GPU) and nnet-train --use-gpu=<v>
+                                 (default: no)
   --feature-transform <file|none> FixedAffine matrix put in front of the network (default:
                                  the egs directory's feature_transform.mat when present)"
 
@@ -122,6 +126,13 @@ egs_dir=$1
 config=$2
 dir=$3
 set -o pipefail
+
+# As Kaldi's recipes: the training jobs ask the runner for a GPU each, nnet-train for the device.
+case $use_gpu in
+    no) gpu_queue_opts= ;;
+    yes|wait|optional) gpu_queue_opts="--gpu 1" ;;
+    *) echo "$0: --use-gpu must be yes, no, wait or optional, not '$use_gpu'" && exit 1 ;;
+esac
 
 . steps/lib/train-common.sh
 train_read_egs_info $egs_dir
@@ -276,10 +287,10 @@ while [ $x -lt $num_iters ]; do
         if [ $averaging = parle ]; then
             extra_opts="--entropy-inner-steps=$parle_inner_steps --entropy-coupling=$(scoped $parle_gamma0 $x $parle_gamma_max) --proximal-model=$dir/$x.mdl --proximal-coupling=$(scoped $parle_rho0 $x $parle_rho_max)"
         fi
-        $cmd JOB=1:$nj $dir/log/train.$x.JOB.log \
+        $cmd $gpu_queue_opts JOB=1:$nj $dir/log/train.$x.JOB.log \
             nnet-shuffle-egs --buffer-size=$shuffle_buffer_size --srand=$((srand + x)) \
                 ark:$egs_in ark:- \| \
-            nnet-train --minibatch-size=$minibatch_size --srand=$((srand + x)) \
+            nnet-train --use-gpu=$use_gpu --minibatch-size=$minibatch_size --srand=$((srand + x)) \
                 --num-threads=$num_threads $ramp_opts $train_opts $extra_opts $start ark:- $dir/$((x + 1)).JOB.mdl \
             || { echo "$0: training iteration $x failed"; exit 1; }
 

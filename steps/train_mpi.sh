@@ -53,6 +53,7 @@ weight_decay=0       # L2 (PyTorch's weight_decay)
 elastic_alpha=0      # elastic: 0 = 0.9 / num_jobs
 parle_inner_steps=25 # parle: L
 parle_opts=          # parle: more nnet-train-mpi --parle-* options (e.g. --parle-gamma 0.03)
+use_gpu=no           # yes|no|wait|optional: each rank on a GPU, NCCL all-reduces (make CUDA=1)
 carry_state=auto     # carry each rank's optimiser state across iterations (auto: elastic, parle)
 # End configuration section.
 
@@ -81,7 +82,9 @@ Options:
   --weight-decay <lambda>        L2 weight decay (default: 0)
   --elastic-alpha <a>            elastic: exchange alpha (default: 0 = 0.9 / num-jobs)
   --parle-inner-steps <L>        parle: minibatches between exchanges (default: 25)
-  --carry-state <true|false|auto> carry optimiser state across iterations (auto: elastic, parle)"
+  --carry-state <true|false|auto> carry optimiser state across iterations (auto: elastic, parle)
+  --use-gpu <yes|no|wait|optional> each rank on its own GPU (by local rank), parameters all-
+                                 reduced with NCCL; srun/sbatch get --gpus-per-task=1 (default: no)"
 
 [ -f ./path.sh ] && . ./path.sh
 . utils/parse_options.sh || exit 1
@@ -100,6 +103,11 @@ case $mode in params|gradients|elastic|parle) ;;
 case $carry_state in true|false) ;; auto) carry_state=false
     { [ $mode = elastic ] || [ $mode = parle ]; } && carry_state=true ;;
     *) echo "$0: --carry-state must be true, false or auto" && exit 1;; esac
+case $use_gpu in
+    no) gpu_launch_opts= ;;
+    yes|wait|optional) gpu_launch_opts="--gpus-per-task=1" ;;
+    *) echo "$0: --use-gpu must be yes, no, wait or optional, not '$use_gpu'" && exit 1 ;;
+esac
 case $launcher in
     mpirun|srun|sbatch) command -v $launcher >/dev/null || { echo "$0: $launcher not found"; exit 1; } ;;
     *) echo "$0: --launcher must be mpirun, srun or sbatch" && exit 1 ;;
@@ -138,8 +146,8 @@ launch() {
     [ $num_jobs -gt $(nproc) ] && mpirun_opts="$mpirun_opts --oversubscribe"
     case $launcher in
         mpirun) mpirun $mpirun_opts -np $num_jobs $launcher_opts "$@" >$log 2>&1 ;;
-        srun) srun --mpi=pmix --kill-on-bad-exit=1 -n $num_jobs $launcher_opts "$@" >$log 2>&1 ;;
-        sbatch) sbatch --wait -n $num_jobs -o $log $launcher_opts \
+        srun) srun --mpi=pmix --kill-on-bad-exit=1 -n $num_jobs $gpu_launch_opts $launcher_opts "$@" >$log 2>&1 ;;
+        sbatch) sbatch --wait -n $num_jobs -o $log $gpu_launch_opts $launcher_opts \
                     --wrap "mpirun $mpirun_opts $(printf '%q ' "$@")" >/dev/null ;;
     esac
 }
@@ -184,7 +192,7 @@ for x in $(seq 0 $((num_iters - 1))); do
             [ $x -gt 0 ] && state_opts="$state_opts --state-in=$dir/state/$x.JOB"
         fi
         launch $dir/log/train.$x.log \
-            nnet-train-mpi --mode=$mode --average-every=$average_every $update_opts $state_opts \
+            nnet-train-mpi --use-gpu=$use_gpu --mode=$mode --average-every=$average_every $update_opts $state_opts \
                 --minibatch-size=$minibatch_size --srand=$((srand + x)) --num-threads=$num_threads \
                 $ramp_opts $train_opts $dir/$x.mdl \
                 "ark:nnet-shuffle-egs --buffer-size=$shuffle_buffer_size --srand=\$((JOB + $((srand + x)))) ark:$egs_dir/egs.JOB.$archive.ark ark:- |" \

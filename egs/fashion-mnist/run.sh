@@ -23,15 +23,17 @@ dir=exp/nnet
 precision=fp32   # of the layer products in training: bf16 needs AMX or AVX512-BF16 (oneDNN)
 srand=0          # seed of the initial model and of the shuffling
 egs_dir=exp/egs
+use_gpu=no       # yes|no|wait|optional: the training jobs on GPUs (make CUDA=1; run.pl: one per GPU)
+data_src=/usr/share/datasets/fashion-mnist   # the four idx .gz files
 # End configuration section.
-help_message="Usage: $0 [--stage N] [--cmd runner] [--num-jobs N] [--num-epochs N] [--limit N] [--precision fp32|bf16] [--srand N] [--dir D]"
+help_message="Usage: $0 [--stage N] [--cmd runner] [--num-jobs N] [--num-epochs N] [--limit N] [--precision fp32|bf16] [--srand N] [--dir D] [--use-gpu yes|no] [--data-src DIR]"
 . utils/parse_options.sh || exit 1
 set -e -o pipefail
 start=$(date +%s)
 
 if [ $stage -le 0 ]; then
     echo "$0: stage 0: preparing data in data/"
-    local/prepare_data.sh --limit $limit --shifts $shifts data
+    local/prepare_data.sh --src $data_src --limit $limit --shifts $shifts data
 fi
 
 if [ $stage -le 1 ]; then
@@ -44,7 +46,7 @@ if [ $stage -le 2 ]; then
     echo "$0: stage 2: training with $num_jobs jobs and parameter averaging"
     steps/train.sh --cmd "$cmd" --num-jobs $num_jobs --num-epochs $num_epochs \
         --minibatch-size $minibatch_size --initial-learning-rate $initial_learning_rate \
-        --final-learning-rate $final_learning_rate --srand $srand \
+        --final-learning-rate $final_learning_rate --srand $srand --use-gpu $use_gpu \
         --train-opts "--precision=$precision" $egs_dir $config $dir
 fi
 

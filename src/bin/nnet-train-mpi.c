@@ -40,10 +40,12 @@ static const char *usage =
     "--momentum/--nesterov/--weight-decay apply in every mode (train.h: train_momentum).\n"
     "Natural-gradient state stays local to each rank: in gradients mode each rank preconditions\n"
     "its own gradient before the sum. Ranks stop together when the first archive ends. Rank 0\n"
-    "writes the model. With CUDA, GPU buffers are all-reduced with NCCL. The last line on stderr\n"
-    "is log-prob-per-frame=X.\n"
+    "writes the model. --use-gpu=yes (make CUDA=1): one GPU per rank (the local rank modulo the\n"
+    "visible GPUs), the parameter blocks all-reduced on the device with NCCL; the ranks either\n"
+    "all run on GPUs or all on the CPU. The last line on stderr is log-prob-per-frame=X.\n"
     "Usage:  mpirun -np N nnet-train-mpi [options] <model-in> <egs-rspecifier> <model-out>\n"
     "e.g.:   mpirun -np 4 nnet-train-mpi --average-every=8 1.mdl ark:egs.JOB.0.ark 2.mdl\n"
+    "        mpirun -np 2 nnet-train-mpi --use-gpu=yes 1.mdl ark:egs.JOB.0.ark 2.mdl\n"
     "        srun --mpi=pmix --kill-on-bad-exit=1 -n 4 nnet-train-mpi 1.mdl ark:e.JOB.ark 2.mdl\n";
 
 struct mpi_ctx {
@@ -87,17 +89,37 @@ static int mpi_allreduce(void *ctx, void *data, size_t count, enum comm_type typ
     return 0;
 }
 
-#if HAVE_CUDA
-/* One GPU per rank on a node (local rank modulo the GPUs), before anything is allocated. */
-static void select_gpu(MPI_Comm world) {
+/* --use-gpu on every rank, one GPU per rank on a node (matrix_select_device_rank: the local
+ * rank modulo the visible GPUs first). The ranks must agree: NCCL all-reduces device buffers,
+ * MPI host ones. If some rank cannot have a GPU, "yes"/"wait" fail on every rank (the lowest
+ * failing rank says why, one line) and "optional" puts every rank on the CPU. 0 or 1 (exit). */
+static int select_devices(const char *use_gpu, int rank) {
     MPI_Comm node;
-    int local = 0, count = 0;
-    MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int local = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &local);
     MPI_Comm_free(&node);
-    if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) cudaSetDevice(local % count);
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int bad = matrix_select_device_rank(use_gpu, local) ? rank : size, first_bad = size;
+    MPI_Allreduce(&bad, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first_bad < size) {
+        if (rank == first_bad)
+            log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__, "rank %d: %s", rank,
+                        error_get());
+        return 1;
+    }
+    int on_gpu = matrix_default_device == MATRIX_GPU, all_gpu = 0;
+    MPI_Allreduce(&on_gpu, &all_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (on_gpu && !all_gpu) { /* only with "optional": some rank got no GPU */
+        WARN("rank %d: --use-gpu=%s: another rank has no GPU; every rank runs on the CPU", rank,
+             use_gpu);
+        matrix_default_device = MATRIX_CPU;
+    }
+    return 0;
 }
 
+#if HAVE_CUDA
 static int nccl_setup(struct mpi_ctx *c, int rank, int size) {
     ncclUniqueId id;
     if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) memset(&id, 0, sizeof id);
@@ -147,6 +169,7 @@ int main(int argc, char **argv) {
     float max_change = NNET_DEFAULT_MAX_CHANGE_GLOBAL;
     const char *mode = "", *fusion = "halving", *gaf_on = "gradient";
     const char *precision = "fp32";
+    const char *use_gpu = "no";
     struct option_spec specs[] = {
         {"mode", OPT_STRING, &mode,
          "params: average the parameters every --average-every minibatches (local SGD); "
@@ -159,6 +182,9 @@ int main(int argc, char **argv) {
         {"srand", OPT_INT, &srand_seed, "Seed for the random draws of training (+ rank)"},
         {"num-threads", OPT_INT, &num_threads, "threads for the matrix work, per rank"},
         MATRIX_PRECISION_OPTION(precision),
+        {"use-gpu", OPT_STRING, &use_gpu,
+         "yes|no|optional|wait: each rank on a GPU (make CUDA=1), one per rank by local rank; "
+         "the all-reduces then go through NCCL on the device"},
         {"minibatches-per-phase", OPT_INT, &o.train.progress_every,
          "Log progress (rank 0) every this many minibatches (0: never)"},
         {"max-change", OPT_FLOAT, &max_change,
@@ -260,8 +286,11 @@ int main(int argc, char **argv) {
     struct train_comm comm = {.ctx = &ctx, .allreduce = mpi_allreduce};
     MPI_Comm_rank(MPI_COMM_WORLD, &comm.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &comm.size);
+    if (select_devices(use_gpu, comm.rank)) {
+        MPI_Finalize();
+        return 1;
+    }
 #if HAVE_CUDA
-    select_gpu(MPI_COMM_WORLD);
     if (matrix_default_device == MATRIX_GPU && nccl_setup(&ctx, comm.rank, comm.size))
         die_alone("rank %d: %s", comm.rank, error_get());
     if (matrix_set_precision(precision)) die_alone("rank %d: %s", comm.rank, error_get());

@@ -45,6 +45,10 @@ struct cuda_mat {
  * On success info[info_len] names the GPU and its free memory. Once a device is open, later
  * calls return it again. */
 int cuda_device_open(char *why, size_t why_len, char *info, size_t info_len);
+/* Before the first cuda_device_open: try the visible GPUs from number (first % count) onwards,
+ * in that order, instead of by free memory (one GPU per MPI rank: first = the local rank).
+ * -1 (the default): the rule above. */
+void cuda_device_prefer(int first);
 /* Free the allocator's cache and the cuBLAS handle (also registered with atexit). */
 void cuda_device_release(void);
 /* Wait for all queued device work (timing). */

@@ -1,4 +1,5 @@
 /* cuda: device choice, the caching allocator, copies between host and device. */
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,9 @@ static void fmt(char *buf, size_t n, const char *f, ...) {
 }
 
 static int g_device = -1;
+static int g_prefer = -1;
+
+void cuda_device_prefer(int first) { g_prefer = first; }
 static cublasHandle_t g_blas;
 
 cublasHandle_t cuda_blas_handle(void) {
@@ -84,7 +88,12 @@ int cuda_device_open(char *why, size_t why_len, char *info, size_t info_len) {
                 vis);
             return -1;
         }
-        if (order.size() > 1 && !exclusive) {
+        if (g_prefer >= 0 && order.size() > 1) {
+            /* One GPU per rank: rotate so that the preferred one (modulo the count) is first. */
+            size_t k = 0;
+            while (k < order.size() && order[k] < g_prefer % count) k++;
+            if (k < order.size()) std::rotate(order.begin(), order.begin() + (long)k, order.end());
+        } else if (order.size() > 1 && !exclusive) {
             /* Default mode, several GPUs: the largest fraction of free memory (Kaldi's rule).
              * Probing creates a context on each; reset it so that we leave no trace. */
             for (int d : order) {

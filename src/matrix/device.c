@@ -4,7 +4,9 @@
 
 #include "matrix/matrix-internal.h"
 
-int matrix_select_device(const char *use_gpu) {
+int matrix_select_device(const char *use_gpu) { return matrix_select_device_rank(use_gpu, -1); }
+
+int matrix_select_device_rank(const char *use_gpu, int local_rank) {
     ASSERT(use_gpu);
     const char *v = use_gpu;
     int yes = !strcmp(v, "yes"), wait = !strcmp(v, "wait"), optional = !strcmp(v, "optional");
@@ -16,6 +18,7 @@ int matrix_select_device(const char *use_gpu) {
         return error_set("--use-gpu: expected yes, no, optional or wait, got '%s'", v);
 #if HAVE_CUDA
     char why[512] = "", info[512] = "";
+    if (local_rank >= 0) cuda_device_prefer(local_rank);
     for (int attempt = 0;; attempt++) {
         int d = cuda_device_open(why, sizeof why, info, sizeof info);
         if (d >= 0) {
@@ -28,6 +31,7 @@ int matrix_select_device(const char *use_gpu) {
         sleep(10);
     }
 #else
+    (void)local_rank;
     const char *why = "parnet was built without CUDA (make CUDA=1)";
 #endif
     matrix_default_device = MATRIX_CPU;

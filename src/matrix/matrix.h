@@ -64,6 +64,11 @@ extern int matrix_default_device;
  * "wait" fail with that reason and "optional" gives the CPU. Model files are the same on both.
  * In a program: if (matrix_select_device(use_gpu) < 0) die("%s", error_get());   (exit 1) */
 int matrix_select_device(const char *use_gpu);
+/* matrix_select_device for one of several processes on a node (MPI ranks): with several visible
+ * GPUs, the one numbered local_rank modulo their number is tried first, then the next ones in
+ * turn (exclusive mode: the first free from there), so that ranks spread one per GPU; one GPU:
+ * every rank shares it. local_rank < 0: as matrix_select_device. */
+int matrix_select_device_rank(const char *use_gpu, int local_rank);
 /* Wait for queued GPU work (for timing; transfers to the host wait by themselves). No-op on the
  * CPU or without CUDA. */
 void matrix_sync(void);

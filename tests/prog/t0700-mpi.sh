@@ -126,3 +126,27 @@ expect_err "names the model" "cannot read model 'nosuch.mdl'"
 [ ! -e x.mdl ] && pass "no model written after failures" || fail "model written after a failure"
 expect_status "bad --mode" 1 nnet-train-mpi --mode=sideways ng.mdl ark:egs.JOB.ark x.mdl
 expect_status "usage error" 2 nnet-train-mpi ng.mdl
+
+# --use-gpu as nnet-train's. A bad value fails on every rank with one line.
+expect_status "--use-gpu=maybe" 1 mpi nnet-train-mpi --use-gpu=maybe ng.mdl ark:egs.JOB.ark x.mdl
+expect_err "names the values" "expected yes, no, optional or wait, got 'maybe'"
+expect_eq "one error line for all ranks" "$(grep -c 'ERROR' err)" 1
+mpi nnet-train-mpi --use-gpu=no --minibatch-size=32 --average-every=4 ng.mdl ark:egs.JOB.ark gc.mdl 2>/dev/null
+pc=$(nnet-compute-prob gc.mdl ark:valid.egs 2>/dev/null)
+mpi nnet-train-mpi --use-gpu=yes --minibatch-size=32 --average-every=4 ng.mdl ark:egs.JOB.ark gg.mdl >out 2>err
+if [ $? -ne 0 ]; then  # no GPU here (or a CPU-only build): a clear one-line error, no model
+    expect_err "--use-gpu=yes without a GPU: clear error" "ERROR .*rank 0: --use-gpu=yes but no GPU: "
+    expect_eq "one error line, from the lowest rank" "$(grep -c 'ERROR' err)" 1
+    [ ! -e gg.mdl ] && pass "no model written" || fail "model written without a GPU"
+    expect_status "--use-gpu=optional without a GPU" 0 mpi nnet-train-mpi --use-gpu=optional \
+        --minibatch-size=32 --average-every=4 ng.mdl ark:egs.JOB.ark go.mdl
+    expect_err "optional says why" "--use-gpu=optional: no GPU \(.*\); running on the CPU"
+    expect_same "optional on the CPU gives the CPU's model" go.mdl gc.mdl
+    echo "SKIP nnet-train-mpi --use-gpu: no GPU, nothing compared with the CPU"
+else  # each rank on a GPU, parameters all-reduced with NCCL
+    expect_err "names the GPU" "--use-gpu=yes: using GPU"
+    pg=$(nnet-compute-prob gg.mdl ark:valid.egs 2>/dev/null)
+    if awk -v a="$pg" -v b="$pc" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-3 * (b < 0 ? -b : b) + 1e-3) }'
+    then pass "GPU ranks (NCCL) train as the CPU ranks ($pg vs $pc)"
+    else fail "GPU ranks: $pg vs CPU ranks $pc"; fi
+fi

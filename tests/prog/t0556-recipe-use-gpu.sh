@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# --use-gpu in steps/train.sh and steps/train_mpi.sh (issue 18), as Kaldi's recipes: the training
+# jobs get --gpu 1 from the runner (run.pl's one-job-per-GPU rule is t0500's) and the programs
+# --use-gpu=<value>; the other jobs stay on the CPU. Without a GPU, "optional" trains on the CPU
+# and "yes" fails the iteration with the program's reason; a bad value is refused at once.
+. "$PARNET_TOP/tests/prog/lib.sh"
+export LSAN_OPTIONS="suppressions=$TESTS/prog/lsan-openmpi.supp:print_suppressions=0"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+ln -s "$PARNET_TOP/steps" steps
+ln -s "$PARNET_TOP/utils" utils
+
+mkdir -p data/train
+python3 - <<'PY'
+import random
+random.seed(11)
+means = [[random.gauss(0, 1.5) for _ in range(8)] for _ in range(3)]
+with open("feats.txt", "w") as f, open("labels.txt", "w") as l:
+    for i in range(900):
+        x = [m + random.gauss(0, 1) for m in means[i % 3]]
+        f.write(f"u{i:04d}  [\n  " + " ".join(f"{v:.5f}" for v in x) + " ]\n")
+        l.write(f"u{i:04d} {i % 3}\n")
+PY
+copy-feats ark,t:feats.txt ark,scp:data/train/feats.ark,data/train/feats.scp 2>/dev/null
+copy-int-vector ark,t:labels.txt ark,scp:data/train/labels.ark,data/train/labels.scp 2>/dev/null
+cat > nnet.config <<'CFG'
+NaturalGradientAffineComponent input-dim=8 output-dim=24 learning-rate=0.01
+RectifiedLinearComponent dim=24
+NaturalGradientAffineComponent input-dim=24 output-dim=3 learning-rate=0.01 param-stddev=0 bias-stddev=0
+SoftmaxComponent dim=3
+CFG
+expect_status "get_egs for 2 jobs" 0 steps/get_egs.sh --num-jobs 2 --samples-per-iter 400 \
+    --num-utts-subset 100 --num-frames-diagnostic 100 --num-frames-combine 150 data/train egs
+# A runner that records its options, then hands over to run.pl.
+cat > logcmd.sh <<'SH'
+#!/usr/bin/env bash
+opts=; for a in "$@"; do case $a in *.log) break ;; esac; opts="$opts $a"; done
+echo "runner:$opts" >> runner.log
+exec utils/run.pl "$@"
+SH
+chmod +x logcmd.sh
+
+expect_status "train.sh --use-gpu maybe is refused" 1 steps/train.sh --use-gpu maybe egs nnet.config exp/bad
+grep -q -- "--use-gpu must be yes, no, wait or optional, not 'maybe'" out && pass "says the values" \
+    || fail "no message for --use-gpu maybe"
+[ ! -d exp/bad ] && pass "nothing started" || fail "exp/bad made for a bad --use-gpu"
+
+expect_status "train.sh --use-gpu optional" 0 steps/train.sh --cmd ./logcmd.sh --use-gpu optional \
+    --num-epochs 1 --minibatch-size 32 --initial-learning-rate 0.02 --final-learning-rate 0.005 \
+    egs nnet.config exp/opt
+grep -q '^runner: --gpu 1 JOB=1:2$' runner.log && pass "training jobs ask the runner for a GPU" \
+    || fail "no '--gpu 1 JOB=1:2' in runner.log: $(sort -u runner.log | tr '\n' ';')"
+n=$(grep -vc -- '--gpu' runner.log)
+[ "$n" -gt 0 ] && pass "the other jobs ($n) ask for none" || fail "every job asked for a GPU"
+grep -q -- 'nnet-train --use-gpu=optional' exp/opt/log/train.0.1.log && pass "nnet-train gets --use-gpu" \
+    || fail "train.0.1.log lacks nnet-train --use-gpu=optional"
+if grep -q -- '--use-gpu=optional: no GPU' exp/opt/log/train.0.1.log; then
+    pass "optional without a GPU trains on the CPU"
+    acc=$(grep -o 'accuracy is [0-9.]*' exp/opt/log/compute_prob_valid.final.log | awk '{print $3}')
+    if awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'; then pass "validation accuracy $acc > 0.9"
+    else fail "validation accuracy '$acc'"; fi
+    expect_status "train.sh --use-gpu yes without a GPU fails" 1 steps/train.sh --use-gpu yes \
+        --num-epochs 1 --minibatch-size 32 egs nnet.config exp/yes
+    grep -q 'training iteration 0 failed' out && pass "names the iteration" || fail "no 'iteration 0 failed'"
+    grep -q -- '--use-gpu=yes but no GPU' exp/yes/log/train.0.1.log && pass "the log says why" \
+        || fail "train.0.1.log lacks the reason"
+else
+    grep -q -- '--use-gpu=optional: using GPU' exp/opt/log/train.0.1.log && pass "trained on a GPU" \
+        || fail "train.0.1.log says neither CPU nor GPU"
+fi
+
+if ! command -v mpirun >/dev/null || ! command -v nnet-train-mpi >/dev/null; then
+    echo "SKIP t0556 train_mpi.sh part: no mpirun or nnet-train-mpi"; exit 0
+fi
+expect_status "train_mpi.sh --use-gpu maybe is refused" 1 steps/train_mpi.sh --use-gpu maybe egs nnet.config exp/mbad
+grep -q -- "--use-gpu must be yes, no, wait or optional" out && pass "says the values" || fail "no message"
+expect_status "train_mpi.sh --use-gpu optional" 0 steps/train_mpi.sh --num-jobs 2 --num-epochs 1 \
+    --use-gpu optional --minibatch-size 32 --initial-learning-rate 0.02 --final-learning-rate 0.005 \
+    egs nnet.config exp/mopt
+grep -Eq -- '--use-gpu=optional: (no GPU|using GPU)' exp/mopt/log/train.0.log \
+    && pass "the ranks got --use-gpu" || fail "train.0.log lacks the --use-gpu line"
