@@ -7,7 +7,7 @@
 # final combination -> priors from the training label counts -> pseudo-likelihoods -> Viterbi
 # word-loop decoding -> frame accuracy and WER on the held-out voices.
 #   egs/espeak-digits/run.sh [--stage N] [--cmd utils/run.pl] [--num-jobs 2] [--size default|tiny]
-# Set-up on a fresh machine: tools/install-deps.sh --speech; make -j2 (builds espeak-synth-align).
+# Set-up on a fresh machine: tools/install-deps.sh; make -j2 (builds espeak-synth-align).
 cd "$(dirname "$0")"
 . ./path.sh
 
