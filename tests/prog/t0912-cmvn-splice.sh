@@ -108,7 +108,7 @@ expect_status "norm-vars without norm-means" 1 apply-cmvn --norm-means=false --n
 expect_err "Kaldi's message" "cannot normalize the variance but not the mean"
 splice-feats --left-context=1 --right-context=0 ark:feats.ark ark:wide.ark 2>/dev/null
 expect_status "dimension mismatch" 1 apply-cmvn ark:utt.ark ark:wide.ark ark:x.ark
-expect_err "names utterance and both dims" "utterance s1-a: dimension mismatch: cmvn stats have dimension 3 and features have dimension 6"
+expect_err "names file, utterance and both dims" "'ark:wide.ark': key 's1-a': dimension mismatch: cmvn stats have dimension 3 and features have dimension 6"
 if [ -e x.ark ]; then fail "no output after a failure"; else pass "no output after a failure"; fi
 printf 's1 s1-a nope\n' > spk2utt.bad
 expect_status "spk2utt naming a missing utterance" 0 compute-cmvn-stats --spk2utt=ark:spk2utt.bad \
