@@ -182,6 +182,10 @@ struct feat_table_opts {
     float min_duration; /* 0 */
     int seed;           /* 0 */
 };
+/* The option entries of *t (--channel, --subtract-mean, --min-duration, --seed) into specs (room
+ * for FEAT_TABLE_SPECS); returns their number. The pointers stay valid while *t lives. */
+#define FEAT_TABLE_SPECS 4
+int feat_table_opts_specs(struct feat_table_opts *t, struct option_spec *specs);
 int feat_compute_table(const struct feat_opts *o, const struct feat_table_opts *t,
                        const char *wav_rspecifier, const char *feats_wspecifier,
                        long long *num_done, long long *num_total);

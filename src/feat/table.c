@@ -4,6 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+int feat_table_opts_specs(struct feat_table_opts *t, struct option_spec *specs) {
+    specs[0] = (struct option_spec){"channel", OPT_INT, &t->channel,
+                                    "Channel to extract (-1 -> expect mono, 0 -> left, 1 -> right)"};
+    specs[1] = (struct option_spec){"subtract-mean", OPT_BOOL, &t->subtract_mean,
+                                    "Subtract mean of each feature file [CMS; not recommended to "
+                                    "do it this way.]"};
+    specs[2] = (struct option_spec){"min-duration", OPT_FLOAT, &t->min_duration,
+                                    "Minimum duration of segments to process (in seconds)."};
+    specs[3] = (struct option_spec){"seed", OPT_INT, &t->seed,
+                                    "Seed of the dither noise, mixed with each utterance-id (so "
+                                    "output does not depend on the order of utterances)"};
+    return FEAT_TABLE_SPECS;
+}
+
 int feat_compute_table(const struct feat_opts *o, const struct feat_table_opts *t,
                        const char *wav_rspecifier, const char *feats_wspecifier,
                        long long *num_done, long long *num_total) {
