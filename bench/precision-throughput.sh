@@ -43,38 +43,13 @@ cc -std=c11 -D_GNU_SOURCE -O2 -I"$top/src" "$top/bench/gemm-rates.c" "$top/lib/l
     -o "$top/build/bench/gemm-rates"
 /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "$0: needs python3-torch" >&2; exit 1; }
 
-median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+. "$top/bench/lib.sh"
 field() { sed -n "s/.*\<$1=\([0-9.]*\).*/\1/p"; } # field NAME < "a=1 NAME=2"
-
-make_egs() { # input-dim num-classes count out
-    /usr/bin/python3 - "$@" <<'PY'
-import random, struct, sys
-dim, classes, count, out = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-random.seed(1)
-with open(out + ".feats.ark", "wb") as f, open(out + ".labels.ark", "wb") as l:
-    for i in range(count):
-        key = f"u{i:06d} ".encode()
-        row = struct.pack(f"<{dim}f", *[random.gauss(0, 1) for _ in range(dim)])
-        f.write(key + b"\0BFM \x04" + struct.pack("<i", 1) + b"\x04" + struct.pack("<i", dim) + row)
-        l.write(key + b"\0B\x04" + struct.pack("<i", 1) + b"\x04" + struct.pack("<i", random.randrange(classes)))
-PY
-    nnet-get-egs --compress=none ark:$4.feats.ark ark:$4.labels.ark ark:$4.egs 2>/dev/null
-}
-
-config() { # type dims...
-    local type=$1; shift
-    local dims=("$@") n=$(($# - 1))
-    for ((i = 0; i < n; i++)); do
-        echo "$type input-dim=${dims[i]} output-dim=${dims[i+1]} learning-rate=0.0001"
-        [ $i -lt $((n - 1)) ] && echo "RectifiedLinearComponent dim=${dims[i+1]}"
-    done
-    echo "SoftmaxComponent dim=${dims[n]}"
-}
 
 # nnet-train end to end: "wall cpu" rates (frames over its own clock; over user+sys CPU / threads)
 parnet_rate() { # model egs mb threads passes precision
     /usr/bin/time -f 'cpu_seconds=%U %S' -o $work/time nnet-train --minibatch-size=$3 \
-        --num-threads=$4 --precision=$6 --minibatches-per-phase=0 $1 \
+        --num-threads=$4 --precision=$6 --minibatches-per-phase=0 --max-change=0 $1 \
         "ark:for i in \$(seq $5); do cat $2; done |" $work/out.mdl 2>$work/log
     local wall frames cpu
     wall=$(grep -o '[0-9]* frames/s' $work/log | awk '{print $1}')

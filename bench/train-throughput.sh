@@ -30,39 +30,13 @@ cc -std=c11 -D_GNU_SOURCE -O2 -I"$top/src" "$top/bench/train-step.c" "$top/lib/l
 have_torch=true
 /usr/bin/python3 -c 'import torch' 2>/dev/null || have_torch=false
 
-median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-
-# Random examples: enough for `seconds` of training at a generous rate.
-make_egs() { # input-dim num-classes count out
-    /usr/bin/python3 - "$@" <<'PY'
-import random, struct, sys
-dim, classes, count, out = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-random.seed(1)
-with open(out + ".feats.ark", "wb") as f, open(out + ".labels.ark", "wb") as l:
-    for i in range(count):
-        key = f"u{i:06d} ".encode()
-        row = struct.pack(f"<{dim}f", *[random.gauss(0, 1) for _ in range(dim)])
-        f.write(key + b"\0BFM \x04" + struct.pack("<i", 1) + b"\x04" + struct.pack("<i", dim) + row)
-        l.write(key + b"\0B\x04" + struct.pack("<i", 1) + b"\x04" + struct.pack("<i", random.randrange(classes)))
-PY
-    nnet-get-egs --compress=none ark:$4.feats.ark ark:$4.labels.ark ark:$4.egs 2>/dev/null
-}
-
-config() { # type dims...
-    local type=$1; shift
-    local dims=("$@") n=$(($# - 1))
-    for ((i = 0; i < n; i++)); do
-        echo "$type input-dim=${dims[i]} output-dim=${dims[i+1]} learning-rate=0.0001"
-        [ $i -lt $((n - 1)) ] && echo "RectifiedLinearComponent dim=${dims[i+1]}"
-    done
-    echo "SoftmaxComponent dim=${dims[n]}"
-}
+. "$top/bench/lib.sh"
 
 # nnet-train's rate covers its whole run, the first minibatch included (page faults, the
 # natural-gradient initialisation): the archive is read `passes` times so that the run lasts
 # about `seconds`, like the PyTorch and sgemm figures (a short run understated NG by ~10%).
 parnet_rate() { # model egs mb threads passes
-    nnet-train --minibatch-size=$3 --num-threads=$4 --minibatches-per-phase=0 $1 \
+    nnet-train --minibatch-size=$3 --num-threads=$4 --minibatches-per-phase=0 --max-change=0 $1 \
         "ark:for i in \$(seq $5); do cat $2; done |" $work/out.mdl 2>&1 \
         | grep -o '[0-9]* frames/s' | awk '{print $1}'
 }
