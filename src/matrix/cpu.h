@@ -12,7 +12,9 @@
  * Files, one per family as in src/cuda/: cpu-blas.c (OpenBLAS: every cblas_* call of parnet),
  * cpu-elementwise.c (fills, copies, elementwise, nonlinearities, softmax, p-norm, normalize),
  * cpu-reduce.c (sums, dots, traces, row/column sums, argmax), cpu-splice.c (splicing, sparse
- * access), cpu-split.c (the thread split below).
+ * access), cpu-split.c (the thread split below), cpu-project.c (the natural gradient's thin
+ * products, one fused kernel with no cuda.h twin: on the GPU matrix_project_out is composed of
+ * ordinary operations).
  *
  * Threads. A kernel runs on parnet's pool (base.h parallel_run) when its work is worth it: the
  * kernel body is written once, over whole views, as a cpu_kernel of a struct cpu_args, and handed
@@ -129,6 +131,15 @@ void cpu_add_col_sums(float *v, float alpha, struct cpu_mat m, float beta);
 void cpu_row_sq_norms(float *v, struct cpu_mat m); /* dim rows */
 /* out[r] = first index of the row maximum (NaN never wins, a NaN first element wins) */
 void cpu_row_argmax(struct cpu_mat m, int *out);
+
+/* ---- the natural gradient's thin products (cpu-project.c) ---- */
+/* matrix.h matrix_project_out: h = x0 w^T (unless have_h: h holds it and is only read) and
+ * x = x0 - h w, in one pass over blocks of 4 rows split by rows over the pool; x0 is src
+ * (src.data != NULL: x.cols or x.cols - 1 columns, the missing last one taken as ones) or x.
+ * in_sq / out_sq (may be NULL): squared row norms of x0 and of the result. w: R >= 1 rows of
+ * x.cols; h: x.rows x R. src does not overlap x unless it is x. */
+void cpu_project_out(struct cpu_mat x, struct cpu_mat h, struct cpu_mat w, int have_h,
+                     struct cpu_mat src, float *in_sq, float *out_sq);
 
 /* ---- splicing and sparse access (cpu-splice.c); indices already checked ---- */
 void cpu_splice(struct cpu_mat dst, struct cpu_mat src, const int *offsets, int num_offsets);

@@ -45,6 +45,38 @@ void vector_row_sq_norms(struct vector *v, const struct matrix *m) {
     DISPATCH(GPU2(v, m), cuda_row_sq_norms(v->data, CM(m)), cpu_row_sq_norms(v->data, KM(m)));
 }
 
+void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix *w, int have_h,
+                        const struct matrix *src, struct vector *in_sq, struct vector *out_sq) {
+    int n = x->rows;
+    ASSERT(w->rows >= 1 && w->cols == x->cols && h->rows == n && h->cols == w->rows);
+    ASSERT(!src || (src->rows == n && (src->cols == x->cols || src->cols == x->cols - 1)));
+    ASSERT(!have_h || !src);
+    ASSERT(!in_sq || in_sq->dim == n);
+    ASSERT(!out_sq || out_sq->dim == n);
+    if (GPU3(x, h, w)) { /* no fused kernel there: the same operations one after the other */
+        if (src) {
+            ASSERT(src->device == x->device);
+            struct matrix xs = matrix_view(x, 0, n, 0, src->cols);
+            matrix_copy(&xs, src);
+            if (src->cols < x->cols) {
+                struct matrix one = matrix_view(x, 0, n, src->cols, 1);
+                matrix_set_const(&one, 1.0f);
+            }
+        }
+        if (in_sq) vector_row_sq_norms(in_sq, x);
+        if (!have_h) matrix_add_mat_mat(h, 1.0f, x, MATRIX_NO_TRANS, w, MATRIX_TRANS, 0.0f);
+        matrix_add_mat_mat(x, -1.0f, h, MATRIX_NO_TRANS, w, MATRIX_NO_TRANS, 1.0f);
+        if (out_sq) vector_row_sq_norms(out_sq, x);
+        return;
+    }
+    struct cpu_mat none = {0};
+    if (src) ASSERT(src->device == MATRIX_CPU);
+    if (in_sq) ASSERT(in_sq->device == MATRIX_CPU);
+    if (out_sq) ASSERT(out_sq->device == MATRIX_CPU);
+    cpu_project_out(KM(x), KM(h), KM(w), have_h, src ? KM(src) : none, in_sq ? in_sq->data : NULL,
+                    out_sq ? out_sq->data : NULL);
+}
+
 /* Drawn on the host in row order whatever the device (as matrix_set_randn), then uploaded. */
 void matrix_set_bernoulli(struct matrix *m, struct rng *r, float keep, float scale) {
     ASSERT(keep >= 0.0f && keep <= 1.0f);

@@ -212,6 +212,15 @@ void vector_add_mat_vec(struct vector *y, float alpha, const struct matrix *m, i
 /* M += alpha a b^T */
 void matrix_add_vec_vec(struct matrix *m, float alpha, const struct vector *a,
                         const struct vector *b);
+/* The natural gradient's thin products (natgrad.h): the residual of x0's rows after projecting
+ * them on w's rows, x = x0 - (x0 w^T) w, with h (N x R) receiving H = x0 w^T, or, with have_h,
+ * holding it already (then only read). x: N x D; w: R x D, R >= 1; x0 = src when src is not NULL
+ * (N x D, or N x (D - 1) and then a last column of ones that is never stored: x receives its
+ * residual too), else x itself (in place). in_sq, out_sq (dim N, may be NULL): squared row norms
+ * of x0 and of x after. src must not overlap x unless it is x. On the CPU one fused pass over
+ * the rows split over the pool (cpu.h cpu_project_out); on the GPU the ordinary operations. */
+void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix *w, int have_h,
+                        const struct matrix *src, struct vector *in_sq, struct vector *out_sq);
 /* every row r: m[r] = v   (v has dim cols) */
 void matrix_set_rows(struct matrix *m, const struct vector *v);
 /* every row r: m[r] += alpha v   (v has dim cols) */

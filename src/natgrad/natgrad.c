@@ -7,6 +7,7 @@
 #include "natgrad/natgrad.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +43,29 @@ struct natgrad {
     double *vec;    /* 8 R: c, e, ... (see natgrad_step) */
     float *gs_host; /* R x D, only if Gram-Schmidt was ever needed */
     double *gs;     /* R x D */
+    /* An update's host part (natgrad_update_host: Z, its eigenproblem, d', rho' and A), which
+     * only the next call needs (§6: Xhat uses the old W). With pending it has been handed to the
+     * helper thread (or is to be run by natgrad_join); natgrad_join, at the start of the next
+     * call, waits for it and finishes the update (W' = A [W; J], in wj[!cur]; J stays in wj[cur]
+     * meanwhile). Everything it touches is host scratch that nothing else uses in between. */
+    int pending, helper_running;
+    pthread_t helper;
+    int up_n;              /* inputs: N and tr(X^T X) of the minibatch */
+    double up_tr_xx;
+    double up_rho1;        /* outputs: rho' (d' in vec + 3R), the re-orthogonalization flag */
+    int up_reorth, up_status;
+    char up_error[256];    /* the helper's error message (error_get is per thread) */
 };
+
+/* The host part of an update goes to a helper thread (then the next minibatch's products run
+ * while it solves) for ranks from this on; below it a thread costs about what it saves (the
+ * R = 20 eigenproblem takes ~0.03 ms, creating and joining a thread ~0.02-0.05 ms). Tests set
+ * these to compare both ways. */
+#ifndef NATGRAD_ASYNC_MIN_RANK
+#define NATGRAD_ASYNC_MIN_RANK 40
+#endif
+static int natgrad_async = 1;
+static int natgrad_async_min_rank = NATGRAD_ASYNC_MIN_RANK;
 
 void natgrad_options_default(struct natgrad_options *o) {
     o->rank = 20;
@@ -96,6 +119,7 @@ struct natgrad *natgrad_new(int dim, const struct natgrad_options *o, uint64_t s
 
 void natgrad_free(struct natgrad *p) {
     if (!p) return;
+    if (p->helper_running) pthread_join(p->helper, NULL);
     for (int i = 0; i < 2; i++)
         matrix_release(&p->wj[i]);
     matrix_release(&p->h);
@@ -287,91 +311,19 @@ static int natgrad_reorthogonalize(struct natgrad *p, const double *d1, double r
     return 0;
 }
 
-/* Xhat = X - H W on the CPU in one pass over X: each thread of the pool takes a share of the
- * rows and, block by block (about NATGRAD_BLOCK_BYTES of X, so that the block stays in a 2 MB
- * L2 between the two products, and big enough that repacking W for each block's products
- * costs little: 256 rows at D = 1024), computes H_b = X_b W^T (unless have_h: H is there already), X_b -= H_b W and, with
- * row_sq, the squared norms of the rows of the result. The same products as the whole-matrix
- * ones, by rows; it replaces two products and a norm pass over X, each split over the pool. */
-#define NATGRAD_BLOCK_BYTES (1 << 20)
-static size_t natgrad_block_bytes = NATGRAD_BLOCK_BYTES; /* tests make it small */
-struct natgrad_fused {
-    struct matrix *x, *h;
-    const struct matrix *w;
-    struct vector *row_sq;
-    int have_h;
-    const struct matrix *src; /* non-NULL: copy it into x first ([src | 1] if a column short) */
-    struct vector *in_sq;     /* with src: the squared row norms of x before the transform */
-};
-
-static void natgrad_fused_part(void *arg, int t, int num) {
-    const struct natgrad_fused *f = arg;
-    int begin, end;
-    parallel_part(f->x->rows, t, num, 16, &begin, &end);
-    int block = (int)(natgrad_block_bytes / (sizeof(float) * (size_t)f->x->cols)) / 16 * 16;
-    if (block < 16) block = 16;
-    for (int r = begin; r < end; r += block) {
-        int n = end - r < block ? end - r : block;
-        struct matrix xb = matrix_rows(f->x, r, n), hb = matrix_rows(f->h, r, n);
-        if (f->src) {
-            struct matrix sb = matrix_rows(f->src, r, n), xs = matrix_view(&xb, 0, n, 0, sb.cols);
-            matrix_copy(&xs, &sb);
-            if (sb.cols < xb.cols)
-                for (int i = 0; i < n; i++) xb.data[(size_t)i * xb.stride + sb.cols] = 1.0f;
-            struct vector v = vector_range(f->in_sq, r, n);
-            vector_row_sq_norms(&v, &xb);
-        }
-        if (!f->have_h) matrix_add_mat_mat(&hb, 1.0f, &xb, MATRIX_NO_TRANS, f->w, MATRIX_TRANS, 0.0f);
-        matrix_add_mat_mat(&xb, -1.0f, &hb, MATRIX_NO_TRANS, f->w, MATRIX_NO_TRANS, 1.0f);
-        if (f->row_sq) {
-            struct vector v = vector_range(f->row_sq, r, n);
-            vector_row_sq_norms(&v, &xb);
-        }
-    }
+/* X -= H W (computing H = X W^T first unless have_h), and row_sq if wanted: one pass over X
+ * (matrix_project_out: on the CPU a fused kernel split by rows over the pool). */
+static void natgrad_apply(struct matrix *x, struct matrix *h, const struct matrix *w, int have_h,
+                          struct vector *row_sq) {
+    matrix_project_out(x, h, w, have_h, NULL, NULL, row_sq);
 }
 
-/* X -= H W (computing H = X W^T first unless have_h), and row_sq if wanted. 1 if row_sq was
- * filled (the fused CPU pass), 0 if the caller still has to. */
-static int natgrad_apply(struct natgrad *p, struct matrix *x, struct matrix *h,
-                         const struct matrix *w, int have_h, struct vector *row_sq) {
-    if (p->device == MATRIX_CPU) {
-        struct natgrad_fused f = {x, h, w, row_sq, have_h, NULL, NULL};
-        parallel_run(natgrad_fused_part, &f);
-        return row_sq != NULL;
-    }
-    if (!have_h) matrix_add_mat_mat(h, 1.0f, x, MATRIX_NO_TRANS, w, MATRIX_TRANS, 0.0f);
-    matrix_add_mat_mat(x, -1.0f, h, MATRIX_NO_TRANS, w, MATRIX_NO_TRANS, 1.0f);
-    return 0;
-}
-
-/* One call of §1.4 on x (N x D, N >= 1) in place, tr_xx = ||x||_F^2. Always leaves Xhat in x.
- * With update, also replaces the estimate by F_{t+1}; returns -1 (error_set) if that failed,
- * and then the estimate is unchanged. */
-static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int update,
-                        struct vector *row_sq, int *row_sq_done) {
-    int N = x->rows, D = p->dim, R = p->rank;
-    struct matrix wj = p->wj[p->cur];
-    struct matrix w = matrix_rows(&wj, 0, R), j = matrix_rows(&wj, R, R);
-    struct matrix h = natgrad_rows(p, &p->h, N, R);
-
-    *row_sq_done = 0;
-    if (!update) { /* H = X W^T, Xhat = X - H W */
-        *row_sq_done = natgrad_apply(p, x, &h, &w, 0, row_sq);
-        return 0;
-    }
-    matrix_add_mat_mat(&h, 1.0f, x, MATRIX_NO_TRANS, &w, MATRIX_TRANS, 0.0f); /* H = X W^T */
-    matrix_add_mat_mat(&j, 1.0f, &h, MATRIX_TRANS, x, MATRIX_NO_TRANS, 0.0f); /* J = H^T X */
-    if (N > D) { /* [L; K] = [W; J] J^T in one product (L = W J^T = H^T H) */
-        matrix_add_mat_mat(&p->kl, 1.0f, &wj, MATRIX_NO_TRANS, &j, MATRIX_TRANS, 0.0f);
-    } else {
-        struct matrix l = matrix_rows(&p->kl, 0, R), k = matrix_rows(&p->kl, R, R);
-        matrix_sym_add_mat_mat(&k, 1.0f, &j, MATRIX_NO_TRANS, 0.0f);
-        matrix_sym_add_mat_mat(&l, 1.0f, &h, MATRIX_TRANS, 0.0f);
-    }
-    matrix_to_host(&p->kl, p->kl_host);
-    /* Xhat with the old W (§6); H, W no longer needed, J is kept in wj. */
-    *row_sq_done = natgrad_apply(p, x, &h, &w, 1, row_sq);
-
+/* The host part of the update of §1.4, from K, L (kl_host), d, rho, up_n and up_tr_xx: Z, its
+ * eigendecomposition, d' (vec + 3R), rho' (up_rho1), the re-orthogonalization flag and A
+ * (a_host). Host memory only, so it may run on the helper thread. 0, or -1 (error_set). */
+static int natgrad_update_host(struct natgrad *p) {
+    int N = p->up_n, D = p->dim, R = p->rank;
+    double tr_xx = p->up_tr_xx;
     const float *lh = p->kl_host, *kh = p->kl_host + (size_t)R * R;
     double *c = p->vec, *sqrt_e = p->vec + R, *inv_sqrt_e = p->vec + 2 * R;
     double *d1 = p->vec + 3 * R, *sqrt_e1 = p->vec + 4 * R, *inv_sqrt_e1 = p->vec + 5 * R;
@@ -427,6 +379,8 @@ static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int u
         d1[i] = c[i] - rho1 > f ? c[i] - rho1 : f; /* d' = sqrt(c) - rho' */
     if (rho1 < f) rho1 = f;
     natgrad_compute_e(p, d1, rho1, sqrt_e1, inv_sqrt_e1);
+    p->up_rho1 = rho1;
+    p->up_reorth = reorth;
 
     /* W' = A B with B = J + diag((1-eta)/(eta/N) (d_i + rho)) W and
      * A_ik = (eta/N) sqrt(e'_i) c_i^{-1/2} U_ki e_k^{-1/2}, computed as one product
@@ -438,16 +392,94 @@ static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int u
             p->a_host[(size_t)i * 2 * R + R + k] = (float)(a * u);
         }
     }
+    return 0;
+}
+
+/* The rest of the update, on the calling thread: W' = A [W; J] on the device, re-orthogonalized
+ * if the host part asked for it; then the estimate becomes F_{t+1}. 0, or -1 (error_set) and
+ * the estimate is unchanged. */
+static int natgrad_update_finish(struct natgrad *p) {
+    int R = p->rank;
+    struct matrix wj = p->wj[p->cur];
+    double *d1 = p->vec + 3 * R, rho1 = p->up_rho1;
     struct matrix wnew = matrix_rows(&p->wj[!p->cur], 0, R);
     matrix_from_host(&p->a, p->a_host);
     matrix_add_mat_mat(&wnew, 1.0f, &p->a, MATRIX_NO_TRANS, &wj, MATRIX_NO_TRANS, 0.0f);
-    if (reorth && natgrad_reorthogonalize(p, d1, rho1) < 0) return -1;
+    if (p->up_reorth && natgrad_reorthogonalize(p, d1, rho1) < 0) return -1;
     if (!matrix_is_finite(&wnew)) return error_set("natural gradient: non-finite W");
 
     p->cur = !p->cur;
     p->rho = rho1;
     memcpy(p->d, d1, (size_t)R * sizeof *d1);
     return 0;
+}
+
+static void *natgrad_helper(void *arg) {
+    struct natgrad *p = arg;
+    p->up_status = natgrad_update_host(p);
+    if (p->up_status < 0) snprintf(p->up_error, sizeof p->up_error, "%s", error_get());
+    return NULL;
+}
+
+/* Finish an update left pending by the last call (waiting for its helper thread). A failure is
+ * handled as natgrad_precondition_rows handles one of its own: warned, and the estimate is
+ * initialized again from the next minibatch (the one of the call that joins). */
+static void natgrad_join(struct natgrad *p) {
+    if (!p->pending) return;
+    p->pending = 0;
+    int status;
+    if (p->helper_running) {
+        pthread_join(p->helper, NULL);
+        p->helper_running = 0;
+        status = p->up_status;
+        if (status < 0) error_set("%s", p->up_error);
+    } else {
+        status = natgrad_update_host(p);
+    }
+    if (status == 0) status = natgrad_update_finish(p);
+    if (status < 0) {
+        WARN("natural gradient: update discarded, re-initializing (%s)", error_get());
+        p->initialized = 0;
+    }
+}
+
+/* One call of §1.4 on x (N x D, N >= 1) in place, tr_xx = ||x||_F^2. Always leaves Xhat in x.
+ * With update, also replaces the estimate by F_{t+1}; returns -1 (error_set) if that failed,
+ * and then the estimate is unchanged. */
+static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int update, int defer,
+                        struct vector *row_sq, int *row_sq_done) {
+    int N = x->rows, D = p->dim, R = p->rank;
+    struct matrix wj = p->wj[p->cur];
+    struct matrix w = matrix_rows(&wj, 0, R), j = matrix_rows(&wj, R, R);
+    struct matrix h = natgrad_rows(p, &p->h, N, R);
+
+    *row_sq_done = row_sq != NULL; /* natgrad_apply fills it */
+    if (!update) { /* H = X W^T, Xhat = X - H W */
+        natgrad_apply(x, &h, &w, 0, row_sq);
+        return 0;
+    }
+    matrix_add_mat_mat(&h, 1.0f, x, MATRIX_NO_TRANS, &w, MATRIX_TRANS, 0.0f); /* H = X W^T */
+    matrix_add_mat_mat(&j, 1.0f, &h, MATRIX_TRANS, x, MATRIX_NO_TRANS, 0.0f); /* J = H^T X */
+    if (N > D) { /* [L; K] = [W; J] J^T in one product (L = W J^T = H^T H) */
+        matrix_add_mat_mat(&p->kl, 1.0f, &wj, MATRIX_NO_TRANS, &j, MATRIX_TRANS, 0.0f);
+    } else {
+        struct matrix l = matrix_rows(&p->kl, 0, R), k = matrix_rows(&p->kl, R, R);
+        matrix_sym_add_mat_mat(&k, 1.0f, &j, MATRIX_NO_TRANS, 0.0f);
+        matrix_sym_add_mat_mat(&l, 1.0f, &h, MATRIX_TRANS, 0.0f);
+    }
+    matrix_to_host(&p->kl, p->kl_host);
+    /* Xhat with the old W (§6); H, W no longer needed, J is kept in wj. */
+    natgrad_apply(x, &h, &w, 1, row_sq);
+
+    p->up_n = N;
+    p->up_tr_xx = tr_xx;
+    if (defer && natgrad_async && R >= natgrad_async_min_rank && p->device == MATRIX_CPU) {
+        p->pending = 1; /* natgrad_join finishes it, at the next call */
+        p->helper_running = pthread_create(&p->helper, NULL, natgrad_helper, p) == 0;
+        return 0;
+    }
+    if (natgrad_update_host(p) < 0) return -1;
+    return natgrad_update_finish(p);
 }
 
 /* §1.5 initialization: the default estimate, then 3 update passes over a copy of the first
@@ -460,7 +492,7 @@ static int natgrad_init(struct natgrad *p, const struct matrix *x) {
         matrix_copy(&x0, x);
         double norm = matrix_frobenius_norm(&x0);
         int done;
-        if (natgrad_step(p, &x0, norm * norm, 1, NULL, &done) < 0) {
+        if (natgrad_step(p, &x0, norm * norm, 1, 0, NULL, &done) < 0) {
             natgrad_init_default(p);
             return -1;
         }
@@ -476,6 +508,7 @@ void natgrad_precondition_rows(struct natgrad *p, struct matrix *x, float *scale
                                struct vector *row_sq) {
     ASSERT(x->cols == p->dim);
     ASSERT(!row_sq || row_sq->dim == x->rows);
+    natgrad_join(p);
     *scale = 1.0f;
     if (p->rank == 0 || x->rows == 0) { /* §1.5: D == 1 is the identity */
         if (row_sq) vector_row_sq_norms(row_sq, x);
@@ -498,7 +531,7 @@ void natgrad_precondition_rows(struct natgrad *p, struct matrix *x, float *scale
     int update = p->initialized && (p->t <= NATGRAD_INITIAL_UPDATES ||
                                     (p->t - NATGRAD_INITIAL_UPDATES) % p->o.update_period == 0);
     int row_sq_done = 0;
-    if (natgrad_step(p, x, tr_xx, update, row_sq, &row_sq_done) < 0) {
+    if (natgrad_step(p, x, tr_xx, update, 1, row_sq, &row_sq_done) < 0) {
         WARN("natural gradient: update discarded, re-initializing (%s)", error_get());
         p->initialized = 0;
     }
@@ -526,6 +559,7 @@ void natgrad_precondition_copy(struct natgrad *p, const struct matrix *src, stru
     ASSERT(x->cols == p->dim && x->rows == src->rows);
     ASSERT(src->cols == p->dim || src->cols == p->dim - 1);
     ASSERT(!row_sq || row_sq->dim == x->rows);
+    natgrad_join(p);
     int N = x->rows, R = p->rank;
     int update = p->initialized && (p->t <= NATGRAD_INITIAL_UPDATES ||
                                     (p->t - NATGRAD_INITIAL_UPDATES) % p->o.update_period == 0);
@@ -545,8 +579,7 @@ void natgrad_precondition_copy(struct natgrad *p, const struct matrix *src, stru
         vector_init_on(&p->in_sq, N, MATRIX_CPU);
     }
     struct vector in_sq = vector_range(&p->in_sq, 0, N);
-    struct natgrad_fused f = {x, &h, &w, row_sq, 0, src, &in_sq};
-    parallel_run(natgrad_fused_part, &f);
+    matrix_project_out(x, &h, &w, 0, src, &in_sq, row_sq);
     double tr_xx = 0, out = 0;
     for (int i = 0; i < N; i++) {
         tr_xx += in_sq.data[i];
@@ -562,7 +595,8 @@ void natgrad_precondition_copy(struct natgrad *p, const struct matrix *src, stru
     if (tr_xx > 0 && out > 0 && isfinite(out)) *scale = (float)(sqrt(tr_xx) / out);
 }
 
-int natgrad_get_state(const struct natgrad *p, float *w, double *d, double *rho) {
+int natgrad_get_state(struct natgrad *p, float *w, double *d, double *rho) {
+    natgrad_join(p);
     if (p->rank == 0 || !p->have_storage || !p->initialized) return 0;
     struct matrix wm = matrix_rows(&p->wj[p->cur], 0, p->rank);
     matrix_to_host(&wm, w);

@@ -17,7 +17,12 @@
  * also initializes the estimate (3 update passes from a fixed orthonormal R_0, §1.5).
  *
  * Cost. About 3 N D R multiply-adds on update steps and 2 N D R otherwise, all through matrix.h
- * (so on the GPU when X lives there), plus an R x R eigenproblem on the host in double.
+ * (so on the GPU when X lives there; on the CPU H = X W^T and X - H W are one fused pass,
+ * matrix_project_out), plus an R x R eigenproblem on the host in double. That eigenproblem and
+ * the rest of an update's host work are needed only by the next call (Xhat uses the old W), so
+ * on the CPU, for R >= 40, they run on a helper thread started by the update call and joined
+ * by the next call on the same object, which then forms the new W: the same arithmetic in the
+ * same order as solving them at once, so the same results, bit for bit.
  *
  * Rank. R >= D is reduced to D - 1 with a warning; D == 1 gives R == 0, the identity (X is left
  * alone, *scale = 1), as Kaldi does. Kaldi's components choose rank = min(20 or 80, (dim+1)/2);
@@ -25,7 +30,9 @@
  *
  * Ownership and threads. A struct natgrad owns its state (W = E^{1/2} R on the device of the first
  * X it sees; d and rho on the host in double) and all scratch. After the first call nothing is
- * allocated unless N grows. One object per preconditioner, used by one thread at a time.
+ * allocated unless N grows. One object per preconditioner, used by one thread at a time (its
+ * helper thread, if any, touches only the object's host scratch and is joined by the next call,
+ * natgrad_get_state or natgrad_free).
  *
  * Errors. Invalid options are a programmer bug (ASSERT in natgrad_new; configuration readers check
  * them with natgrad_options_check first). Nothing else is reported to the caller:
@@ -86,6 +93,6 @@ int natgrad_rank(const struct natgrad *p);
 /* For tests and diagnostics: copy the current estimate to the host, w (R x dim, row-major,
  * W = E^{1/2} R with e_i = d_i / (d_i + beta)), d (R) and *rho. Returns R, or 0 (nothing copied)
  * before the estimate exists. */
-int natgrad_get_state(const struct natgrad *p, float *w, double *d, double *rho);
+int natgrad_get_state(struct natgrad *p, float *w, double *d, double *rho); /* finishes a pending update first */
 
 #endif

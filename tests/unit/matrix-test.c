@@ -1098,6 +1098,102 @@ static void test_split_gemm(void) {
             }
 }
 
+/* matrix_project_out against a double loop: every mode (in place, from a copy, from a copy a
+ * column short with implicit ones, with H given), views, norms; 1 and 3 threads bitwise equal. */
+static void test_project_out(void) {
+    const int shapes[][3] = {{1, 1, 1}, {3, 7, 2}, {4, 16, 4}, {5, 33, 5}, {17, 64, 3},
+                             {130, 785, 20}, {37, 441, 80}, {9, 10, 5}, {600, 130, 9}};
+    for (int k = 0; k < 9; k++)
+        for (int mode = 0; mode < 4; mode++) { /* 0 in place, 1 src, 2 src + ones, 3 have_h */
+            int n = shapes[k][0], d = shapes[k][1], r = shapes[k][2];
+            if (mode == 2 && d < 2) continue;
+            struct tmat x, x3, w, h, h3, src;
+            tmat_init(&x, n, d, 1);
+            tmat_init(&x3, n, d, 0);
+            tmat_init(&w, r, d, 1);
+            matrix_scale(&w.m, 1.0f / (float)d);
+            tmat_init(&h, n, r, 1);
+            tmat_init(&h3, n, r, 0);
+            tmat_init(&src, n, mode == 2 ? d - 1 : d, 1);
+            const struct matrix *sp = mode == 1 || mode == 2 ? &src.m : NULL;
+            /* x0 in double; the reference H and result */
+            double *x0 = xmalloc(((size_t)n * d + 1) * sizeof *x0);
+            for (int i = 0; i < n; i++)
+                for (int c = 0; c < d; c++)
+                    x0[(long)i * d + c] = sp ? (c < sp->cols ? at(sp, i, c) : 1.0) : at(&x.m, i, c);
+            double *hw = xmalloc(((size_t)n * r + 1) * sizeof *hw);
+            double *xw = xmalloc(((size_t)n * d + 1) * sizeof *xw);
+            double *in = xmalloc((n + 1) * sizeof *in), *out = xmalloc((n + 1) * sizeof *out);
+            for (int i = 0; i < n; i++) {
+                in[i] = out[i] = 0;
+                for (int j = 0; j < r; j++) {
+                    double s = 0;
+                    for (int c = 0; c < d; c++) s += x0[(long)i * d + c] * at(&w.m, j, c);
+                    if (mode == 3) s = at(&h.m, i, j); /* given */
+                    hw[(long)i * r + j] = s;
+                }
+                for (int c = 0; c < d; c++) {
+                    double v = x0[(long)i * d + c];
+                    in[i] += v * v;
+                    for (int j = 0; j < r; j++) v -= hw[(long)i * r + j] * at(&w.m, j, c);
+                    xw[(long)i * d + c] = v;
+                    out[i] += v * v;
+                }
+            }
+            matrix_copy(&x3.m, &x.m);
+            matrix_copy(&h3.m, &h.m);
+            struct vector vi, vo, vi3, vo3;
+            vector_init(&vi, n);
+            vector_init(&vo, n);
+            vector_init(&vi3, n);
+            vector_init(&vo3, n);
+            matrix_set_num_threads(1);
+            matrix_project_out(&x.m, &h.m, &w.m, mode == 3, sp, &vi, &vo);
+            matrix_set_num_threads(3);
+            matrix_project_out(&x3.m, &h3.m, &w.m, mode == 3, sp, &vi3, &vo3);
+            matrix_set_num_threads(1);
+            CHECK(tmat_border_ok(&x) && tmat_border_ok(&h) && tmat_border_ok(&src));
+            check_equal_d(&x.m, xw, 1e-4);
+            check_equal_d(&h.m, hw, 1e-4);
+            for (int i = 0; i < n; i++) {
+                CHECK_NEAR(vi.data[i], in[i], 1e-4 * (1 + in[i]));
+                CHECK_NEAR(vo.data[i], out[i], 1e-4 * (1 + out[i]));
+                CHECK(vi.data[i] == vi3.data[i] && vo.data[i] == vo3.data[i]);
+            }
+            for (int i = 0; i < n; i++) {
+                for (int c = 0; c < d; c++) CHECK(at(&x.m, i, c) == at(&x3.m, i, c));
+                for (int j = 0; j < r; j++) CHECK(at(&h.m, i, j) == at(&h3.m, i, j));
+            }
+            /* without norms: the same x */
+            if (mode != 3) {
+                matrix_copy(&x3.m, &x.m);
+                if (!sp) { /* redo from x0 */
+                    for (int i = 0; i < n; i++)
+                        for (int c = 0; c < d; c++) x3.m.data[(long)i * x3.m.stride + c] = (float)x0[(long)i * d + c];
+                }
+                matrix_project_out(&x3.m, &h3.m, &w.m, 0, sp, NULL, NULL);
+                for (int i = 0; i < n; i++)
+                    for (int c = 0; c < d; c++) CHECK(at(&x.m, i, c) == at(&x3.m, i, c));
+            }
+            free(x0);
+            free(hw);
+            free(xw);
+            free(in);
+            free(out);
+            vector_release(&vi);
+            vector_release(&vo);
+            vector_release(&vi3);
+            vector_release(&vo3);
+            tmat_release(&x);
+            tmat_release(&x3);
+            tmat_release(&w);
+            tmat_release(&h);
+            tmat_release(&h3);
+            tmat_release(&src);
+            if (test_failed_now) return;
+        }
+}
+
 int main(void) {
     rng_seed(&rng, 20240611);
     matrix_set_num_threads(1);
@@ -1120,5 +1216,6 @@ int main(void) {
     TEST_RUN(test_cholesky);
     TEST_RUN(test_split_matches_serial);
     TEST_RUN(test_split_gemm);
+    TEST_RUN(test_project_out);
     TEST_MAIN_END();
 }

@@ -142,11 +142,10 @@ static void test_zero_row_restarts(void) {
     natgrad_free(p);
 }
 
-/* The CPU pass in many small row blocks (16 rows) against one block per thread, 3 threads: the
- * same Xhat, gamma and row norms over update and ordinary calls (the block offsets into H, the
- * norms and the source are right). */
+/* The CPU pass (matrix_project_out, blocks of 4 rows) on 1 thread against 3 threads, whose
+ * shares start at other rows: the same Xhat, gamma and row norms over update and ordinary calls
+ * (the offsets into H, the norms and the source are right). */
 static void test_row_blocks(void) {
-    matrix_set_num_threads(3);
     struct natgrad_options o;
     natgrad_options_default(&o);
     o.rank = R;
@@ -167,7 +166,7 @@ static void test_row_blocks(void) {
         matrix_from_host(&src, h);
         float scale[2];
         for (int k = 0; k < 2; k++) {
-            natgrad_block_bytes = k ? 16 * sizeof(float) * D : NATGRAD_BLOCK_BYTES;
+            matrix_set_num_threads(k ? 3 : 1);
             natgrad_precondition_copy(p[k], &src, &x[k], &scale[k], &n[k]);
             matrix_to_host(&x[k], g[k]);
             vector_to_host(&n[k], v[k]);
@@ -181,7 +180,6 @@ static void test_row_blocks(void) {
         CHECK(fabs(scale[0] - scale[1]) <= 1e-5 * scale[0]);
         for (int i = 0; i < M; i++) CHECK(fabs(v[0][i] - v[1][i]) <= 1e-5 * v[0][i] + 1e-30);
     }
-    natgrad_block_bytes = NATGRAD_BLOCK_BYTES;
     for (int k = 0; k < 2; k++) {
         natgrad_free(p[k]);
         matrix_release(&x[k]);
@@ -191,11 +189,66 @@ static void test_row_blocks(void) {
     matrix_set_num_threads(1);
 }
 
+/* The update's host part on the helper thread (joined by the next call) against solving it at
+ * once: the same Xhat, gamma, row norms and state, bit for bit, over 30 calls (11 updates at the
+ * start, then every 2nd), on 1 and 2 threads, with natgrad_get_state between calls. */
+static void test_async_update_identical(void) {
+    enum { M = 64, DD = 50, RR = 12 };
+    static float h[M * DD], g[2][M * DD], v[2][M], w[2][RR * DD];
+    double d[2][RR], rho[2];
+    for (int threads = 1; threads <= 2; threads++) {
+        matrix_set_num_threads(threads);
+        struct natgrad_options o;
+        natgrad_options_default(&o);
+        o.rank = RR;
+        o.update_period = 2;
+        struct natgrad *p[2] = {natgrad_new(DD, &o, 5), natgrad_new(DD, &o, 5)};
+        struct matrix src, x;
+        struct vector n;
+        matrix_init(&src, M, DD - 1);
+        matrix_init(&x, M, DD);
+        vector_init(&n, M);
+        struct rng r;
+        rng_seed(&r, 9);
+        int was = natgrad_async_min_rank, deferred = 0;
+        for (int t = 0; t < 30; t++) {
+            for (int i = 0; i < M * (DD - 1); i++) h[i] = rng_gauss(&r) * (1.0f + (float)(i % 7));
+            matrix_from_host(&src, h);
+            float scale[2];
+            for (int k = 0; k < 2; k++) {
+                natgrad_async_min_rank = k ? 1 : 1000; /* k = 1: deferred */
+                natgrad_precondition_copy(p[k], &src, &x, &scale[k], &n);
+                matrix_to_host(&x, g[k]);
+                vector_to_host(&n, v[k]);
+                if (k == 0) CHECK(!p[k]->pending);
+                else deferred += p[k]->pending && p[k]->helper_running;
+                if (t % 5 == 4) CHECK(natgrad_get_state(p[k], w[k], d[k], &rho[k]) == RR);
+            }
+            CHECK(memcmp(g[0], g[1], sizeof g[0]) == 0);
+            CHECK(memcmp(v[0], v[1], sizeof v[0]) == 0);
+            CHECK(scale[0] == scale[1]);
+            if (t % 5 == 4) {
+                CHECK(memcmp(w[0], w[1], sizeof w[0]) == 0);
+                CHECK(memcmp(d[0], d[1], sizeof d[0]) == 0 && rho[0] == rho[1]);
+            }
+        }
+        CHECK(p[1]->t == 30);
+        CHECK(deferred >= 20 - 30 / 5); /* the update calls not followed by natgrad_get_state */
+        natgrad_async_min_rank = was;
+        for (int k = 0; k < 2; k++) natgrad_free(p[k]);
+        matrix_release(&src);
+        matrix_release(&x);
+        vector_release(&n);
+    }
+    matrix_set_num_threads(1);
+}
+
 int main(void) {
     TEST_RUN(test_state_is_orthonormal);
     TEST_RUN(test_cholesky_reorthogonalization);
     TEST_RUN(test_gram_schmidt_fallback);
     TEST_RUN(test_zero_row_restarts);
     TEST_RUN(test_row_blocks);
+    TEST_RUN(test_async_update_identical);
     TEST_MAIN_END();
 }

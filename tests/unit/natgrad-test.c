@@ -246,7 +246,7 @@ static void ref_update(struct ref *f, int n, const float *x) {
 }
 
 /* F of the fast object, from W = E^{1/2} R. Returns R (0: no state). */
-static int fast_fisher(const struct natgrad *p, int D, double alpha, double *fm, double *d,
+static int fast_fisher(struct natgrad *p, int D, double alpha, double *fm, double *d,
                        double *rho) {
     int R = natgrad_rank(p);
     float *w = calloc((size_t)R * D, sizeof *w);
