@@ -13,12 +13,38 @@
 
 #include "matrix/cpu-internal.h"
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 #if defined(__AVX512F__)
 #define VL 16
 #else
 #define VL 8
 #endif
 typedef float vf __attribute__((vector_size(VL * sizeof(float))));
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* a + b c, fused where the target has FMA (ISO C mode does not contract a + b * c itself). */
+static inline vf vfma(vf a, vf b, vf c) {
+#if defined(__AVX512F__)
+    return (vf)_mm512_fmadd_ps((__m512)b, (__m512)c, (__m512)a);
+#elif defined(__FMA__)
+    return (vf)_mm256_fmadd_ps((__m256)b, (__m256)c, (__m256)a);
+#else
+    return a + b * c;
+#endif
+}
+/* a - b c */
+static inline vf vfnma(vf a, vf b, vf c) {
+#if defined(__AVX512F__)
+    return (vf)_mm512_fnmadd_ps((__m512)b, (__m512)c, (__m512)a);
+#elif defined(__FMA__)
+    return (vf)_mm256_fnmadd_ps((__m256)b, (__m256)c, (__m256)a);
+#else
+    return a - b * c;
+#endif
+}
 
 #define RB 4 /* rows of X per block */
 #define RW 4 /* rows of W per register block of pass 1 */
@@ -35,10 +61,20 @@ static inline void vstore(float *p, vf v) {
 static inline vf vsplat(float s) {
     return (vf){0} + s;
 }
-static inline float vsum(vf v) {
+static inline float vsum(vf v) { /* a fixed tree of adds */
+#if defined(__AVX512F__)
+    return _mm512_reduce_add_ps((__m512)v);
+#elif defined(__AVX__)
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
+#else
     float s = 0;
+    UNROLL
     for (int l = 0; l < VL; l++) s += v[l];
     return s;
+#endif
 }
 
 struct project {
@@ -55,19 +91,27 @@ static inline __attribute__((always_inline)) void pass_h(const struct project *p
     for (int r0 = 0; r0 < R; r0 += RW) {
         int nw = R - r0 < RW ? R - r0 : RW;
         const float *w[RW];
+        UNROLL
         for (int j = 0; j < RW; j++) w[j] = cpu_row(p->w, r0 + (j < nw ? j : 0));
         vf acc[RB][RW];
+        UNROLL
         for (int i = 0; i < RB; i++)
+            UNROLL
             for (int j = 0; j < RW; j++) acc[i][j] = (vf){0};
         for (int k = 0; k < kv; k += VL) {
             vf xv[RB];
+            UNROLL
             for (int i = 0; i < nr; i++) xv[i] = vload(x0[i] + k);
+            UNROLL
             for (int j = 0; j < RW; j++) {
                 vf wv = vload(w[j] + k);
-                for (int i = 0; i < nr; i++) acc[i][j] += xv[i] * wv;
+                UNROLL
+                for (int i = 0; i < nr; i++) acc[i][j] = vfma(acc[i][j], xv[i], wv);
             }
         }
+        UNROLL
         for (int i = 0; i < nr; i++)
+            UNROLL
             for (int j = 0; j < nw; j++) {
                 float s = vsum(acc[i][j]);
                 for (int k = kv; k < dk; k++) s += x0[i][k] * w[j][k];
@@ -84,46 +128,58 @@ static inline __attribute__((always_inline)) void pass_x(const struct project *p
                                                          int ones, float *in_sq, float *out_sq) {
     int R = p->w.rows;
     vf sq_in[RB], sq_out[RB];
+    UNROLL
     for (int i = 0; i < RB; i++) sq_in[i] = sq_out[i] = (vf){0};
     int k = 0;
     for (; k + CV * VL <= dk; k += CV * VL) {
         vf acc[RB][CV];
+        UNROLL
         for (int i = 0; i < nr; i++)
+            UNROLL
             for (int c = 0; c < CV; c++) {
                 acc[i][c] = vload(x0[i] + k + c * VL);
-                sq_in[i] += acc[i][c] * acc[i][c];
+                sq_in[i] = vfma(sq_in[i], acc[i][c], acc[i][c]);
             }
         for (int r = 0; r < R; r++) {
             const float *wr = cpu_row(p->w, r) + k;
             vf wv[CV];
+            UNROLL
             for (int c = 0; c < CV; c++) wv[c] = vload(wr + c * VL);
+            UNROLL
             for (int i = 0; i < nr; i++) {
                 vf hv = vsplat(h[i][r]);
-                for (int c = 0; c < CV; c++) acc[i][c] -= hv * wv[c];
+                UNROLL
+                for (int c = 0; c < CV; c++) acc[i][c] = vfnma(acc[i][c], hv, wv[c]);
             }
         }
+        UNROLL
         for (int i = 0; i < nr; i++)
+            UNROLL
             for (int c = 0; c < CV; c++) {
                 vstore(x[i] + k + c * VL, acc[i][c]);
-                sq_out[i] += acc[i][c] * acc[i][c];
+                sq_out[i] = vfma(sq_out[i], acc[i][c], acc[i][c]);
             }
     }
     for (; k + VL <= dk; k += VL) {
         vf acc[RB];
+        UNROLL
         for (int i = 0; i < nr; i++) {
             acc[i] = vload(x0[i] + k);
-            sq_in[i] += acc[i] * acc[i];
+            sq_in[i] = vfma(sq_in[i], acc[i], acc[i]);
         }
         for (int r = 0; r < R; r++) {
             vf wv = vload(cpu_row(p->w, r) + k);
-            for (int i = 0; i < nr; i++) acc[i] -= vsplat(h[i][r]) * wv;
+            UNROLL
+            for (int i = 0; i < nr; i++) acc[i] = vfnma(acc[i], vsplat(h[i][r]), wv);
         }
+        UNROLL
         for (int i = 0; i < nr; i++) {
             vstore(x[i] + k, acc[i]);
-            sq_out[i] += acc[i] * acc[i];
+            sq_out[i] = vfma(sq_out[i], acc[i], acc[i]);
         }
     }
     int end = dk + (ones ? 1 : 0);
+    UNROLL
     for (int i = 0; i < nr; i++) {
         float si = vsum(sq_in[i]), so = vsum(sq_out[i]);
         for (int c = k; c < end; c++) {
@@ -142,6 +198,7 @@ static inline __attribute__((always_inline)) void block(const struct project *p,
     const float *x0[RB];
     float *x[RB], *h[RB];
     const struct cpu_mat s = p->src.data ? p->src : p->x;
+    UNROLL
     for (int i = 0; i < RB; i++) {
         int ri = r + (i < nr ? i : 0);
         x0[i] = cpu_row(s, ri);
