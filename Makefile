@@ -165,7 +165,7 @@ build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) $(wildcard src/*/*.h)
 
 FUZZ_SECONDS ?= 600
 fuzz-long:
-	bash tests/fuzz/fuzz-long.sh $(FUZZ_SECONDS)
+	bash tests/fuzz/fuzz-long.sh $(if $(FUZZ_RUNS),--runs $(FUZZ_RUNS)) $(FUZZ_SECONDS)
 
 # The unit tests under valgrind's memcheck. -march=native may use AVX-512, which valgrind cannot
 # decode, so call this with ARCH=x86-64-v2 (or v3) unless the build machine lacks AVX-512.
