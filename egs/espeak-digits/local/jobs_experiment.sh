@@ -194,8 +194,12 @@ if [ $stage -le 3 ]; then
              NR > 1 && $5 != "failed" { k = $1 " " $2; n[k]++; lr[k] = $4
                  a[k] += $5; aa[k] += $5 * $5; w[k] += $6; ww[k] += $6 * $6
                  l[k] += $7; ll[k] += $7 * $7; o[k] += $8; oo[k] += $8 * $8; t[k] += $11 }
-             NR > 1 && $5 == "failed" { f[$1 " " $2]++ }
-             END { for (k in n) { split(k, x, " ");
+             NR > 1 && $5 == "failed" { f[$1 " " $2]++; lr[$1 " " $2] = $4 }
+             END { for (k in f) if (!(k in n)) {
+                     split(k, x, " ")
+                     printf "| %d | %s | %s | all %d failed | | | | 0 | |\n", x[1],
+                         x[2] == "ng" ? "NG-SGD" : "SGD", lr[k], f[k] }
+                 for (k in n) { split(k, x, " ");
                  printf "| %d | %s | %s | %.2f ± %.2f | %.2f ± %.2f | %.2f ± %.2f | %.3f ± %.3f | %d%s | %.0f |\n",
                      x[1], x[2] == "ng" ? "NG-SGD" : "SGD", lr[k],
                      a[k] / n[k], sd(a[k], aa[k], n[k]), w[k] / n[k], sd(w[k], ww[k], n[k]),
