@@ -41,3 +41,11 @@ PATH=$PARNET_TOP/bin:$PATH $recipe/local/make_corpus.py --num-train-speakers 6 \
     --num-test-speakers 2 --utts-per-speaker 5 again 2>/dev/null
 expect_same "same labels from the same seed" data/train/labels.txt again/train/labels.txt
 expect_same "same audio from the same seed" data/wav/te001-004.wav again/wav/te001-004.wav
+# The paper's experiment script (local/jobs_experiment.sh) on the same tiny data, at its smallest:
+# one N, one kind, one seed, one epoch, one decoder setting (a few seconds).
+expect_status "jobs_experiment.sh (tiny)" 0 $recipe/local/jobs_experiment.sh --jobs 2 --kinds ng \
+    --seeds 1 --num-epochs 1 --lr-scales "" --num-utts-subset 6 --acoustic-scales 0.1 \
+    --word-insertion-penalties 0 --data $t/data --exp $t/exp --dir $t/exp/je
+expect_eq "one run, scored" "$(awk 'NR > 1 && $5 ~ /^[0-9.]+$/ && $6 ~ /^[0-9.]+$/' exp/je/runs.txt | wc -l)" 1
+grep -q -E '^\| 2 \| NG-SGD \| 0\.008 \| [0-9.]+ ± 0\.00 \| [0-9.]+ ± 0\.00 \|' exp/je/results.md \
+    && pass "results table row" || { fail "results table"; cat exp/je/results.md; }
