@@ -762,7 +762,7 @@ static double stored_bytes(const struct example *eg) {
     case EXAMPLE_STORE_CM: return 16.0 + (double)eg->cm.data_size;
     case EXAMPLE_STORE_ZLIB: return 20.0 + (double)eg->zsize;
     /* the table, written once per stream, is not counted */
-    case EXAMPLE_STORE_PQ: return 33.0 + (double)eg->rows * eg->cols * (eg->pq->bits / 8);
+    case EXAMPLE_STORE_PQ: return 38.0 + (double)eg->rows * eg->cols * (eg->pq->bits / 8);
     default: return 4.0 * eg->rows * eg->cols;
     }
 }

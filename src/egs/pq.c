@@ -126,6 +126,7 @@ static void encoder_reset(struct egs_pq_encoder *e, int cols) {
     e->hi = xmalloc(sizeof(double) * (size_t)cols);
     e->seen = 0;
     e->dirty = 1;
+    e->observed = 0;
 }
 
 void egs_pq_encoder_observe(struct egs_pq_encoder *e, const struct matrix *m) {
@@ -358,8 +359,8 @@ int egs_pq_read(struct kin *in, struct example *eg) {
         double mc = max_code(bits);
         for (int j = 0; j < cols; j++) {
             double m = t->min[j], st = t->step[j];
-            if (!isfinite(m) || !isfinite(st) || st < 0 || st * mc > FLT_MAX ||
-                fabs(m + st * mc) > FLT_MAX) {
+            /* every code then decodes to a finite float (min + step * code in float) */
+            if (!isfinite(m) || !isfinite(st) || st < 0 || fabs(m) + st * mc > FLT_MAX / 2) {
                 egs_pq_table_unref(t);
                 return kin_error(in, "bad PQ range of dimension %d (min %g, step %g)", j, m, st);
             }

@@ -502,6 +502,11 @@ static void test_truncated_corrupt(void) {
     float neg = -1.0f;
     memcpy(copy + (field - (unsigned char *)buf) + 35 + 4 * 7, &neg, 4); /* step[0] */
     CHECK(read_two(copy, len) == -1 && strstr(error_get(), "bad PQ range of dimension 0"));
+    /* a table whose codes could decode past FLT_MAX / 2 (min[0] = 3e38) */
+    memcpy(copy, buf, len);
+    float huge = 3e38f;
+    memcpy(copy + (field - (unsigned char *)buf) + 35, &huge, 4);
+    CHECK(read_two(copy, len) == -1 && strstr(error_get(), "bad PQ range of dimension 0"));
     /* a damaged table byte: the id no longer matches */
     memcpy(copy, buf, len);
     copy[(field - (unsigned char *)buf) + 35 + 2] ^= 0x10;
