@@ -232,7 +232,7 @@ enum { NA = 12 };
 
 /* Examples 0..7: one row of 7 dims, 8-bit, tables change at 5 (growth); 8..11: 3 rows of 5 dims,
  * 16-bit (odd sizes, another table), left context 1. */
-static void make_set(struct example *eg, char keys[][16], int *num_tables) {
+static void make_set(struct example *eg, char keys[][32], int *num_tables) {
     struct rng g;
     rng_seed(&g, 11);
     struct egs_pq_encoder e8, e16;
@@ -248,7 +248,7 @@ static void make_set(struct example *eg, char keys[][16], int *num_tables) {
     rng_seed(&g, 11);
     for (int k = 0; k < NA; k++) {
         example_init(&eg[k]);
-        snprintf(keys[k], 16, "utt%d-%d", k / 3, k);
+        snprintf(keys[k], 32, "utt%d-%d", k / 3, k);
         one_label(&eg[k], k % 4);
         if (k < 8) {
             fill_scaled(&one, &g);
@@ -289,7 +289,7 @@ static size_t alone_size(const struct example *eg) {
     return len;
 }
 
-static int write_archive(const char *spec, struct example *eg, char keys[][16], const int *order,
+static int write_archive(const char *spec, struct example *eg, char keys[][32], const int *order,
                          int n) {
     struct table_writer w;
     if (table_writer_open(&w, spec, &holder_example)) return -1;
@@ -299,7 +299,7 @@ static int write_archive(const char *spec, struct example *eg, char keys[][16], 
 }
 
 /* Read spec and compare with eg[order[i]] (key and decoded input, bit for bit). */
-static int read_back(const char *spec, struct example *eg, char keys[][16], const int *order,
+static int read_back(const char *spec, struct example *eg, char keys[][32], const int *order,
                      int n) {
     struct table_reader r;
     if (table_reader_open(&r, spec, &holder_example)) return -1;
@@ -327,7 +327,7 @@ static int read_back(const char *spec, struct example *eg, char keys[][16], cons
 
 static void test_archive(void) {
     struct example eg[NA];
-    char keys[NA][16];
+    char keys[NA][32];
     int tables;
     make_set(eg, keys, &tables);
     CHECK(tables >= 3 && eg[4].pq != eg[5].pq && eg[7].pq != eg[8].pq);
@@ -455,7 +455,7 @@ static int read_two(const void *data, size_t n) {
 
 static void test_truncated_corrupt(void) {
     struct example eg[NA];
-    char keys[NA][16];
+    char keys[NA][32];
     int tables;
     make_set(eg, keys, &tables);
     char *buf = NULL;
