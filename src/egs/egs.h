@@ -146,7 +146,8 @@ void example_set_labels_simple(struct example *eg, int num_frames, const int32_t
  * writer. Returns 0, or -1 (error_set) if quantization fails (NaN/Inf in m). */
 int example_set_input(struct example *eg, const struct matrix *m, int left_context, int compress);
 /* Re-store the input under another compression; KEEP, or a choice the input already satisfies
- * (FLOAT for none, CM3/CM for 8bit, CM2 for 16bit, ZLIB for zlib), leaves it untouched. */
+ * (FLOAT for none, CM3/CM/PQ8 for 8bit, CM2/PQ16 for 16bit, ZLIB for zlib), leaves it
+ * untouched. Without an encoder (example_recompress_with below) a small example goes to CM3/CM2. */
 int example_recompress(struct example *eg, int compress);
 /* Short name of the stored form: "float", "cm", "cm2", "cm3", "zlib", "pq8", "pq16". */
 const char *example_storage_name(const struct example *eg);
