@@ -53,7 +53,10 @@
  *   stream has held (so a shuffled archive, or "cat a.ark b.ark |", reads), and an example that
  *   refers to a table its stream has not held is an error naming it. So a PQ archive is read
  *   from its start: sequentially, or through an scp in archive order; random access to a key
- *   whose table is inline in an earlier entry fails with that message.
+ *   whose table is inline in an earlier entry fails with that message. The ranges come from the
+ *   writer's own examples, so the same features written by two nnet-get-egs runs over different
+ *   sets decode slightly differently (each within the bound); tests that compare training on
+ *   differently made archives exactly store --compress=none.
  * Every int32 above has Kaldi's 0x04 size byte. In text mode the input is always written as a
  * plain text matrix (decoded, as Kaldi writes a CompressedMatrix in text) and read as FLOAT.
  *
