@@ -39,9 +39,10 @@ Options:
   --num-utts-subset <n>       utterances held out for diagnostics (default: 300)
   --valid-data-dir <dir>      take validation examples from this data directory instead
   --compress <mode>           none|8bit|16bit|zlib (default: 8bit). none: floats as given;
-                              zlib: lossless (deflated floats); 16bit: Kaldi CM2, one range per
-                              example; 8bit: Kaldi CM (per-column ranges) for examples of more
-                              than 8 rows, else CM3 (one range per example). nnet-get-egs
+                              zlib: lossless (deflated floats); 8bit/16bit: examples of <= 8
+                              rows in parnet's PQ (a range per input dimension shared by the
+                              examples, 255/65535 steps each), longer ones in Kaldi's CM (8bit,
+                              per-column ranges) or CM2 (16bit, one range). nnet-get-egs
                               measures the error per dimension and falls back to a finer mode
                               (warning) when it exceeds 0.1 of a dimension's standard deviation
   --feature-transform <type>  meanvar|lda|none: nnet-get-feature-transform on the training

@@ -26,7 +26,7 @@ int egs_compress_check_add(struct egs_compress_check *c, const struct matrix *or
     }
     if (orig->cols != c->dim) return error_set("input dimension %d, the first had %d", orig->cols,
                                                c->dim);
-    int lossy = stored->storage == EXAMPLE_STORE_CM;
+    int lossy = stored->storage == EXAMPLE_STORE_CM || stored->storage == EXAMPLE_STORE_PQ;
     if (lossy) {
         matrix_resize(&c->scratch, stored->rows, example_input_dim(stored));
         int spk = stored->spk_dim;

@@ -9,4 +9,13 @@
  * hold part of the example (the caller releases it). */
 int example_read_tail(struct kin *in, int binary, struct example *eg);
 
+/* Free the input (any storage), leaving eg->storage FLOAT and rows = cols = 0. */
+void example_input_release(struct example *eg);
+/* PQ in the archive (egs.h): after the "PQ " token. Binary only. 0, or -1 (kin_error/error_set);
+ * on error eg may hold part of the input (the caller releases it). */
+int egs_pq_read(struct kin *in, struct example *eg);
+int egs_pq_write(struct kout *out, const struct example *eg);
+/* Decode rows [row0, row0 + n) of a PQ input into dst (stride floats per row). */
+void egs_pq_decode_rows(const struct example *eg, int row0, int n, float *dst, int stride);
+
 #endif

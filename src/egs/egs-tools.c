@@ -194,11 +194,26 @@ struct get_sink {
     int num_probe;
     struct egs_compress_check check;
     struct example tmp;
+    struct egs_pq_encoder enc; /* PQ for examples of <= EGS_PQ_MAX_ROWS rows (egs.h) */
 };
+
+static int bits_of(int compress) { return compress == EGS_COMPRESS_16BIT ? 16 : 8; }
+
+/* An encoder for compress (8bit/16bit; else an 8-bit one that egs_store_input never uses) whose
+ * ranges cover the PQ-sized inputs of n probe examples. */
+static void probe_encoder(struct egs_pq_encoder *e, int compress, const struct item *probe,
+                          int n, const struct matrix *inputs) {
+    egs_pq_encoder_init(e, bits_of(compress));
+    for (int i = 0; i < n; i++) {
+        const struct matrix *m = inputs ? &inputs[i] : &probe[i].eg.input;
+        if (m->rows <= EGS_PQ_MAX_ROWS) egs_pq_encoder_observe(e, m);
+    }
+}
 
 static int sink_store_write(struct get_sink *k, const char *key, const struct example *eg) {
     example_copy(&k->tmp, eg);
-    if (example_recompress(&k->tmp, k->compress)) return error_wrap("key '%s': ", key);
+    if (example_recompress_with(&k->tmp, k->compress, &k->enc))
+        return error_wrap("key '%s': ", key);
     if (egs_compress_check_add(&k->check, &eg->input, &k->tmp)) return error_wrap("key '%s': ", key);
     return write_eg(k->w, key, &k->tmp);
 }
@@ -214,25 +229,33 @@ static int sink_decide(struct get_sink *k) {
     while (c == EGS_COMPRESS_8BIT || c == EGS_COMPRESS_16BIT) {
         struct egs_compress_check chk;
         egs_compress_check_init(&chk);
+        struct egs_pq_encoder trial;
+        probe_encoder(&trial, c, k->probe, k->num_probe, NULL);
         int rc = 0;
         for (int i = 0; i < k->num_probe && !rc; i++) {
             example_copy(&k->tmp, &k->probe[i].eg);
-            rc = example_recompress(&k->tmp, c) ||
+            rc = example_recompress_with(&k->tmp, c, &trial) ||
                  egs_compress_check_add(&chk, &k->probe[i].eg.input, &k->tmp);
         }
         int dim;
         double worst = egs_compress_check_worst(&chk, &dim);
         egs_compress_check_release(&chk);
+        egs_pq_encoder_release(&trial);
         if (rc) return -1;
         if (worst <= EGS_COMPRESS_MAX_REL_ERROR) break;
         int next = c == EGS_COMPRESS_8BIT ? EGS_COMPRESS_16BIT : EGS_COMPRESS_ZLIB;
         WARN("--compress=%s would destroy features: on the first %d examples its RMS error in "
-             "input dimension %d is %.3g of that dimension's standard deviation (bound %g; features on "
-             "very different scales share one range per example); using %s instead", compress_name(c),
-             k->num_probe, dim, worst, EGS_COMPRESS_MAX_REL_ERROR, compress_name(next));
+             "input dimension %d is %.3g of that dimension's standard deviation (bound %g; a "
+             "dimension's outliers far beyond its usual values widen its range, and examples of "
+             "more than %d rows keep Kaldi's per-example ranges); using %s instead",
+             compress_name(c), k->num_probe, dim, worst, EGS_COMPRESS_MAX_REL_ERROR,
+             EGS_PQ_MAX_ROWS, compress_name(next));
         c = next;
     }
     k->compress = c;
+    /* the same ranges as the trial that passed: the probe is stored as it was measured */
+    egs_pq_encoder_release(&k->enc);
+    probe_encoder(&k->enc, c, k->probe, k->num_probe, NULL);
     int rc = 0;
     for (int i = 0; i < k->num_probe; i++) {
         if (!rc) rc = sink_store_write(k, k->probe[i].key, &k->probe[i].eg);
@@ -275,7 +298,8 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
         error_wrap("cannot open '%s': ", egs_wspec);
         return finish(&feats, NULL, -1);
     }
-    struct get_sink sink = {&w, opts->compress, -1, NULL, 0, {0}, {0}};
+    struct get_sink sink = {&w, opts->compress, -1, NULL, 0, {0}, {0}, {0}};
+    egs_pq_encoder_init(&sink.enc, bits_of(opts->compress));
     sink.probe = xcalloc(EGS_COMPRESS_PROBE, sizeof *sink.probe);
     egs_compress_check_init(&sink.check);
     example_init(&sink.tmp);
@@ -331,6 +355,10 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
                 "%d; bound %g)", compress_name(st->compress_used), st->worst_rel_error,
                 st->worst_dim, EGS_COMPRESS_MAX_REL_ERROR);
     }
+    if (!rc && sink.enc.num_tables)
+        LOG("examples of at most %d rows stored with per-dimension ranges (PQ): %lld range "
+            "table%s", EGS_PQ_MAX_ROWS, sink.enc.num_tables, sink.enc.num_tables == 1 ? "" : "s");
+    egs_pq_encoder_release(&sink.enc);
     egs_compress_check_release(&sink.check);
     example_release(&sink.tmp);
     matrix_release(&m);
@@ -523,6 +551,80 @@ int egs_shuffle_balanced(const char *in_rspec, const char *out_wspec, int per_cl
 
 /* ---- nnet-copy-egs ---- */
 
+/* An example read and the outputs it goes to (drawn when read, so that the random stream is the
+ * same whether or not it waits in the probe). */
+struct copy_item {
+    char *key;
+    struct example eg;
+    int n, *outs;
+};
+
+struct copy_ctx {
+    struct table_writer *w;
+    int compress, lossy;
+    struct egs_pq_encoder enc;
+    struct egs_compress_check check;
+    struct matrix orig;
+    struct egs_stats *st;
+};
+
+/* Re-store (with compress) and write one example to its outputs. */
+static int copy_write(struct copy_ctx *c, struct copy_item *it) {
+    struct example *eg = &it->eg;
+    if (it->n && c->compress != EGS_COMPRESS_KEEP) {
+        /* the error this copy adds: against the input as read (decoded) */
+        struct matrix view = {0};
+        int rc = 0;
+        if (c->lossy) {
+            matrix_resize(&c->orig, eg->rows, example_input_dim(eg));
+            view = matrix_view(&c->orig, 0, eg->rows, 0, eg->cols);
+            int spk = eg->spk_dim;
+            eg->spk_dim = 0;
+            rc = example_input_decode(eg, &view);
+            eg->spk_dim = spk;
+        }
+        if (rc || example_recompress_with(eg, c->compress, &c->enc) ||
+            (c->lossy && egs_compress_check_add(&c->check, &view, eg)))
+            return error_wrap("key '%s': ", it->key);
+    }
+    for (int k = 0; k < it->n; k++) {
+        if (write_eg(&c->w[it->outs[k]], it->key, eg)) return -1;
+        c->st->num_written++;
+    }
+    return 0;
+}
+
+static void copy_item_release(struct copy_item *it) {
+    free(it->key);
+    free(it->outs);
+    example_release(&it->eg);
+    memset(it, 0, sizeof *it);
+}
+
+/* The probe: its inputs set the PQ ranges (egs.h), then it is written in order. */
+static int copy_flush_probe(struct copy_ctx *c, struct copy_item *probe, int n) {
+    struct matrix *inputs = xcalloc((size_t)(n ? n : 1), sizeof *inputs);
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        const struct example *eg = &probe[i].eg;
+        matrix_init_on(&inputs[i], eg->rows, eg->cols, MATRIX_CPU);
+        struct example tmp = *eg;
+        tmp.spk_dim = 0;
+        if (example_input_decode(&tmp, &inputs[i])) rc = error_wrap("key '%s': ", probe[i].key);
+    }
+    if (!rc) {
+        egs_pq_encoder_release(&c->enc);
+        probe_encoder(&c->enc, c->compress, NULL, n, inputs);
+    }
+    for (int i = 0; i < n; i++) {
+        matrix_release(&inputs[i]);
+        if (!rc) rc = copy_write(c, &probe[i]);
+        copy_item_release(&probe[i]);
+    }
+    free(inputs);
+    return rc;
+}
+
 int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, int random,
              uint64_t srand, double keep_proportion, int compress, struct egs_stats *st) {
     ASSERT(num_out >= 1 && keep_proportion >= 0);
@@ -539,52 +641,58 @@ int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, i
         }
     struct rng g;
     rng_seed(&g, srand);
-    struct example eg;
-    example_init(&eg);
-    struct egs_compress_check check;
-    egs_compress_check_init(&check);
-    struct matrix orig = {0};
+    struct copy_ctx c = {w, compress, compress == EGS_COMPRESS_8BIT || compress == EGS_COMPRESS_16BIT,
+                         {0}, {0}, {0}, st};
+    egs_pq_encoder_init(&c.enc, bits_of(compress));
+    egs_compress_check_init(&c.check);
+    /* 8bit/16bit: the first EGS_COMPRESS_PROBE examples wait until the PQ ranges are known */
+    struct copy_item *probe = c.lossy ? xcalloc(EGS_COMPRESS_PROBE, sizeof *probe) : NULL;
+    int num_probe = 0, probing = c.lossy;
+    long long assigned = 0; /* copies given an output so far (round robin) */
+    struct copy_item it;
+    memset(&it, 0, sizeof it);
     st->worst_dim = -1;
     double whole = floor(keep_proportion), frac = keep_proportion - whole;
-    while (!rc && (got = table_reader_next(&r, &eg)) == 1) {
+    while (!rc && (got = table_reader_next(&r, &it.eg)) == 1) {
         st->num_read++;
-        int count = (int)whole + (frac > 0 && rng_uniform(&g) < frac);
-        if (count && compress != EGS_COMPRESS_KEEP) {
-            /* the error this copy adds: against the input as read (decoded) */
-            int lossy = compress == EGS_COMPRESS_8BIT || compress == EGS_COMPRESS_16BIT;
-            struct matrix view = {0};
-            if (lossy) {
-                matrix_resize(&orig, eg.rows, example_input_dim(&eg));
-                view = matrix_view(&orig, 0, eg.rows, 0, eg.cols);
-                int spk = eg.spk_dim;
-                eg.spk_dim = 0;
-                rc = example_input_decode(&eg, &view);
-                eg.spk_dim = spk;
+        it.n = (int)whole + (frac > 0 && rng_uniform(&g) < frac);
+        it.outs = xmalloc(sizeof(int) * (size_t)(it.n ? it.n : 1));
+        for (int k = 0; k < it.n; k++)
+            it.outs[k] = random ? (int)rng_below(&g, (uint32_t)num_out)
+                                : (int)((assigned + k) % num_out);
+        assigned += it.n;
+        it.key = xstrdup(table_reader_key(&r));
+        if (probing) {
+            probe[num_probe++] = it;
+            memset(&it, 0, sizeof it);
+            if (num_probe == EGS_COMPRESS_PROBE) {
+                rc = copy_flush_probe(&c, probe, num_probe);
+                num_probe = 0;
+                probing = 0;
             }
-            if (rc || example_recompress(&eg, compress) ||
-                (lossy && egs_compress_check_add(&check, &view, &eg))) {
-                rc = error_wrap("key '%s': ", table_reader_key(&r));
-                break;
-            }
-        }
-        for (int c = 0; c < count && !rc; c++) {
-            int o =
-                random ? (int)rng_below(&g, (uint32_t)num_out) : (int)(st->num_written % num_out);
-            rc = write_eg(&w[o], table_reader_key(&r), &eg);
-            if (!rc) st->num_written++;
+        } else {
+            rc = copy_write(&c, &it);
+            free(it.key);
+            free(it.outs);
+            it.key = NULL;
+            it.outs = NULL;
         }
     }
     if (!rc && got < 0) rc = error_wrap("reading '%s': ", in_rspec);
-    st->worst_rel_error = egs_compress_check_worst(&check, &st->worst_dim);
-    if (!rc && check.rows)
+    if (!rc && num_probe) rc = copy_flush_probe(&c, probe, num_probe);
+    for (int i = 0; i < num_probe; i++) copy_item_release(&probe[i]);
+    free(probe);
+    copy_item_release(&it);
+    st->worst_rel_error = egs_compress_check_worst(&c.check, &st->worst_dim);
+    if (!rc && c.check.rows)
         log_message(st->worst_rel_error > EGS_COMPRESS_MAX_REL_ERROR ? LOG_LEVEL_WARNING
                                                                      : LOG_LEVEL_INFO,
                     __func__, __FILE__, __LINE__, "--compress: worst RMS error %.3g of a dimension's standard deviation (dimension %d; "
             "bound %g)%s", st->worst_rel_error, st->worst_dim, EGS_COMPRESS_MAX_REL_ERROR,
             st->worst_rel_error > EGS_COMPRESS_MAX_REL_ERROR ? ": use --compress=zlib or none" : "");
-    egs_compress_check_release(&check);
-    matrix_release(&orig);
-    example_release(&eg);
+    egs_compress_check_release(&c.check);
+    egs_pq_encoder_release(&c.enc);
+    matrix_release(&c.orig);
     rc = finish(&r, NULL, rc);
     for (int o = 0; o < opened; o++)
         rc = finish(NULL, &w[o], rc);
@@ -653,6 +761,8 @@ static double stored_bytes(const struct example *eg) {
     switch (eg->storage) {
     case EXAMPLE_STORE_CM: return 16.0 + (double)eg->cm.data_size;
     case EXAMPLE_STORE_ZLIB: return 20.0 + (double)eg->zsize;
+    /* the table, written once per stream, is not counted */
+    case EXAMPLE_STORE_PQ: return 38.0 + (double)eg->rows * eg->cols * (eg->pq->bits / 8);
     default: return 4.0 * eg->rows * eg->cols;
     }
 }
@@ -660,6 +770,7 @@ static double stored_bytes(const struct example *eg) {
 static int storage_slot(const struct example *eg) {
     if (eg->storage == EXAMPLE_STORE_FLOAT) return 0;
     if (eg->storage == EXAMPLE_STORE_ZLIB) return 4;
+    if (eg->storage == EXAMPLE_STORE_PQ) return eg->pq->bits == 8 ? 5 : 6;
     return eg->cm.format; /* 1 cm, 2 cm2, 3 cm3 */
 }
 
@@ -743,7 +854,7 @@ static void print_range(FILE *f, const char *name, int lo, int hi) {
 }
 
 void egs_info_print(FILE *f, const struct egs_info *info) {
-    static const char *names[5] = {"float", "cm", "cm2", "cm3", "zlib"};
+    static const char *names[7] = {"float", "cm", "cm2", "cm3", "zlib", "pq8", "pq16"};
     fprintf(f, "num-examples %lld\n", info->num_egs);
     fprintf(f, "num-labelled-frames %lld\n", info->num_frames);
     fprintf(f, "num-labels %lld\n", info->num_labels);
@@ -754,7 +865,7 @@ void egs_info_print(FILE *f, const struct egs_info *info) {
     print_range(f, "right-context", info->min_right, info->max_right);
     print_range(f, "frames-per-example", info->min_frames, info->max_frames);
     fprintf(f, "storage");
-    for (int s = 0; s < 5; s++)
+    for (int s = 0; s < 7; s++)
         if (info->storage_count[s]) fprintf(f, " %s=%lld", names[s], info->storage_count[s]);
     fprintf(f, "\n");
     fprintf(f, "input-bytes-stored %.0f\n", info->stored_bytes);

@@ -13,12 +13,19 @@
  *   EXAMPLE_STORE_CM     a Kaldi CompressedMatrix: CM (8-bit, per-column percentiles), CM2
  *                        (16-bit) or CM3 (8-bit, global range)             (~1 or 2 bytes / value)
  *   EXAMPLE_STORE_ZLIB   deflated float32 little-endian row-major bytes (lossless)
+ *   EXAMPLE_STORE_PQ     parnet's per-dimension quantisation: 8- or 16-bit codes against a range
+ *                        table (per input dimension a min and a step) shared by many examples
+ *                        (see "PQ" below; ~1 or 2 bytes / value plus the table once)
  * example_set_input() stores a matrix under a compression choice (enum egs_compress):
  *   none  -> FLOAT;   16bit -> CM2 (range from the data; error <= range / 131070);
  *   8bit  -> CM when rows > 8 (Kaldi's choice for egs; per-column percentiles), else CM3
  *            (range from the data; error <= range / 510) — Kaldi would take CM2 for <= 8 rows, but
  *            8-bit was asked for, and CM on one row costs 9 bytes a value;
  *   zlib  -> ZLIB (bit-exact).
+ * The egs writers (nnet-get-egs, nnet-copy-egs --compress) store examples of at most
+ * EGS_PQ_MAX_ROWS rows (one-row examples above all) as PQ instead, through an egs_pq_encoder
+ * (egs_store_input): a range per dimension, as Kaldi's CM has per column, so that features on
+ * scales 1e-3 .. 1e4 all keep their information, which one range per example (CM3, CM2) cannot.
  * example_input_decode*() write the decoded floats straight into caller rows (a host matrix view,
  * any stride), e.g. the trainer's minibatch matrix.
  *
@@ -35,6 +42,21 @@
  * CM / CM2 / CM3 (kept as stored; Kaldi writes these), or our own zlib form (Kaldi cannot read it):
  *   "ZM " int32 version (= 1), int32 rows, int32 cols, int32 nbytes, then nbytes raw bytes of
  *   zlib-deflated float32 little-endian row-major data (rows * cols * 4 bytes when inflated).
+ * or our per-dimension form PQ (parnet only; Kaldi cannot read it), version EGS_PQ_VERSION:
+ *   "PQ " int32 version (= 1), int32 bits (8 or 16), int32 rows, int32 cols, int32 id_hi,
+ *   int32 id_lo, int32 inline (0 or 1); if inline: cols raw float32 min[], cols raw float32
+ *   step[] (the range table); then rows * cols codes, uint8 or uint16 little-endian, row-major.
+ *   Value (r, j) = min[j] + step[j] * code(r, j). The 64-bit id (id_hi << 32 | id_lo) is an
+ *   FNV-1a hash of (int32 bits, int32 cols, min[], step[]); a reader checks it against the
+ *   content of an inline table. A writer puts a table inline in the first example of a stream
+ *   that uses it and refers to it by id (inline = 0) after that; a reader keeps every table its
+ *   stream has held (so a shuffled archive, or "cat a.ark b.ark |", reads), and an example that
+ *   refers to a table its stream has not held is an error naming it. So a PQ archive is read
+ *   from its start: sequentially, or through an scp in archive order; random access to a key
+ *   whose table is inline in an earlier entry fails with that message. The ranges come from the
+ *   writer's own examples, so the same features written by two nnet-get-egs runs over different
+ *   sets decode slightly differently (each within the bound); tests that compare training on
+ *   differently made archives exactly store --compress=none.
  * Every int32 above has Kaldi's 0x04 size byte. In text mode the input is always written as a
  * plain text matrix (decoded, as Kaldi writes a CompressedMatrix in text) and read as FLOAT.
  *
@@ -48,13 +70,19 @@
 #define PARNET_EGS_EGS_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "base/base.h"
 #include "io/io.h"
 #include "matrix/matrix.h"
 
-enum example_storage { EXAMPLE_STORE_FLOAT = 0, EXAMPLE_STORE_CM = 1, EXAMPLE_STORE_ZLIB = 2 };
+enum example_storage {
+    EXAMPLE_STORE_FLOAT = 0,
+    EXAMPLE_STORE_CM = 1,
+    EXAMPLE_STORE_ZLIB = 2,
+    EXAMPLE_STORE_PQ = 3,
+};
 
 /* How example inputs are stored (--compress=none|8bit|16bit|zlib); KEEP leaves stored inputs as
  * they are (nnet-copy-egs default). */
@@ -67,6 +95,16 @@ enum egs_compress {
 };
 
 #define EXAMPLE_ZLIB_VERSION 1
+#define EGS_PQ_VERSION 1
+
+/* A PQ range table: value = min[j] + step[j] * code, code in 0 .. 2^bits - 1. Shared
+ * (reference-counted, thread-safe counts) by every example stored with it; read-only once made. */
+struct egs_pq_table {
+    atomic_int refs;
+    int bits, cols;
+    uint64_t id; /* FNV-1a of the content (archive format above) */
+    float *min, *step; /* (cols) */
+};
 
 struct example {
     int num_frames;              /* T >= 1: labelled frames */
@@ -77,6 +115,8 @@ struct example {
     struct compressed_matrix cm; /* CM: (rows, cols) */
     unsigned char *zdata;        /* ZLIB: (zsize) deflated bytes */
     size_t zsize;
+    struct egs_pq_table *pq;     /* PQ: the range table (a reference held) */
+    unsigned char *pq_codes;     /* PQ: rows * cols codes of pq->bits / 8 bytes, little-endian */
     int *label_start;     /* (num_frames + 1): frame t owns labels [start[t], start[t+1]) */
     int32_t *label_index; /* (label_start[num_frames]) */
     float *label_weight;  /* (label_start[num_frames]) */
@@ -109,9 +149,10 @@ void example_set_labels_simple(struct example *eg, int num_frames, const int32_t
  * writer. Returns 0, or -1 (error_set) if quantization fails (NaN/Inf in m). */
 int example_set_input(struct example *eg, const struct matrix *m, int left_context, int compress);
 /* Re-store the input under another compression; KEEP, or a choice the input already satisfies
- * (FLOAT for none, CM3/CM for 8bit, CM2 for 16bit, ZLIB for zlib), leaves it untouched. */
+ * (FLOAT for none, CM3/CM/PQ8 for 8bit, CM2/PQ16 for 16bit, ZLIB for zlib), leaves it
+ * untouched. Without an encoder (example_recompress_with below) a small example goes to CM3/CM2. */
 int example_recompress(struct example *eg, int compress);
-/* Short name of the stored form: "float", "cm", "cm2", "cm3", "zlib". */
+/* Short name of the stored form: "float", "cm", "cm2", "cm3", "zlib", "pq8", "pq16". */
 const char *example_storage_name(const struct example *eg);
 
 /* Decode input rows [row0, row0 + n) into dst (host, n x example_input_dim, any stride); spk_info
@@ -128,6 +169,45 @@ int example_write(struct kout *out, int binary, const struct example *eg);
 /* The table holder: struct example objects in ark/scp tables, ark,bg: included. */
 extern const struct holder_ops holder_example;
 
+/* ---- PQ: per-dimension ranges shared by many examples (the archive format above) ----
+ * An encoder keeps per-dimension ranges [lo, hi] and the table made from them. observe() widens
+ * them to cover a matrix exactly (a probe: nnet-get-egs and nnet-copy-egs observe their first
+ * EGS_COMPRESS_PROBE examples); the first store() after observing widens every range by
+ * EGS_PQ_PROBE_MARGIN of its width on each side (a side at exactly 0 stays: non-negative
+ * features); a stored matrix outside the ranges widens the ranges it leaves (to cover it, plus
+ * EGS_PQ_GROW_MARGIN of the new width on that side) and starts a new table, so tables change
+ * rarely and one archive holds few. A range that spans 0 has 0 on its grid (decodes exactly).
+ * Error per value: at most step / 2 (plus float rounding), step = width / 255 (8 bit) or
+ * / 65535 (16 bit) of its own dimension (/ 254, / 65534 for a range spanning 0).
+ * A matrix with a value beyond 1e30 in magnitude (or NaN/Inf) goes to example_set_input. */
+#define EGS_PQ_MAX_ROWS 8
+#define EGS_PQ_PROBE_MARGIN 0.25
+#define EGS_PQ_GROW_MARGIN 1.0
+struct egs_pq_encoder {
+    int bits, cols;
+    double *lo, *hi; /* (cols) */
+    int seen, dirty, observed;
+    struct egs_pq_table *table; /* current (a reference held), NULL before the first store */
+    long long num_tables;       /* tables made so far */
+};
+void egs_pq_encoder_init(struct egs_pq_encoder *e, int bits); /* bits 8 or 16 */
+void egs_pq_encoder_release(struct egs_pq_encoder *e);
+void egs_pq_encoder_observe(struct egs_pq_encoder *e, const struct matrix *m);
+/* Store m (host, any stride; not a view of eg's input) as eg's input under the encoder's
+ * table, with left_context. 0, or -1 (error_set: NaN/Inf). */
+int egs_pq_encoder_store(struct egs_pq_encoder *e, struct example *eg, const struct matrix *m,
+                         int left_context);
+/* The writers' choice: PQ through enc for 8bit/16bit examples of <= EGS_PQ_MAX_ROWS rows (enc
+ * of the matching bits), else example_set_input. enc may be NULL (always example_set_input). */
+int egs_store_input(struct egs_pq_encoder *enc, struct example *eg, const struct matrix *m,
+                    int left_context, int compress);
+/* example_recompress through egs_store_input. */
+int example_recompress_with(struct example *eg, int compress, struct egs_pq_encoder *enc);
+/* A table from ranges (lo[j] <= hi[j], |.| <= 1e30), refcount 1; and the counts. */
+struct egs_pq_table *egs_pq_table_new(int bits, int cols, const double *lo, const double *hi);
+struct egs_pq_table *egs_pq_table_ref(struct egs_pq_table *t);
+void egs_pq_table_unref(struct egs_pq_table *t); /* NULL is ok */
+
 /* "none" "8bit" "16bit" "zlib", and "keep" or "" -> KEEP. 0, or -1 (error_set). */
 int egs_compress_parse(const char *s, int *compress);
 
@@ -138,9 +218,9 @@ int egs_compress_parse(const char *s, int *compress);
  * the asked-for format's worst relative error there exceeds EGS_COMPRESS_MAX_REL_ERROR, it falls
  * back to the next finer one (8bit -> 16bit -> zlib, lossless) with a warning; at the end it
  * logs the worst relative error over all examples (and warns past the bound). nnet-copy-egs
- * --compress measures and warns the same way. One-row examples in 8bit/16bit keep one range per
- * example (Kaldi CM3/CM2, one range for all dimensions), so features on very different scales
- * are where the fallback acts. */
+ * --compress measures and warns the same way. Examples of <= EGS_PQ_MAX_ROWS rows are stored as
+ * PQ (a range per dimension), so the fallback acts only on dimensions whose outliers lie far
+ * beyond their usual values, and on longer examples under 16bit (Kaldi CM2: one range). */
 #define EGS_COMPRESS_MAX_REL_ERROR 0.1
 #define EGS_COMPRESS_PROBE 1000
 struct egs_compress_check {
@@ -274,7 +354,7 @@ struct egs_info {
     long long num_egs, num_frames, num_labels;
     int input_dim, cols, spk_dim; /* of the first example */
     int min_left, max_left, min_right, max_right, min_frames, max_frames;
-    long long storage_count[5]; /* float, cm, cm2, cm3, zlib */
+    long long storage_count[7]; /* float, cm, cm2, cm3, zlib, pq8, pq16 */
     double *label_weight;       /* (label_dim) */
     long long *label_count;     /* (label_dim) */
     int label_dim;

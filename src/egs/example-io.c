@@ -111,6 +111,10 @@ static int read_input(struct kin *in, int binary, struct example *eg) {
             if (io_expect_token(in, binary, "ZM")) return -1;
             return read_zm(in, eg);
         }
+        if (!strcmp(tok, "PQ")) {
+            if (io_expect_token(in, binary, "PQ")) return -1;
+            return egs_pq_read(in, eg);
+        }
         if (!strcmp(tok, "CM") || !strcmp(tok, "CM2") || !strcmp(tok, "CM3")) {
             eg->storage = EXAMPLE_STORE_CM;
             if (io_read_compressed_matrix(in, binary, &eg->cm)) return -1;
@@ -202,6 +206,7 @@ static int write_input(struct kout *out, int binary, const struct example *eg) {
             return -1;
         return 0;
     }
+    if (binary && eg->storage == EXAMPLE_STORE_PQ) return egs_pq_write(out, eg);
     if (eg->storage == EXAMPLE_STORE_FLOAT) return io_write_matrix(out, binary, &eg->input);
     /* text mode, compressed: the decoded values, as Kaldi does */
     struct matrix m;

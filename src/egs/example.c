@@ -1,23 +1,28 @@
 /* struct example: labels, input storage and decoding (egs.h). */
 #include "egs/egs.h"
+#include "egs/egs-internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 void example_init(struct example *eg) { memset(eg, 0, sizeof *eg); }
 
-static void input_release(struct example *eg) {
+void example_input_release(struct example *eg) {
     matrix_release(&eg->input);
     compressed_matrix_release(&eg->cm);
     free(eg->zdata);
     eg->zdata = NULL;
     eg->zsize = 0;
+    egs_pq_table_unref(eg->pq);
+    eg->pq = NULL;
+    free(eg->pq_codes);
+    eg->pq_codes = NULL;
     eg->rows = eg->cols = 0;
     eg->storage = EXAMPLE_STORE_FLOAT;
 }
 
 void example_release(struct example *eg) {
-    input_release(eg);
+    example_input_release(eg);
     free(eg->label_start);
     free(eg->label_index);
     free(eg->label_weight);
@@ -56,6 +61,11 @@ void example_copy(struct example *dst, const struct example *src) {
     case EXAMPLE_STORE_ZLIB:
         dst->zsize = src->zsize;
         dst->zdata = dup_bytes(src->zdata, src->zsize);
+        break;
+    case EXAMPLE_STORE_PQ:
+        dst->pq = egs_pq_table_ref(src->pq);
+        dst->pq_codes =
+            dup_bytes(src->pq_codes, (size_t)src->rows * src->cols * (src->pq->bits / 8));
         break;
     default: ASSERT(!"bad storage");
     }
@@ -124,7 +134,7 @@ static int store_zlib(struct example *eg, const struct matrix *m) {
 int example_set_input(struct example *eg, const struct matrix *m, int left_context, int compress) {
     ASSERT(m->device == MATRIX_CPU && m->rows >= 1 && m->cols >= 1 && left_context >= 0);
     ASSERT(compress >= EGS_COMPRESS_NONE && compress <= EGS_COMPRESS_ZLIB);
-    input_release(eg);
+    example_input_release(eg);
     eg->left_context = left_context;
     switch (compress) {
     case EGS_COMPRESS_NONE:
@@ -141,7 +151,7 @@ int example_set_input(struct example *eg, const struct matrix *m, int left_conte
                                                     : CM_METHOD_1BYTE_AUTO;
         eg->storage = EXAMPLE_STORE_CM;
         if (compressed_matrix_compress(&eg->cm, m, method)) {
-            input_release(eg);
+            example_input_release(eg);
             return error_wrap("compressing example input: ");
         }
         break;
@@ -149,7 +159,7 @@ int example_set_input(struct example *eg, const struct matrix *m, int left_conte
     case EGS_COMPRESS_ZLIB:
         eg->storage = EXAMPLE_STORE_ZLIB;
         if (store_zlib(eg, m)) {
-            input_release(eg);
+            example_input_release(eg);
             return error_wrap("deflating example input: ");
         }
         break;
@@ -164,16 +174,22 @@ static int storage_satisfies(const struct example *eg, int compress) {
     case EGS_COMPRESS_KEEP: return 1;
     case EGS_COMPRESS_NONE: return eg->storage == EXAMPLE_STORE_FLOAT;
     case EGS_COMPRESS_8BIT:
-        return eg->storage == EXAMPLE_STORE_CM &&
-               (eg->cm.format == CM_FORMAT_CM || eg->cm.format == CM_FORMAT_CM3);
+        return (eg->storage == EXAMPLE_STORE_CM &&
+                (eg->cm.format == CM_FORMAT_CM || eg->cm.format == CM_FORMAT_CM3)) ||
+               (eg->storage == EXAMPLE_STORE_PQ && eg->pq->bits == 8);
     case EGS_COMPRESS_16BIT:
-        return eg->storage == EXAMPLE_STORE_CM && eg->cm.format == CM_FORMAT_CM2;
+        return (eg->storage == EXAMPLE_STORE_CM && eg->cm.format == CM_FORMAT_CM2) ||
+               (eg->storage == EXAMPLE_STORE_PQ && eg->pq->bits == 16);
     case EGS_COMPRESS_ZLIB: return eg->storage == EXAMPLE_STORE_ZLIB;
     }
     return 0;
 }
 
 int example_recompress(struct example *eg, int compress) {
+    return example_recompress_with(eg, compress, NULL);
+}
+
+int example_recompress_with(struct example *eg, int compress, struct egs_pq_encoder *enc) {
     if (storage_satisfies(eg, compress)) return 0;
     struct matrix m;
     matrix_init_on(&m, eg->rows, eg->cols, MATRIX_CPU);
@@ -182,7 +198,7 @@ int example_recompress(struct example *eg, int compress) {
     eg->spk_dim = 0;
     int rc = example_input_decode(eg, &m);
     eg->spk_dim = spk;
-    if (!rc) rc = example_set_input(eg, &m, eg->left_context, compress);
+    if (!rc) rc = egs_store_input(enc, eg, &m, eg->left_context, compress);
     matrix_release(&m);
     return rc;
 }
@@ -191,6 +207,7 @@ const char *example_storage_name(const struct example *eg) {
     switch (eg->storage) {
     case EXAMPLE_STORE_FLOAT: return "float";
     case EXAMPLE_STORE_ZLIB: return "zlib";
+    case EXAMPLE_STORE_PQ: return eg->pq->bits == 8 ? "pq8" : "pq16";
     case EXAMPLE_STORE_CM:
         return eg->cm.format == CM_FORMAT_CM    ? "cm"
                : eg->cm.format == CM_FORMAT_CM2 ? "cm2"
@@ -305,6 +322,7 @@ int example_input_decode_rows(const struct example *eg, int row0, int n, struct 
         if (io_check_finite(&view)) return error_wrap("example input (ZM): ");
         break;
     }
+    case EXAMPLE_STORE_PQ: egs_pq_decode_rows(eg, row0, n, d, stride); break;
     default: ASSERT(!"bad storage");
     }
     if (eg->spk_dim)

@@ -107,6 +107,10 @@ struct kin {
     int eof;           /* the underlying stream has hit end of file */
     unsigned char *buf; /* read buffer: buf[pos..len) not yet consumed */
     size_t pos, len, cap;
+    /* State a holder keeps for the whole stream (egs.h: the PQ range tables read so far), or
+     * NULL; kin_close calls holder_state_free(holder_state). */
+    void *holder_state;
+    void (*holder_state_free)(void *state);
 };
 
 /* Open an rxfilename (see above). Returns 0, or -1 with error_set. */
@@ -142,6 +146,10 @@ struct kout {
     int64_t offset;    /* bytes written so far */
     int kind;
     int failed;        /* a write failed (reported again by kout_close) */
+    /* State a holder keeps for the whole stream (egs.h: the PQ range tables written so far), or
+     * NULL; kout_close and kout_abort call holder_state_free(holder_state). */
+    void *holder_state;
+    void (*holder_state_free)(void *state);
 };
 
 int kout_open(struct kout *out, const char *wxfilename);

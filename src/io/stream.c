@@ -137,6 +137,7 @@ int kin_close(struct kin *in) {
             fclose(in->f);
         }
     }
+    if (in->holder_state) in->holder_state_free(in->holder_state);
     free(in->name);
     free(in->buf);
     memset(in, 0, sizeof *in);
@@ -346,6 +347,7 @@ int kout_flush(struct kout *out) {
 }
 
 static void kout_free(struct kout *out) {
+    if (out->holder_state) out->holder_state_free(out->holder_state);
     free(out->name);
     memset(out, 0, sizeof *out);
 }

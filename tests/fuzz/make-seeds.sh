@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes the seed corpus of every fuzz target into tests/fuzz/corpus/<target>/ from the programs
 # in bin/ (make all first). The seeds are committed; run this again when a format changes.
-# fuzz-egs keeps its hand-made seeds (one example per storage).
+# fuzz-egs keeps its hand-made seeds (one example per storage) and gets PQ archives (per-dimension
+# ranges, egs.h) from nnet-get-egs below.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 B=$top/bin C=$top/tests/fuzz/corpus
@@ -31,6 +32,15 @@ $B/feat-to-len --print-args=false ark:m.ark ark:len.ark 2>/dev/null
 { sel 8; cat cm2.ark; } | seed fuzz-archive cm2-binary-bg
 { sel 3; cat cm3.ark; } | seed fuzz-archive cm3-binary
 { sel 4; cat len.ark; } | seed fuzz-archive int32-binary
+
+# fuzz-egs: PQ archives (a range table inline in the first example, referred to by id after)
+printf 'u1  [\n  0.001 100 -3\n  0.002 -50 7 ]\nu2  [\n  0.0015 20 1 ]\n' >pq.txt
+printf 'u1 0 1\nu2 2\n' >pq-lab.txt
+$B/nnet-get-egs --print-args=false --compress=8bit ark,t:pq.txt ark,t:pq-lab.txt ark:pq8.ark 2>/dev/null
+seed fuzz-egs pq8-shared <pq8.ark
+$B/nnet-get-egs --print-args=false --compress=16bit --left-context=1 --right-context=1 \
+    ark,t:pq.txt ark,t:pq-lab.txt ark:pq16.ark 2>/dev/null
+seed fuzz-egs pq16-context <pq16.ark
 
 # fuzz-compressed-matrix: one matrix object (FM, CM, CM2, CM3, text)
 printf ' [\n  0.5 -1 2\n  3 4.25 5 ]\n' >one.txt

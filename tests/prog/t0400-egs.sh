@@ -57,7 +57,7 @@ expect_status "get-egs 8bit" 0 nnet-get-egs --left-context=1 --right-context=1 a
 keys ark:all.ark | sort >all.keys
 expect_eq "180 examples" "$(wc -l <all.keys)" 180
 nnet-egs-info ark:all.ark >info.txt 2>/dev/null
-expect_eq "8-bit by default (3 rows: CM3)" "$(grep '^storage' info.txt)" "storage cm3=180"
+expect_eq "8-bit by default (3 rows: PQ, per-dimension ranges)" "$(grep '^storage' info.txt)" "storage pq8=180"
 
 # shuffle: full and buffered, each deterministic, seed-dependent, a permutation of the input
 for mode in 0 7; do
@@ -121,7 +121,7 @@ done
 nnet-get-egs --left-context=2 --right-context=1 --compress=8bit ark:feats.ark ark,t:labels.txt \
     ark:egs-8bit.ark 2>/dev/null
 for c in 8bit 16bit zlib; do
-    want=$([ $c = 8bit ] && echo cm3 || { [ $c = 16bit ] && echo cm2 || echo zlib; })
+    want=$([ $c = 8bit ] && echo pq8 || { [ $c = 16bit ] && echo pq16 || echo zlib; })
     expect_eq "stored as $c" "$(nnet-egs-info ark:egs-$c.ark 2>/dev/null | grep '^storage')" \
         "storage $want=7"
 done

@@ -35,7 +35,9 @@ PY
 for s in a b ab16 ab32 short; do
     copy-feats ark,t:$s.feats.txt ark:$s.feats.ark 2>/dev/null
     copy-int-vector ark,t:$s.labels.txt ark:$s.labels.ark 2>/dev/null
-    nnet-get-egs ark:$s.feats.ark ark:$s.labels.ark ark:$s.egs 2>/dev/null
+    # none: the equalities below need an example to decode the same in every archive (8bit's
+    # PQ ranges come from each archive's own first examples)
+    nnet-get-egs --compress=none ark:$s.feats.ark ark:$s.labels.ark ark:$s.egs 2>/dev/null
 done
 cp a.egs egs.1.ark; cp b.egs egs.2.ark; cp a.egs uneven.1.ark; cp short.egs uneven.2.ark
 cat > sgd.config <<'CFG'
