@@ -17,7 +17,8 @@
  * one oneDNN matmul per share, oneDNN's own OpenMP threads kept at one per caller) after
  * converting both operands, split by rows, into bf16. onednn_gemm_raw works on the calling thread
  * only. Each thread keeps its own small cache of matmul primitives keyed by shape, strides,
- * transposes, data type and beta (alpha is passed at run time), its own stream and scratchpad.
+ * transposes, data type, alpha and beta (constants of a primitive: oneDNN 2.6 runs its AMX
+ * kernels only without a run-time scale), its own stream and scratchpad.
  *
  * Errors. A oneDNN failure on a shape the matrix layer has already checked is a broken library or
  * a programmer bug: it is reported with the call and oneDNN's status, and the program aborts.
