@@ -45,6 +45,42 @@ __attribute__((target("avx512f,avx512bf16"))) static void row_to_bf16_avx512(uin
 #define HAVE_AVX512BF16_PATH 1
 #endif
 
+/* dst = bf16(scale * src), one row (the scaled conversion of an operand not kept, below) */
+static void row_to_bf16_scaled(uint16_t *d, const float *s, int n, float scale) {
+    for (int c = 0; c < n; c++) d[c] = to_bf16(scale * s[c]);
+}
+
+#if HAVE_AVX512BF16_PATH
+__attribute__((target("avx512f,avx512bf16"))) static void row_to_bf16_scaled_avx512(
+    uint16_t *d, const float *s, int n, float scale) {
+    __m512 k = _mm512_set1_ps(scale);
+    int c = 0;
+    for (; c + 32 <= n; c += 32) {
+        __m512bh h = _mm512_cvtne2ps_pbh(_mm512_mul_ps(k, _mm512_loadu_ps(s + c + 16)),
+                                         _mm512_mul_ps(k, _mm512_loadu_ps(s + c)));
+        _mm512_storeu_si512((void *)(d + c), (__m512i)h);
+    }
+    row_to_bf16_scaled(d + c, s + c, n - c, scale);
+}
+#endif
+
+static void to_bf16_scaled(uint16_t *dst, int ld, struct cpu_mat src, float scale) {
+    if (scale == 1.0f) {
+        onednn_to_bf16(dst, ld, src);
+        return;
+    }
+    for (int r = 0; r < src.rows; r++) {
+#if HAVE_AVX512BF16_PATH
+        if (__builtin_cpu_supports("avx512bf16")) {
+            row_to_bf16_scaled_avx512(dst + (long)r * ld, src.data + (long)r * src.stride,
+                                      src.cols, scale);
+            continue;
+        }
+#endif
+        row_to_bf16_scaled(dst + (long)r * ld, src.data + (long)r * src.stride, src.cols, scale);
+    }
+}
+
 void onednn_to_bf16(uint16_t *dst, int ld, struct cpu_mat src) {
     ASSERT(ld >= src.cols);
     int rows = src.rows, cols = src.cols;
@@ -149,6 +185,7 @@ struct bf16_job {
     struct cpu_mat a, b;        /* as stored (before op) */
     uint16_t *a16, *b16;        /* contiguous copies: ld = a->cols, b->cols */
     int conv_a, conv_b;         /* whether they still have to be made */
+    float scale_a, scale_b;     /* what a conversion multiplies by (alpha folded in, or 1) */
     struct cpu_mat c;
     float alpha, beta;
     int trans_a, trans_b, k, by_rows;
@@ -165,10 +202,12 @@ static void convert_part(void *p, int t, int num) {
     int r0, r1;
     parallel_part(j->a.rows, t, num, 1, &r0, &r1);
     if (j->conv_a && r1 > r0)
-        onednn_to_bf16(j->a16 + (long)r0 * j->a.cols, j->a.cols, sub(j->a, r0, r1 - r0, 0, j->a.cols));
+        to_bf16_scaled(j->a16 + (long)r0 * j->a.cols, j->a.cols,
+                       sub(j->a, r0, r1 - r0, 0, j->a.cols), j->scale_a);
     parallel_part(j->b.rows, t, num, 1, &r0, &r1);
     if (j->conv_b && r1 > r0)
-        onednn_to_bf16(j->b16 + (long)r0 * j->b.cols, j->b.cols, sub(j->b, r0, r1 - r0, 0, j->b.cols));
+        to_bf16_scaled(j->b16 + (long)r0 * j->b.cols, j->b.cols,
+                       sub(j->b, r0, r1 - r0, 0, j->b.cols), j->scale_b);
 }
 
 enum { BF16_SPLIT_ALIGN = 32 };
@@ -220,11 +259,22 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
                struct cpu_mat b, int trans_b, int keep_b, float beta) {
     int k = trans_a ? a.rows : a.cols;
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
-    struct bf16_job j = {a, b, NULL, NULL, 0, 0, c, alpha, beta, trans_a, trans_b, k,
-                         c.rows >= c.cols};
+    struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f, c, alpha, beta, trans_a, trans_b,
+                         k, c.rows >= c.cols};
     onednn_forget(c);
     j.a16 = operand(a, keep_a, &lp.scratch_a, &j.conv_a);
     j.b16 = operand(b, keep_b, &lp.scratch_b, &j.conv_b);
+    /* alpha is a constant of a oneDNN primitive (below): one that changes every call (natural
+     * gradient's scale) goes into the conversion of an operand made for this call only, the
+     * smaller one, so the primitive stays cached. A kept copy is never scaled. */
+    if (alpha != 1.0f) {
+        int fold_a = j.conv_a && !(lp.open && keep_a), fold_b = j.conv_b && !(lp.open && keep_b);
+        if (fold_a && fold_b) fold_b = (long)b.rows * b.cols < (long)a.rows * a.cols;
+        if (fold_b) fold_a = 0;
+        if (fold_a) j.scale_a = alpha;
+        if (fold_b) j.scale_b = alpha;
+        if (fold_a || fold_b) j.alpha = 1.0f;
+    }
     if (j.conv_a || j.conv_b) parallel_run(convert_part, &j);
     if ((j.by_rows ? c.rows : c.cols) >= 2 * BF16_SPLIT_ALIGN)
         parallel_run(gemm_part, &j);
@@ -363,7 +413,19 @@ static void desc_2d(dnnl_memory_desc_t *d, int rows, int cols, int trans, int ld
     DNNL_CHECK(dnnl_memory_desc_init_by_strides(d, 2, dims, dt, strides));
 }
 
+static long primitives_created; /* under caches_lock */
+
+long onednn_primitives_created(void) {
+    pthread_mutex_lock(&caches_lock);
+    long n = primitives_created;
+    pthread_mutex_unlock(&caches_lock);
+    return n;
+}
+
 static void entry_create(struct gemm_entry *e, const struct gemm_key *key) {
+    pthread_mutex_lock(&caches_lock);
+    primitives_created++;
+    pthread_mutex_unlock(&caches_lock);
     dnnl_data_type_t dt = key->type == ONEDNN_TYPE_BF16 ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t ad, bd, cd, scd;
     desc_2d(&ad, key->m, key->k, key->trans_a, key->lda, dt);
@@ -449,6 +511,8 @@ void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int
 }
 
 #else /* !HAVE_DNNL */
+
+long onednn_primitives_created(void) { return 0; }
 
 int onednn_bf16_check(char *isa, size_t isa_len) {
     if (isa && isa_len) snprintf(isa, isa_len, "none");

@@ -54,12 +54,18 @@ void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int
 
 /* The bf16 layer product: c = alpha op(a) op(b) + beta c with fp32 a, b rounded to bf16 (kept
  * copies reused, see below), split over the pool. keep_a, keep_b: enum matrix_keep (matrix.h).
- * m, n, k >= 1, c overlaps neither operand. */
+ * m, n, k >= 1, c overlaps neither operand. alpha != 1 is folded into the rounding of an operand
+ * converted for this call only (c = op(bf16(alpha a)) op(bf16(b)) + beta c, or with alpha b),
+ * so that a scale changing every call (natural gradient's) does not make a new primitive. */
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
                struct cpu_mat b, int trans_b, int keep_b, float beta);
 /* The kept copies (matrix_layer_pass in matrix.h): a pass opens, forgets the derivatives', or
  * ends; onednn_forget drops every copy whose memory c overlaps (c is about to be written). */
 void onednn_pass(int pass);
 void onednn_forget(struct cpu_mat c);
+
+/* How many oneDNN primitives this process has created (each costs a JIT compilation; the cache
+ * should keep this flat during training). 0 without oneDNN. */
+long onednn_primitives_created(void);
 
 #endif
