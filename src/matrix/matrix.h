@@ -86,10 +86,13 @@ void matrix_set_num_threads(int n);
  *   "fp32"  (the default) as matrix_add_mat_mat: OpenBLAS on the CPU, cuBLAS on the GPU;
  *   "bf16"  mixed precision on the CPU's matrix engines (oneDNN on AMX-BF16 or AVX512-BF16):
  *           both operands rounded to bf16 (nearest even), products accumulated and written in
- *           fp32. Shapes that do not gain stay fp32 with OpenBLAS (bench/gemm-rates.c): a side
- *           below MATRIX_BF16_MIN_SIDE (the 10-class output layer, the bias column), or an inner
+ *           fp32. Shapes that do not gain stay fp32 (bench/gemm-rates.c): a side below
+ *           MATRIX_BF16_MIN_SIDE (the 10-class output layer, the bias column), or an inner
  *           dimension below MATRIX_BF16_MIN_INNER (the weight gradient dY^T X at minibatch 128,
- *           whose 1024 x 1024 output and 128-long sums ran 0.6-0.9x OpenBLAS in bf16).
+ *           whose 1024 x 1024 output and 128-long sums ran 0.6-0.9x OpenBLAS in bf16); of those,
+ *           the thin ones (some side or the inner dimension in [MATRIX_F32_THIN_MIN,
+ *           MATRIX_BF16_MIN_SIDE): the 10-class layer) on oneDNN's fp32 kernels (1.3-1.6x
+ *           OpenBLAS there), the others with OpenBLAS.
  * Everything else stays fp32 whatever the setting: parameters, updates, averaging, model files,
  * nonlinearities, objectives, and all of natural gradient's products, statistics and
  * eigenproblems (matrix_add_mat_mat itself never changes precision).
@@ -104,6 +107,7 @@ void matrix_set_num_threads(int n);
 enum matrix_precision { MATRIX_FP32 = 0, MATRIX_BF16 = 1 };
 #define MATRIX_BF16_MIN_SIDE 32
 #define MATRIX_BF16_MIN_INNER 256
+#define MATRIX_F32_THIN_MIN 8
 #define MATRIX_PRECISION_OPTION(var)                                                           \
     {"precision", OPT_STRING, &(var),                                                         \
      "fp32|bf16: precision of the layer products (bf16: AMX/AVX512-BF16 via oneDNN, fp32 "     \

@@ -231,6 +231,43 @@ static void gemm_part(void *p, int t, int num) {
                   j->beta);
 }
 
+/* oneDNN fp32 with alpha given at run time (below; alpha 1: none): the thin products' alpha is
+ * natural gradient's scale, new every minibatch, and their kernels are gemm:jit whatever. */
+static void gemm_f32_runtime_alpha(struct cpu_mat c, float alpha, const float *a, int lda,
+                                   int trans_a, const float *b, int ldb, int trans_b, int k,
+                                   float beta);
+
+/* The same split on fp32 operands as stored (onednn_gemm_f32). */
+static void gemm_f32_part(void *p, int t, int num) {
+    const struct bf16_job *j = p;
+    int lda = j->a.stride, ldb = j->b.stride, lo, hi;
+    parallel_part(j->by_rows ? j->c.rows : j->c.cols, t, num, BF16_SPLIT_ALIGN, &lo, &hi);
+    if (lo >= hi) return;
+    const float *a = j->a.data, *b = j->b.data;
+    struct cpu_mat c;
+    if (j->by_rows) {
+        a += j->trans_a ? lo : (long)lo * lda;
+        c = sub(j->c, lo, hi - lo, 0, j->c.cols);
+    } else {
+        b += j->trans_b ? (long)lo * ldb : lo;
+        c = sub(j->c, 0, j->c.rows, lo, hi - lo);
+    }
+    gemm_f32_runtime_alpha(c, j->alpha, a, lda, j->trans_a, b, ldb, j->trans_b, j->k, j->beta);
+}
+
+void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
+                     struct cpu_mat b, int trans_b, float beta) {
+    int k = trans_a ? a.rows : a.cols;
+    ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
+    struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f, c, alpha, beta, trans_a, trans_b,
+                         k, c.rows >= c.cols};
+    onednn_forget(c);
+    if ((j.by_rows ? c.rows : c.cols) >= 2 * BF16_SPLIT_ALIGN)
+        parallel_run(gemm_f32_part, &j);
+    else
+        gemm_f32_part(&j, 0, 1);
+}
+
 /* The bf16 copy of m for a product: kept (found, or made into a free slot) or in scratch;
  * *convert says whether it still has to be made. */
 static uint16_t *operand(struct cpu_mat m, int keep, struct bf16_buf *scratch, int *convert) {
@@ -338,13 +375,14 @@ int onednn_bf16_check(char *isa, size_t isa_len) {
  * component's learning rate, so a handful of entries per shape. */
 struct gemm_key {
     int type, m, n, k, trans_a, trans_b, lda, ldb, ldc;
+    int runtime_alpha; /* 1: alpha given at run time (the fp32 thin products: gemm:jit anyway) */
     float alpha, beta;
 };
 
 struct gemm_entry {
     struct gemm_key key;
     dnnl_primitive_t prim;
-    dnnl_memory_t a, b, c, scratch;
+    dnnl_memory_t a, b, c, scale, scratch;
     size_t scratch_bytes;
 };
 
@@ -368,6 +406,7 @@ static void entry_release(struct gemm_entry *e) {
     dnnl_memory_destroy(e->a);
     dnnl_memory_destroy(e->b);
     dnnl_memory_destroy(e->c);
+    if (e->scale) dnnl_memory_destroy(e->scale);
     dnnl_memory_destroy(e->scratch);
     memset(e, 0, sizeof *e);
 }
@@ -436,7 +475,10 @@ static void entry_create(struct gemm_entry *e, const struct gemm_key *key) {
     dnnl_primitive_attr_t attr;
     DNNL_CHECK(dnnl_primitive_attr_create(&attr));
     DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
-    if (key->alpha != 1.0f)
+    const float runtime = DNNL_RUNTIME_F32_VAL;
+    if (key->runtime_alpha)
+        DNNL_CHECK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &runtime));
+    else if (key->alpha != 1.0f)
         DNNL_CHECK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &key->alpha));
     if (key->beta != 0.0f) {
         dnnl_post_ops_t po;
@@ -454,6 +496,12 @@ static void entry_create(struct gemm_entry *e, const struct gemm_key *key) {
     DNNL_CHECK(dnnl_memory_create(&e->a, &ad, engine, DNNL_MEMORY_NONE));
     DNNL_CHECK(dnnl_memory_create(&e->b, &bd, engine, DNNL_MEMORY_NONE));
     DNNL_CHECK(dnnl_memory_create(&e->c, &cd, engine, DNNL_MEMORY_NONE));
+    if (key->runtime_alpha) {
+        dnnl_memory_desc_t sd;
+        dnnl_dims_t one = {1};
+        DNNL_CHECK(dnnl_memory_desc_init_by_tag(&sd, 1, one, dnnl_f32, dnnl_a));
+        DNNL_CHECK(dnnl_memory_create(&e->scale, &sd, engine, DNNL_MEMORY_NONE));
+    }
     DNNL_CHECK(dnnl_memory_create(&e->scratch, &scd, engine, DNNL_MEMORY_NONE));
     dnnl_primitive_desc_destroy(pd);
     e->key = *key;
@@ -479,8 +527,9 @@ static struct gemm_entry *entry_get(struct thread_cache *t, const struct gemm_ke
     return e;
 }
 
-void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
-                   const void *b, int ldb, int trans_b, int k, float beta) {
+static void gemm_run(struct cpu_mat c, float alpha, int runtime_alpha, int type, const void *a,
+                     int lda, int trans_a, const void *b, int ldb, int trans_b, int k,
+                     float beta) {
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
     ASSERT(type == ONEDNN_TYPE_F32 || type == ONEDNN_TYPE_BF16);
     struct gemm_key key;
@@ -494,7 +543,8 @@ void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int
     key.lda = lda;
     key.ldb = ldb;
     key.ldc = c.stride;
-    key.alpha = alpha;
+    key.runtime_alpha = runtime_alpha;
+    key.alpha = runtime_alpha ? 0.0f : alpha;
     key.beta = beta;
     struct thread_cache *t = cache_get();
     struct gemm_entry *e = entry_get(t, &key);
@@ -505,9 +555,22 @@ void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int
     dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, e->a},
                               {DNNL_ARG_WEIGHTS, e->b},
                               {DNNL_ARG_DST, e->c},
-                              {DNNL_ARG_SCRATCHPAD, e->scratch}};
-    DNNL_CHECK(dnnl_primitive_execute(e->prim, t->stream, 4, args));
+                              {DNNL_ARG_SCRATCHPAD, e->scratch},
+                              {DNNL_ARG_ATTR_OUTPUT_SCALES, e->scale}};
+    if (runtime_alpha) DNNL_CHECK(dnnl_memory_set_data_handle(e->scale, &alpha));
+    DNNL_CHECK(dnnl_primitive_execute(e->prim, t->stream, runtime_alpha ? 5 : 4, args));
     DNNL_CHECK(dnnl_stream_wait(t->stream));
+}
+
+void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
+                     const void *b, int ldb, int trans_b, int k, float beta) {
+    gemm_run(c, alpha, 0, type, a, lda, trans_a, b, ldb, trans_b, k, beta);
+}
+
+static void gemm_f32_runtime_alpha(struct cpu_mat c, float alpha, const float *a, int lda,
+                                   int trans_a, const float *b, int ldb, int trans_b, int k,
+                                   float beta) {
+    gemm_run(c, alpha, alpha != 1.0f, ONEDNN_TYPE_F32, a, lda, trans_a, b, ldb, trans_b, k, beta);
 }
 
 #else /* !HAVE_DNNL */
@@ -523,6 +586,12 @@ int onednn_bf16_check(char *isa, size_t isa_len) {
 void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
                    const void *b, int ldb, int trans_b, int k, float beta) {
     die("onednn_gemm_raw: parnet was built without oneDNN");
+}
+
+static void gemm_f32_runtime_alpha(struct cpu_mat c, float alpha, const float *a, int lda,
+                                   int trans_a, const float *b, int ldb, int trans_b, int k,
+                                   float beta) {
+    die("onednn_gemm_f32: parnet was built without oneDNN");
 }
 
 #endif

@@ -59,6 +59,11 @@ void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int
  * so that a scale changing every call (natural gradient's) does not make a new primitive. */
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
                struct cpu_mat b, int trans_b, int keep_b, float beta);
+/* The same product on fp32 operands through oneDNN's fp32 kernels, split over the pool likewise
+ * (the thin layer products under --precision=bf16: the 10-class output layer; measured 1.3-1.6x
+ * OpenBLAS there, bench/gemm-rates.c). Needs oneDNN. */
+void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
+                     struct cpu_mat b, int trans_b, float beta);
 /* The kept copies (matrix_layer_pass in matrix.h): a pass opens, forgets the derivatives', or
  * ends; onednn_forget drops every copy whose memory c overlaps (c is about to be written). */
 void onednn_pass(int pass);

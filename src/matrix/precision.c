@@ -61,6 +61,15 @@ static int bf16_for(int m, int n, int k) {
            k >= MATRIX_BF16_MIN_INNER;
 }
 
+/* Under bf16, a product that stays fp32 and is thin (the 10-class layer) runs on oneDNN's fp32
+ * kernels; the bias column (a side of 1) and the wide ones stay with OpenBLAS. */
+static int onednn_f32_for(int m, int n, int k) {
+    int lo = m < n ? m : n;
+    if (k < lo) lo = k;
+    return precision == MATRIX_BF16 && lo >= MATRIX_F32_THIN_MIN &&
+           lo < MATRIX_BF16_MIN_SIDE;
+}
+
 void matrix_layer_product(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
                           int keep_a, const struct matrix *b, int trans_b, int keep_b, float beta) {
     ASSERT(trans_a == MATRIX_NO_TRANS || trans_a == MATRIX_TRANS);
@@ -77,5 +86,7 @@ void matrix_layer_product(struct matrix *c, float alpha, const struct matrix *a,
     DISPATCH(GPU3(c, a, b), cuda_gemm(CM(c), alpha, CM(a), trans_a, CM(b), trans_b, beta),
              bf16_for(m, n, k)
                  ? onednn_gemm(KM(c), alpha, KM(a), trans_a, keep_a, KM(b), trans_b, keep_b, beta)
+             : onednn_f32_for(m, n, k)
+                 ? onednn_gemm_f32(KM(c), alpha, KM(a), trans_a, KM(b), trans_b, beta)
                  : cpu_gemm(KM(c), alpha, KM(a), trans_a, KM(b), trans_b, beta));
 }

@@ -296,7 +296,8 @@ static void test_kept_operands(void) {
 }
 
 /* A scale that changes every call (natural gradient's step scale) folds into an operand's
- * rounding: one primitive for every alpha; the result is that of the scaled operand. */
+ * rounding: one primitive for every alpha; the result is that of the scaled operand. A thin
+ * product (oneDNN fp32) takes it at run time: one primitive too, fp32 accuracy. */
 static void test_changing_alpha(void) {
     if (!bf16_ok) return;
     CHECK(matrix_set_precision("bf16") == 0);
@@ -321,6 +322,27 @@ static void test_changing_alpha(void) {
         if (e > worst) worst = e;
     }
     long more = onednn_primitives_created() - made;
+    free(a.p);
+    free(b.p);
+    free(c.p);
+    free(c0.p);
+    /* a thin product (the 10-class layer's weight gradient: oneDNN fp32, alpha at run time) */
+    enum { T = 10 };
+    smat_init(&a, K, T, 0);
+    smat_init(&b, K, N, 0);
+    smat_init(&c, T, N, 0);
+    smat_init(&c0, T, N, 0);
+    memcpy(c0.p, c.p, sizeof(float) * T * N);
+    matrix_add_mat_mat_layer(&c.m, 0.25f, &a.m, MATRIX_TRANS, &b.m, MATRIX_NO_TRANS, 1.0f);
+    made = onednn_primitives_created();
+    for (int i = 1; i <= 5; i++) {
+        float alpha = 0.1f * i + 0.013f;
+        memcpy(c.p, c0.p, sizeof(float) * T * N);
+        matrix_add_mat_mat_layer(&c.m, alpha, &a.m, MATRIX_TRANS, &b.m, MATRIX_NO_TRANS, 1.0f);
+        double e = worst_rel(&c.m, &c0.m, alpha, &a.m, 1, &b.m, 0, 1.0f, 0);
+        if (e > worst) worst = e;
+    }
+    more += onednn_primitives_created() - made;
     free(a.p);
     free(b.p);
     free(c.p);
