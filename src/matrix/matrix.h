@@ -137,6 +137,11 @@ void matrix_add_mat_mat_layer(struct matrix *c, float alpha, const struct matrix
 enum matrix_keep { MATRIX_KEEP_NONE = 0, MATRIX_KEEP_VALUE = 1, MATRIX_KEEP_DERIV = 2 };
 enum matrix_pass { MATRIX_PASS_FORWARD = 0, MATRIX_PASS_BACKWARD = 1, MATRIX_PASS_END = 2 };
 void matrix_layer_pass(int pass);
+/* An affine layer's forward, out = in W^T + 1 b^T, in and W kept (MATRIX_KEEP_VALUE): under bf16
+ * the bias is added by the product itself as it writes out (no pass of its own); otherwise
+ * matrix_set_rows then the layer product with beta 1, exactly as before. */
+void matrix_layer_affine(struct matrix *out, const struct matrix *in, const struct matrix *w,
+                         const struct vector *b);
 void matrix_layer_product(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
                           int keep_a, const struct matrix *b, int trans_b, int keep_b, float beta);
 

@@ -189,6 +189,7 @@ struct bf16_job {
     struct cpu_mat c;
     float alpha, beta;
     int trans_a, trans_b, k, by_rows;
+    const float *bias; /* NULL, or added to every row of c (c.cols floats) */
 };
 
 static struct cpu_mat sub(struct cpu_mat m, int r0, int rows, int c0, int cols) {
@@ -212,6 +213,11 @@ static void convert_part(void *p, int t, int num) {
 
 enum { BF16_SPLIT_ALIGN = 32 };
 
+/* The bf16 product with a bias row added to c (bias NULL: onednn_gemm_raw), below. */
+static void gemm_bias(struct cpu_mat c, float alpha, const uint16_t *a, int lda, int trans_a,
+                      const uint16_t *b, int ldb, int trans_b, int k, const float *bias,
+                      float beta);
+
 /* One oneDNN product per share of C's rows (they are op(A)'s) or columns (op(B)'s). */
 static void gemm_part(void *p, int t, int num) {
     const struct bf16_job *j = p;
@@ -219,16 +225,17 @@ static void gemm_part(void *p, int t, int num) {
     parallel_part(j->by_rows ? j->c.rows : j->c.cols, t, num, BF16_SPLIT_ALIGN, &lo, &hi);
     if (lo >= hi) return;
     const uint16_t *a = j->a16, *b = j->b16;
+    const float *bias = j->bias;
     struct cpu_mat c;
     if (j->by_rows) {
         a += j->trans_a ? lo : (long)lo * lda;
         c = sub(j->c, lo, hi - lo, 0, j->c.cols);
     } else {
         b += j->trans_b ? (long)lo * ldb : lo;
+        if (bias) bias += lo;
         c = sub(j->c, 0, j->c.rows, lo, hi - lo);
     }
-    onednn_gemm_raw(c, j->alpha, ONEDNN_TYPE_BF16, a, lda, j->trans_a, b, ldb, j->trans_b, j->k,
-                  j->beta);
+    gemm_bias(c, j->alpha, a, lda, j->trans_a, b, ldb, j->trans_b, j->k, bias, j->beta);
 }
 
 /* oneDNN fp32 with alpha given at run time (below; alpha 1: none): the thin products' alpha is
@@ -260,7 +267,7 @@ void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_
     int k = trans_a ? a.rows : a.cols;
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
     struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f, c, alpha, beta, trans_a, trans_b,
-                         k, c.rows >= c.cols};
+                         k, c.rows >= c.cols, NULL};
     onednn_forget(c);
     if ((j.by_rows ? c.rows : c.cols) >= 2 * BF16_SPLIT_ALIGN)
         parallel_run(gemm_f32_part, &j);
@@ -293,11 +300,11 @@ static uint16_t *operand(struct cpu_mat m, int keep, struct bf16_buf *scratch, i
 }
 
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
-               struct cpu_mat b, int trans_b, int keep_b, float beta) {
+                 struct cpu_mat b, int trans_b, int keep_b, const float *bias, float beta) {
     int k = trans_a ? a.rows : a.cols;
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
     struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f, c, alpha, beta, trans_a, trans_b,
-                         k, c.rows >= c.cols};
+                         k, c.rows >= c.cols, bias};
     onednn_forget(c);
     j.a16 = operand(a, keep_a, &lp.scratch_a, &j.conv_a);
     j.b16 = operand(b, keep_b, &lp.scratch_b, &j.conv_b);
@@ -376,13 +383,14 @@ int onednn_bf16_check(char *isa, size_t isa_len) {
 struct gemm_key {
     int type, m, n, k, trans_a, trans_b, lda, ldb, ldc;
     int runtime_alpha; /* 1: alpha given at run time (the fp32 thin products: gemm:jit anyway) */
+    int bias;          /* 1: a bias row (1 x n fp32) is added */
     float alpha, beta;
 };
 
 struct gemm_entry {
     struct gemm_key key;
     dnnl_primitive_t prim;
-    dnnl_memory_t a, b, c, scale, scratch;
+    dnnl_memory_t a, b, c, scale, bias, scratch;
     size_t scratch_bytes;
 };
 
@@ -407,6 +415,7 @@ static void entry_release(struct gemm_entry *e) {
     dnnl_memory_destroy(e->b);
     dnnl_memory_destroy(e->c);
     if (e->scale) dnnl_memory_destroy(e->scale);
+    if (e->bias) dnnl_memory_destroy(e->bias);
     dnnl_memory_destroy(e->scratch);
     memset(e, 0, sizeof *e);
 }
@@ -470,8 +479,11 @@ static void entry_create(struct gemm_entry *e, const struct gemm_key *key) {
     desc_2d(&ad, key->m, key->k, key->trans_a, key->lda, dt);
     desc_2d(&bd, key->k, key->n, key->trans_b, key->ldb, dt);
     desc_2d(&cd, key->m, key->n, 0, key->ldc, dnnl_f32);
+    dnnl_memory_desc_t biasd;
+    dnnl_dims_t bias_dims = {1, key->n};
+    DNNL_CHECK(dnnl_memory_desc_init_by_tag(&biasd, 2, bias_dims, dnnl_f32, dnnl_ab));
     dnnl_matmul_desc_t md;
-    DNNL_CHECK(dnnl_matmul_desc_init(&md, &ad, &bd, NULL, &cd));
+    DNNL_CHECK(dnnl_matmul_desc_init(&md, &ad, &bd, key->bias ? &biasd : NULL, &cd));
     dnnl_primitive_attr_t attr;
     DNNL_CHECK(dnnl_primitive_attr_create(&attr));
     DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
@@ -496,6 +508,7 @@ static void entry_create(struct gemm_entry *e, const struct gemm_key *key) {
     DNNL_CHECK(dnnl_memory_create(&e->a, &ad, engine, DNNL_MEMORY_NONE));
     DNNL_CHECK(dnnl_memory_create(&e->b, &bd, engine, DNNL_MEMORY_NONE));
     DNNL_CHECK(dnnl_memory_create(&e->c, &cd, engine, DNNL_MEMORY_NONE));
+    if (key->bias) DNNL_CHECK(dnnl_memory_create(&e->bias, &biasd, engine, DNNL_MEMORY_NONE));
     if (key->runtime_alpha) {
         dnnl_memory_desc_t sd;
         dnnl_dims_t one = {1};
@@ -529,7 +542,7 @@ static struct gemm_entry *entry_get(struct thread_cache *t, const struct gemm_ke
 
 static void gemm_run(struct cpu_mat c, float alpha, int runtime_alpha, int type, const void *a,
                      int lda, int trans_a, const void *b, int ldb, int trans_b, int k,
-                     float beta) {
+                     const float *bias, float beta) {
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
     ASSERT(type == ONEDNN_TYPE_F32 || type == ONEDNN_TYPE_BF16);
     struct gemm_key key;
@@ -544,6 +557,7 @@ static void gemm_run(struct cpu_mat c, float alpha, int runtime_alpha, int type,
     key.ldb = ldb;
     key.ldc = c.stride;
     key.runtime_alpha = runtime_alpha;
+    key.bias = bias != NULL;
     key.alpha = runtime_alpha ? 0.0f : alpha;
     key.beta = beta;
     struct thread_cache *t = cache_get();
@@ -556,21 +570,37 @@ static void gemm_run(struct cpu_mat c, float alpha, int runtime_alpha, int type,
                               {DNNL_ARG_WEIGHTS, e->b},
                               {DNNL_ARG_DST, e->c},
                               {DNNL_ARG_SCRATCHPAD, e->scratch},
-                              {DNNL_ARG_ATTR_OUTPUT_SCALES, e->scale}};
-    if (runtime_alpha) DNNL_CHECK(dnnl_memory_set_data_handle(e->scale, &alpha));
-    DNNL_CHECK(dnnl_primitive_execute(e->prim, t->stream, runtime_alpha ? 5 : 4, args));
+                              {0, NULL},
+                              {0, NULL}};
+    int nargs = 4;
+    if (runtime_alpha) {
+        DNNL_CHECK(dnnl_memory_set_data_handle(e->scale, &alpha));
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_OUTPUT_SCALES, e->scale};
+    }
+    if (bias) {
+        DNNL_CHECK(dnnl_memory_set_data_handle(e->bias, (void *)bias));
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, e->bias};
+    }
+    DNNL_CHECK(dnnl_primitive_execute(e->prim, t->stream, nargs, args));
     DNNL_CHECK(dnnl_stream_wait(t->stream));
 }
 
 void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
                      const void *b, int ldb, int trans_b, int k, float beta) {
-    gemm_run(c, alpha, 0, type, a, lda, trans_a, b, ldb, trans_b, k, beta);
+    gemm_run(c, alpha, 0, type, a, lda, trans_a, b, ldb, trans_b, k, NULL, beta);
+}
+
+static void gemm_bias(struct cpu_mat c, float alpha, const uint16_t *a, int lda, int trans_a,
+                      const uint16_t *b, int ldb, int trans_b, int k, const float *bias,
+                      float beta) {
+    gemm_run(c, alpha, 0, ONEDNN_TYPE_BF16, a, lda, trans_a, b, ldb, trans_b, k, bias, beta);
 }
 
 static void gemm_f32_runtime_alpha(struct cpu_mat c, float alpha, const float *a, int lda,
                                    int trans_a, const float *b, int ldb, int trans_b, int k,
                                    float beta) {
-    gemm_run(c, alpha, alpha != 1.0f, ONEDNN_TYPE_F32, a, lda, trans_a, b, ldb, trans_b, k, beta);
+    gemm_run(c, alpha, alpha != 1.0f, ONEDNN_TYPE_F32, a, lda, trans_a, b, ldb, trans_b, k, NULL,
+             beta);
 }
 
 #else /* !HAVE_DNNL */
@@ -592,6 +622,12 @@ static void gemm_f32_runtime_alpha(struct cpu_mat c, float alpha, const float *a
                                    int trans_a, const float *b, int ldb, int trans_b, int k,
                                    float beta) {
     die("onednn_gemm_f32: parnet was built without oneDNN");
+}
+
+static void gemm_bias(struct cpu_mat c, float alpha, const uint16_t *a, int lda, int trans_a,
+                      const uint16_t *b, int ldb, int trans_b, int k, const float *bias,
+                      float beta) {
+    die("onednn_gemm: parnet was built without oneDNN");
 }
 
 #endif

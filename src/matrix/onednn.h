@@ -56,9 +56,11 @@ void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int
  * copies reused, see below), split over the pool. keep_a, keep_b: enum matrix_keep (matrix.h).
  * m, n, k >= 1, c overlaps neither operand. alpha != 1 is folded into the rounding of an operand
  * converted for this call only (c = op(bf16(alpha a)) op(bf16(b)) + beta c, or with alpha b),
- * so that a scale changing every call (natural gradient's) does not make a new primitive. */
+ * so that a scale changing every call (natural gradient's) does not make a new primitive.
+ * bias: NULL, or c.cols floats added to every row of c (the Affine forward's bias, fused into the
+ * product's write instead of a pass of its own). */
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
-               struct cpu_mat b, int trans_b, int keep_b, float beta);
+                 struct cpu_mat b, int trans_b, int keep_b, const float *bias, float beta);
 /* The same product on fp32 operands through oneDNN's fp32 kernels, split over the pool likewise
  * (the thin layer products under --precision=bf16: the 10-class output layer; measured 1.3-1.6x
  * OpenBLAS there, bench/gemm-rates.c). Needs oneDNN. */

@@ -353,6 +353,41 @@ static void test_changing_alpha(void) {
     CHECK(worst <= 1e-5);
 }
 
+/* The affine forward with its bias fused into the product (bf16), serial and split over 3
+ * threads (by columns: out is wider than tall), against the rounded product plus the bias. */
+static void test_layer_affine(void) {
+    if (!bf16_ok) return;
+    CHECK(matrix_set_precision("bf16") == 0);
+    enum { M = 48, K = 288, N = 200 };
+    struct smat x, w, out, zero;
+    smat_init(&x, M, K, 3);
+    smat_init(&w, N, K, 5);
+    smat_init(&out, M, N, 2);
+    smat_init(&zero, M, N, 2);
+    struct vector b;
+    vector_init(&b, N);
+    for (int j = 0; j < N; j++) b.data[j] = 0.1f * (j % 17) - 0.5f;
+    double worst = 0;
+    for (int threads = 1; threads <= 3; threads += 2) {
+        matrix_set_num_threads(threads);
+        matrix_layer_affine(&out.m, &x.m, &w.m, &b);
+        /* out - b is the product alone: compare with the rounded reference (beta 0) */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) out.p[(long)i * (N + 2) + j] -= b.data[j];
+        double e = worst_rel(&out.m, &zero.m, 1, &x.m, 0, &w.m, 1, 0, 1);
+        if (e > worst) worst = e;
+    }
+    matrix_set_num_threads(1);
+    free(x.p);
+    free(w.p);
+    free(out.p);
+    free(zero.p);
+    vector_release(&b);
+    CHECK(matrix_set_precision("fp32") == 0);
+    if (!(worst <= 1e-5)) printf("    rel. error %g\n", worst);
+    CHECK(worst <= 1e-5);
+}
+
 /* fp32 precision: the layer product is matrix_add_mat_mat exactly. */
 static void test_layer_product_fp32(void) {
     CHECK(matrix_set_precision("fp32") == 0);
@@ -399,6 +434,7 @@ int main(void) {
         TEST_RUN(test_layer_product_bf16);
         TEST_RUN(test_kept_operands);
         TEST_RUN(test_changing_alpha);
+        TEST_RUN(test_layer_affine);
     }
     TEST_RUN(test_layer_product_fp32);
     TEST_RUN(test_precision_errors);
