@@ -88,8 +88,9 @@ void matrix_set_num_threads(int n);
  *           both operands rounded to bf16 (nearest even), products accumulated and written in
  *           fp32. Shapes that do not gain stay fp32 (bench/gemm-rates.c): a side below
  *           MATRIX_BF16_MIN_SIDE (the 10-class output layer, the bias column), or an inner
- *           dimension below MATRIX_BF16_MIN_INNER (the weight gradient dY^T X at minibatch 128,
- *           whose 1024 x 1024 output and 128-long sums ran 0.6-0.9x OpenBLAS in bf16); of those,
+ *           dimension below MATRIX_BF16_MIN_INNER (the weight gradient dY^T X below minibatch
+ *           128: on AMX, nnet-train at minibatch 128 ran 1.1-1.2x faster with that product in
+ *           bf16 than in fp32; on the earlier gemm:jit path it had lost); of those,
  *           the thin ones (some side or the inner dimension in [MATRIX_F32_THIN_MIN,
  *           MATRIX_BF16_MIN_SIDE): the 10-class layer) on oneDNN's fp32 kernels (1.3-1.6x
  *           OpenBLAS there), the others with OpenBLAS.
@@ -106,7 +107,7 @@ void matrix_set_num_threads(int n);
  *     if (matrix_set_precision(precision)) die("%s", error_get());        (exit 1) */
 enum matrix_precision { MATRIX_FP32 = 0, MATRIX_BF16 = 1 };
 #define MATRIX_BF16_MIN_SIDE 32
-#define MATRIX_BF16_MIN_INNER 256
+#define MATRIX_BF16_MIN_INNER 128
 #define MATRIX_F32_THIN_MIN 8
 #define MATRIX_PRECISION_OPTION(var)                                                           \
     {"precision", OPT_STRING, &(var),                                                         \
