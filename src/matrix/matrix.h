@@ -86,10 +86,14 @@ void matrix_set_num_threads(int n);
  *   "fp32"  (the default) as matrix_add_mat_mat: OpenBLAS on the CPU, cuBLAS on the GPU;
  *   "bf16"  mixed precision on the CPU's matrix engines (oneDNN on AMX-BF16 or AVX512-BF16):
  *           both operands rounded to bf16 (nearest even), products accumulated and written in
- *           fp32. Shapes that do not gain stay fp32 with OpenBLAS (bench/gemm-rates.c): a side
- *           below MATRIX_BF16_MIN_SIDE (the 10-class output layer, the bias column), or an inner
- *           dimension below MATRIX_BF16_MIN_INNER (the weight gradient dY^T X at minibatch 128,
- *           whose 1024 x 1024 output and 128-long sums ran 0.6-0.9x OpenBLAS in bf16).
+ *           fp32. Shapes that do not gain stay fp32 (bench/gemm-rates.c): a side below
+ *           MATRIX_BF16_MIN_SIDE (the 10-class output layer, the bias column), or an inner
+ *           dimension below MATRIX_BF16_MIN_INNER (the weight gradient dY^T X below minibatch
+ *           128: on AMX, nnet-train at minibatch 128 ran 1.1-1.2x faster with that product in
+ *           bf16 than in fp32; on the earlier gemm:jit path it had lost); of those,
+ *           the thin ones (some side or the inner dimension in [MATRIX_F32_THIN_MIN,
+ *           MATRIX_BF16_MIN_SIDE): the 10-class layer) on oneDNN's fp32 kernels (1.3-1.6x
+ *           OpenBLAS there), the others with OpenBLAS.
  * Everything else stays fp32 whatever the setting: parameters, updates, averaging, model files,
  * nonlinearities, objectives, and all of natural gradient's products, statistics and
  * eigenproblems (matrix_add_mat_mat itself never changes precision).
@@ -103,7 +107,8 @@ void matrix_set_num_threads(int n);
  *     if (matrix_set_precision(precision)) die("%s", error_get());        (exit 1) */
 enum matrix_precision { MATRIX_FP32 = 0, MATRIX_BF16 = 1 };
 #define MATRIX_BF16_MIN_SIDE 32
-#define MATRIX_BF16_MIN_INNER 256
+#define MATRIX_BF16_MIN_INNER 128
+#define MATRIX_F32_THIN_MIN 8
 #define MATRIX_PRECISION_OPTION(var)                                                           \
     {"precision", OPT_STRING, &(var),                                                         \
      "fp32|bf16: precision of the layer products (bf16: AMX/AVX512-BF16 via oneDNN, fp32 "     \
@@ -133,6 +138,11 @@ void matrix_add_mat_mat_layer(struct matrix *c, float alpha, const struct matrix
 enum matrix_keep { MATRIX_KEEP_NONE = 0, MATRIX_KEEP_VALUE = 1, MATRIX_KEEP_DERIV = 2 };
 enum matrix_pass { MATRIX_PASS_FORWARD = 0, MATRIX_PASS_BACKWARD = 1, MATRIX_PASS_END = 2 };
 void matrix_layer_pass(int pass);
+/* An affine layer's forward, out = in W^T + 1 b^T, in and W kept (MATRIX_KEEP_VALUE): under bf16
+ * the bias is added by the product itself as it writes out (no pass of its own); otherwise
+ * matrix_set_rows then the layer product with beta 1, exactly as before. */
+void matrix_layer_affine(struct matrix *out, const struct matrix *in, const struct matrix *w,
+                         const struct vector *b);
 void matrix_layer_product(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
                           int keep_a, const struct matrix *b, int trans_b, int keep_b, float beta);
 

@@ -45,6 +45,42 @@ __attribute__((target("avx512f,avx512bf16"))) static void row_to_bf16_avx512(uin
 #define HAVE_AVX512BF16_PATH 1
 #endif
 
+/* dst = bf16(scale * src), one row (the scaled conversion of an operand not kept, below) */
+static void row_to_bf16_scaled(uint16_t *d, const float *s, int n, float scale) {
+    for (int c = 0; c < n; c++) d[c] = to_bf16(scale * s[c]);
+}
+
+#if HAVE_AVX512BF16_PATH
+__attribute__((target("avx512f,avx512bf16"))) static void row_to_bf16_scaled_avx512(
+    uint16_t *d, const float *s, int n, float scale) {
+    __m512 k = _mm512_set1_ps(scale);
+    int c = 0;
+    for (; c + 32 <= n; c += 32) {
+        __m512bh h = _mm512_cvtne2ps_pbh(_mm512_mul_ps(k, _mm512_loadu_ps(s + c + 16)),
+                                         _mm512_mul_ps(k, _mm512_loadu_ps(s + c)));
+        _mm512_storeu_si512((void *)(d + c), (__m512i)h);
+    }
+    row_to_bf16_scaled(d + c, s + c, n - c, scale);
+}
+#endif
+
+static void to_bf16_scaled(uint16_t *dst, int ld, struct cpu_mat src, float scale) {
+    if (scale == 1.0f) {
+        onednn_to_bf16(dst, ld, src);
+        return;
+    }
+    for (int r = 0; r < src.rows; r++) {
+#if HAVE_AVX512BF16_PATH
+        if (__builtin_cpu_supports("avx512bf16")) {
+            row_to_bf16_scaled_avx512(dst + (long)r * ld, src.data + (long)r * src.stride,
+                                      src.cols, scale);
+            continue;
+        }
+#endif
+        row_to_bf16_scaled(dst + (long)r * ld, src.data + (long)r * src.stride, src.cols, scale);
+    }
+}
+
 void onednn_to_bf16(uint16_t *dst, int ld, struct cpu_mat src) {
     ASSERT(ld >= src.cols);
     int rows = src.rows, cols = src.cols;
@@ -149,9 +185,11 @@ struct bf16_job {
     struct cpu_mat a, b;        /* as stored (before op) */
     uint16_t *a16, *b16;        /* contiguous copies: ld = a->cols, b->cols */
     int conv_a, conv_b;         /* whether they still have to be made */
+    float scale_a, scale_b;     /* what a conversion multiplies by (alpha folded in, or 1) */
     struct cpu_mat c;
     float alpha, beta;
     int trans_a, trans_b, k, by_rows;
+    const float *bias; /* NULL, or added to every row of c (c.cols floats) */
 };
 
 static struct cpu_mat sub(struct cpu_mat m, int r0, int rows, int c0, int cols) {
@@ -165,13 +203,20 @@ static void convert_part(void *p, int t, int num) {
     int r0, r1;
     parallel_part(j->a.rows, t, num, 1, &r0, &r1);
     if (j->conv_a && r1 > r0)
-        onednn_to_bf16(j->a16 + (long)r0 * j->a.cols, j->a.cols, sub(j->a, r0, r1 - r0, 0, j->a.cols));
+        to_bf16_scaled(j->a16 + (long)r0 * j->a.cols, j->a.cols,
+                       sub(j->a, r0, r1 - r0, 0, j->a.cols), j->scale_a);
     parallel_part(j->b.rows, t, num, 1, &r0, &r1);
     if (j->conv_b && r1 > r0)
-        onednn_to_bf16(j->b16 + (long)r0 * j->b.cols, j->b.cols, sub(j->b, r0, r1 - r0, 0, j->b.cols));
+        to_bf16_scaled(j->b16 + (long)r0 * j->b.cols, j->b.cols,
+                       sub(j->b, r0, r1 - r0, 0, j->b.cols), j->scale_b);
 }
 
 enum { BF16_SPLIT_ALIGN = 32 };
+
+/* The bf16 product with a bias row added to c (bias NULL: onednn_gemm_raw), below. */
+static void gemm_bias(struct cpu_mat c, float alpha, const uint16_t *a, int lda, int trans_a,
+                      const uint16_t *b, int ldb, int trans_b, int k, const float *bias,
+                      float beta);
 
 /* One oneDNN product per share of C's rows (they are op(A)'s) or columns (op(B)'s). */
 static void gemm_part(void *p, int t, int num) {
@@ -180,6 +225,32 @@ static void gemm_part(void *p, int t, int num) {
     parallel_part(j->by_rows ? j->c.rows : j->c.cols, t, num, BF16_SPLIT_ALIGN, &lo, &hi);
     if (lo >= hi) return;
     const uint16_t *a = j->a16, *b = j->b16;
+    const float *bias = j->bias;
+    struct cpu_mat c;
+    if (j->by_rows) {
+        a += j->trans_a ? lo : (long)lo * lda;
+        c = sub(j->c, lo, hi - lo, 0, j->c.cols);
+    } else {
+        b += j->trans_b ? (long)lo * ldb : lo;
+        if (bias) bias += lo;
+        c = sub(j->c, 0, j->c.rows, lo, hi - lo);
+    }
+    gemm_bias(c, j->alpha, a, lda, j->trans_a, b, ldb, j->trans_b, j->k, bias, j->beta);
+}
+
+/* oneDNN fp32 with alpha given at run time (below; alpha 1: none): the thin products' alpha is
+ * natural gradient's scale, new every minibatch, and their kernels are gemm:jit whatever. */
+static void gemm_f32_runtime_alpha(struct cpu_mat c, float alpha, const float *a, int lda,
+                                   int trans_a, const float *b, int ldb, int trans_b, int k,
+                                   float beta);
+
+/* The same split on fp32 operands as stored (onednn_gemm_f32). */
+static void gemm_f32_part(void *p, int t, int num) {
+    const struct bf16_job *j = p;
+    int lda = j->a.stride, ldb = j->b.stride, lo, hi;
+    parallel_part(j->by_rows ? j->c.rows : j->c.cols, t, num, BF16_SPLIT_ALIGN, &lo, &hi);
+    if (lo >= hi) return;
+    const float *a = j->a.data, *b = j->b.data;
     struct cpu_mat c;
     if (j->by_rows) {
         a += j->trans_a ? lo : (long)lo * lda;
@@ -188,8 +259,20 @@ static void gemm_part(void *p, int t, int num) {
         b += j->trans_b ? (long)lo * ldb : lo;
         c = sub(j->c, 0, j->c.rows, lo, hi - lo);
     }
-    onednn_gemm_raw(c, j->alpha, ONEDNN_TYPE_BF16, a, lda, j->trans_a, b, ldb, j->trans_b, j->k,
-                  j->beta);
+    gemm_f32_runtime_alpha(c, j->alpha, a, lda, j->trans_a, b, ldb, j->trans_b, j->k, j->beta);
+}
+
+void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
+                     struct cpu_mat b, int trans_b, float beta) {
+    int k = trans_a ? a.rows : a.cols;
+    ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
+    struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f, c, alpha, beta, trans_a, trans_b,
+                         k, c.rows >= c.cols, NULL};
+    onednn_forget(c);
+    if ((j.by_rows ? c.rows : c.cols) >= 2 * BF16_SPLIT_ALIGN)
+        parallel_run(gemm_f32_part, &j);
+    else
+        gemm_f32_part(&j, 0, 1);
 }
 
 /* The bf16 copy of m for a product: kept (found, or made into a free slot) or in scratch;
@@ -217,14 +300,25 @@ static uint16_t *operand(struct cpu_mat m, int keep, struct bf16_buf *scratch, i
 }
 
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
-               struct cpu_mat b, int trans_b, int keep_b, float beta) {
+                 struct cpu_mat b, int trans_b, int keep_b, const float *bias, float beta) {
     int k = trans_a ? a.rows : a.cols;
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
-    struct bf16_job j = {a, b, NULL, NULL, 0, 0, c, alpha, beta, trans_a, trans_b, k,
-                         c.rows >= c.cols};
+    struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f, c, alpha, beta, trans_a, trans_b,
+                         k, c.rows >= c.cols, bias};
     onednn_forget(c);
     j.a16 = operand(a, keep_a, &lp.scratch_a, &j.conv_a);
     j.b16 = operand(b, keep_b, &lp.scratch_b, &j.conv_b);
+    /* alpha is a constant of a oneDNN primitive (below): one that changes every call (natural
+     * gradient's scale) goes into the conversion of an operand made for this call only, the
+     * smaller one, so the primitive stays cached. A kept copy is never scaled. */
+    if (alpha != 1.0f) {
+        int fold_a = j.conv_a && !(lp.open && keep_a), fold_b = j.conv_b && !(lp.open && keep_b);
+        if (fold_a && fold_b) fold_b = (long)b.rows * b.cols < (long)a.rows * a.cols;
+        if (fold_b) fold_a = 0;
+        if (fold_a) j.scale_a = alpha;
+        if (fold_b) j.scale_b = alpha;
+        if (fold_a || fold_b) j.alpha = 1.0f;
+    }
     if (j.conv_a || j.conv_b) parallel_run(convert_part, &j);
     if ((j.by_rows ? c.rows : c.cols) >= 2 * BF16_SPLIT_ALIGN)
         parallel_run(gemm_part, &j);
@@ -282,15 +376,21 @@ int onednn_bf16_check(char *isa, size_t isa_len) {
 
 /* ---- per-thread primitive cache ---- */
 
+/* alpha and beta are constants of the primitive: oneDNN 2.6 runs a runtime output scale on its
+ * AVX512 gemm:jit kernels with a scalar post-pass (measured: 36% of a bf16 training step), a
+ * constant one (or none, alpha 1) on the AMX brgemm kernels. A product's alpha is 1 or a
+ * component's learning rate, so a handful of entries per shape. */
 struct gemm_key {
     int type, m, n, k, trans_a, trans_b, lda, ldb, ldc;
-    float beta;
+    int runtime_alpha; /* 1: alpha given at run time (the fp32 thin products: gemm:jit anyway) */
+    int bias;          /* 1: a bias row (1 x n fp32) is added */
+    float alpha, beta;
 };
 
 struct gemm_entry {
     struct gemm_key key;
     dnnl_primitive_t prim;
-    dnnl_memory_t a, b, c, scale, scratch;
+    dnnl_memory_t a, b, c, scale, bias, scratch;
     size_t scratch_bytes;
 };
 
@@ -302,7 +402,6 @@ struct thread_cache {
     int used, next; /* entries in use; the next one to replace when full */
     void *scratch;
     size_t scratch_bytes;
-    float alpha;    /* the runtime output scale's storage */
     struct thread_cache *chain;
 };
 
@@ -315,7 +414,8 @@ static void entry_release(struct gemm_entry *e) {
     dnnl_memory_destroy(e->a);
     dnnl_memory_destroy(e->b);
     dnnl_memory_destroy(e->c);
-    dnnl_memory_destroy(e->scale);
+    if (e->scale) dnnl_memory_destroy(e->scale);
+    if (e->bias) dnnl_memory_destroy(e->bias);
     dnnl_memory_destroy(e->scratch);
     memset(e, 0, sizeof *e);
 }
@@ -361,21 +461,37 @@ static void desc_2d(dnnl_memory_desc_t *d, int rows, int cols, int trans, int ld
     DNNL_CHECK(dnnl_memory_desc_init_by_strides(d, 2, dims, dt, strides));
 }
 
+static long primitives_created; /* under caches_lock */
+
+long onednn_primitives_created(void) {
+    pthread_mutex_lock(&caches_lock);
+    long n = primitives_created;
+    pthread_mutex_unlock(&caches_lock);
+    return n;
+}
+
 static void entry_create(struct gemm_entry *e, const struct gemm_key *key) {
+    pthread_mutex_lock(&caches_lock);
+    primitives_created++;
+    pthread_mutex_unlock(&caches_lock);
     dnnl_data_type_t dt = key->type == ONEDNN_TYPE_BF16 ? dnnl_bf16 : dnnl_f32;
-    dnnl_memory_desc_t ad, bd, cd, sd, scd;
+    dnnl_memory_desc_t ad, bd, cd, scd;
     desc_2d(&ad, key->m, key->k, key->trans_a, key->lda, dt);
     desc_2d(&bd, key->k, key->n, key->trans_b, key->ldb, dt);
     desc_2d(&cd, key->m, key->n, 0, key->ldc, dnnl_f32);
-    dnnl_dims_t one = {1};
-    DNNL_CHECK(dnnl_memory_desc_init_by_tag(&sd, 1, one, dnnl_f32, dnnl_a));
+    dnnl_memory_desc_t biasd;
+    dnnl_dims_t bias_dims = {1, key->n};
+    DNNL_CHECK(dnnl_memory_desc_init_by_tag(&biasd, 2, bias_dims, dnnl_f32, dnnl_ab));
     dnnl_matmul_desc_t md;
-    DNNL_CHECK(dnnl_matmul_desc_init(&md, &ad, &bd, NULL, &cd));
+    DNNL_CHECK(dnnl_matmul_desc_init(&md, &ad, &bd, key->bias ? &biasd : NULL, &cd));
     dnnl_primitive_attr_t attr;
     DNNL_CHECK(dnnl_primitive_attr_create(&attr));
     DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
     const float runtime = DNNL_RUNTIME_F32_VAL;
-    DNNL_CHECK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &runtime));
+    if (key->runtime_alpha)
+        DNNL_CHECK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &runtime));
+    else if (key->alpha != 1.0f)
+        DNNL_CHECK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &key->alpha));
     if (key->beta != 0.0f) {
         dnnl_post_ops_t po;
         DNNL_CHECK(dnnl_post_ops_create(&po));
@@ -392,7 +508,13 @@ static void entry_create(struct gemm_entry *e, const struct gemm_key *key) {
     DNNL_CHECK(dnnl_memory_create(&e->a, &ad, engine, DNNL_MEMORY_NONE));
     DNNL_CHECK(dnnl_memory_create(&e->b, &bd, engine, DNNL_MEMORY_NONE));
     DNNL_CHECK(dnnl_memory_create(&e->c, &cd, engine, DNNL_MEMORY_NONE));
-    DNNL_CHECK(dnnl_memory_create(&e->scale, &sd, engine, DNNL_MEMORY_NONE));
+    if (key->bias) DNNL_CHECK(dnnl_memory_create(&e->bias, &biasd, engine, DNNL_MEMORY_NONE));
+    if (key->runtime_alpha) {
+        dnnl_memory_desc_t sd;
+        dnnl_dims_t one = {1};
+        DNNL_CHECK(dnnl_memory_desc_init_by_tag(&sd, 1, one, dnnl_f32, dnnl_a));
+        DNNL_CHECK(dnnl_memory_create(&e->scale, &sd, engine, DNNL_MEMORY_NONE));
+    }
     DNNL_CHECK(dnnl_memory_create(&e->scratch, &scd, engine, DNNL_MEMORY_NONE));
     dnnl_primitive_desc_destroy(pd);
     e->key = *key;
@@ -418,8 +540,9 @@ static struct gemm_entry *entry_get(struct thread_cache *t, const struct gemm_ke
     return e;
 }
 
-void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
-                   const void *b, int ldb, int trans_b, int k, float beta) {
+static void gemm_run(struct cpu_mat c, float alpha, int runtime_alpha, int type, const void *a,
+                     int lda, int trans_a, const void *b, int ldb, int trans_b, int k,
+                     const float *bias, float beta) {
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
     ASSERT(type == ONEDNN_TYPE_F32 || type == ONEDNN_TYPE_BF16);
     struct gemm_key key;
@@ -433,25 +556,56 @@ void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int
     key.lda = lda;
     key.ldb = ldb;
     key.ldc = c.stride;
+    key.runtime_alpha = runtime_alpha;
+    key.bias = bias != NULL;
+    key.alpha = runtime_alpha ? 0.0f : alpha;
     key.beta = beta;
     struct thread_cache *t = cache_get();
     struct gemm_entry *e = entry_get(t, &key);
-    t->alpha = alpha;
     DNNL_CHECK(dnnl_memory_set_data_handle(e->a, (void *)a));
     DNNL_CHECK(dnnl_memory_set_data_handle(e->b, (void *)b));
     DNNL_CHECK(dnnl_memory_set_data_handle(e->c, c.data));
-    DNNL_CHECK(dnnl_memory_set_data_handle(e->scale, &t->alpha));
     DNNL_CHECK(dnnl_memory_set_data_handle(e->scratch, t->scratch));
     dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, e->a},
                               {DNNL_ARG_WEIGHTS, e->b},
                               {DNNL_ARG_DST, e->c},
-                              {DNNL_ARG_ATTR_OUTPUT_SCALES, e->scale},
-                              {DNNL_ARG_SCRATCHPAD, e->scratch}};
-    DNNL_CHECK(dnnl_primitive_execute(e->prim, t->stream, 5, args));
+                              {DNNL_ARG_SCRATCHPAD, e->scratch},
+                              {0, NULL},
+                              {0, NULL}};
+    int nargs = 4;
+    if (runtime_alpha) {
+        DNNL_CHECK(dnnl_memory_set_data_handle(e->scale, &alpha));
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_OUTPUT_SCALES, e->scale};
+    }
+    if (bias) {
+        DNNL_CHECK(dnnl_memory_set_data_handle(e->bias, (void *)bias));
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, e->bias};
+    }
+    DNNL_CHECK(dnnl_primitive_execute(e->prim, t->stream, nargs, args));
     DNNL_CHECK(dnnl_stream_wait(t->stream));
 }
 
+void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
+                     const void *b, int ldb, int trans_b, int k, float beta) {
+    gemm_run(c, alpha, 0, type, a, lda, trans_a, b, ldb, trans_b, k, NULL, beta);
+}
+
+static void gemm_bias(struct cpu_mat c, float alpha, const uint16_t *a, int lda, int trans_a,
+                      const uint16_t *b, int ldb, int trans_b, int k, const float *bias,
+                      float beta) {
+    gemm_run(c, alpha, 0, ONEDNN_TYPE_BF16, a, lda, trans_a, b, ldb, trans_b, k, bias, beta);
+}
+
+static void gemm_f32_runtime_alpha(struct cpu_mat c, float alpha, const float *a, int lda,
+                                   int trans_a, const float *b, int ldb, int trans_b, int k,
+                                   float beta) {
+    gemm_run(c, alpha, alpha != 1.0f, ONEDNN_TYPE_F32, a, lda, trans_a, b, ldb, trans_b, k, NULL,
+             beta);
+}
+
 #else /* !HAVE_DNNL */
+
+long onednn_primitives_created(void) { return 0; }
 
 int onednn_bf16_check(char *isa, size_t isa_len) {
     if (isa && isa_len) snprintf(isa, isa_len, "none");
@@ -462,6 +616,18 @@ int onednn_bf16_check(char *isa, size_t isa_len) {
 void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
                    const void *b, int ldb, int trans_b, int k, float beta) {
     die("onednn_gemm_raw: parnet was built without oneDNN");
+}
+
+static void gemm_f32_runtime_alpha(struct cpu_mat c, float alpha, const float *a, int lda,
+                                   int trans_a, const float *b, int ldb, int trans_b, int k,
+                                   float beta) {
+    die("onednn_gemm_f32: parnet was built without oneDNN");
+}
+
+static void gemm_bias(struct cpu_mat c, float alpha, const uint16_t *a, int lda, int trans_a,
+                      const uint16_t *b, int ldb, int trans_b, int k, const float *bias,
+                      float beta) {
+    die("onednn_gemm: parnet was built without oneDNN");
 }
 
 #endif

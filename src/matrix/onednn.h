@@ -17,7 +17,8 @@
  * one oneDNN matmul per share, oneDNN's own OpenMP threads kept at one per caller) after
  * converting both operands, split by rows, into bf16. onednn_gemm_raw works on the calling thread
  * only. Each thread keeps its own small cache of matmul primitives keyed by shape, strides,
- * transposes, data type and beta (alpha is passed at run time), its own stream and scratchpad.
+ * transposes, data type, alpha and beta (constants of a primitive: oneDNN 2.6 runs its AMX
+ * kernels only without a run-time scale), its own stream and scratchpad.
  *
  * Errors. A oneDNN failure on a shape the matrix layer has already checked is a broken library or
  * a programmer bug: it is reported with the call and oneDNN's status, and the program aborts.
@@ -53,12 +54,25 @@ void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int
 
 /* The bf16 layer product: c = alpha op(a) op(b) + beta c with fp32 a, b rounded to bf16 (kept
  * copies reused, see below), split over the pool. keep_a, keep_b: enum matrix_keep (matrix.h).
- * m, n, k >= 1, c overlaps neither operand. */
+ * m, n, k >= 1, c overlaps neither operand. alpha != 1 is folded into the rounding of an operand
+ * converted for this call only (c = op(bf16(alpha a)) op(bf16(b)) + beta c, or with alpha b),
+ * so that a scale changing every call (natural gradient's) does not make a new primitive.
+ * bias: NULL, or c.cols floats added to every row of c (the Affine forward's bias, fused into the
+ * product's write instead of a pass of its own). */
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
-               struct cpu_mat b, int trans_b, int keep_b, float beta);
+                 struct cpu_mat b, int trans_b, int keep_b, const float *bias, float beta);
+/* The same product on fp32 operands through oneDNN's fp32 kernels, split over the pool likewise
+ * (the thin layer products under --precision=bf16: the 10-class output layer; measured 1.3-1.6x
+ * OpenBLAS there, bench/gemm-rates.c). Needs oneDNN. */
+void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
+                     struct cpu_mat b, int trans_b, float beta);
 /* The kept copies (matrix_layer_pass in matrix.h): a pass opens, forgets the derivatives', or
  * ends; onednn_forget drops every copy whose memory c overlaps (c is about to be written). */
 void onednn_pass(int pass);
 void onednn_forget(struct cpu_mat c);
+
+/* How many oneDNN primitives this process has created (each costs a JIT compilation; the cache
+ * should keep this flat during training). 0 without oneDNN. */
+long onednn_primitives_created(void);
 
 #endif

@@ -61,6 +61,15 @@ static int bf16_for(int m, int n, int k) {
            k >= MATRIX_BF16_MIN_INNER;
 }
 
+/* Under bf16, a product that stays fp32 and is thin (the 10-class layer) runs on oneDNN's fp32
+ * kernels; the bias column (a side of 1) and the wide ones stay with OpenBLAS. */
+static int onednn_f32_for(int m, int n, int k) {
+    int lo = m < n ? m : n;
+    if (k < lo) lo = k;
+    return precision == MATRIX_BF16 && lo >= MATRIX_F32_THIN_MIN &&
+           lo < MATRIX_BF16_MIN_SIDE;
+}
+
 void matrix_layer_product(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
                           int keep_a, const struct matrix *b, int trans_b, int keep_b, float beta) {
     ASSERT(trans_a == MATRIX_NO_TRANS || trans_a == MATRIX_TRANS);
@@ -76,6 +85,26 @@ void matrix_layer_product(struct matrix *c, float alpha, const struct matrix *a,
     if (precision == MATRIX_BF16 && m > 0 && n > 0) onednn_forget(KM(c));
     DISPATCH(GPU3(c, a, b), cuda_gemm(CM(c), alpha, CM(a), trans_a, CM(b), trans_b, beta),
              bf16_for(m, n, k)
-                 ? onednn_gemm(KM(c), alpha, KM(a), trans_a, keep_a, KM(b), trans_b, keep_b, beta)
+                 ? onednn_gemm(KM(c), alpha, KM(a), trans_a, keep_a, KM(b), trans_b, keep_b, NULL,
+                               beta)
+             : onednn_f32_for(m, n, k)
+                 ? onednn_gemm_f32(KM(c), alpha, KM(a), trans_a, KM(b), trans_b, beta)
                  : cpu_gemm(KM(c), alpha, KM(a), trans_a, KM(b), trans_b, beta));
+}
+
+void matrix_layer_affine(struct matrix *out, const struct matrix *in, const struct matrix *w,
+                         const struct vector *b) {
+    ASSERT(in->cols == w->cols && out->rows == in->rows && out->cols == w->rows);
+    ASSERT(b->dim == w->rows);
+    int m = in->rows, n = w->rows, k = in->cols;
+    if (out->device == MATRIX_CPU && bf16_for(m, n, k)) {
+        ASSERT(in->device == MATRIX_CPU && w->device == MATRIX_CPU && b->device == MATRIX_CPU);
+        ASSERT(out->data != in->data && out->data != w->data);
+        onednn_gemm(KM(out), 1, KM(in), MATRIX_NO_TRANS, MATRIX_KEEP_VALUE, KM(w), MATRIX_TRANS,
+                    MATRIX_KEEP_VALUE, b->data, 0);
+        return;
+    }
+    matrix_set_rows(out, b); /* then beta 1: one pass fewer than a product and a bias pass */
+    matrix_layer_product(out, 1, in, MATRIX_NO_TRANS, MATRIX_KEEP_VALUE, w, MATRIX_TRANS,
+                         MATRIX_KEEP_VALUE, 1);
 }

@@ -179,9 +179,7 @@ static void affine_propagate(struct component *c, const struct matrix *in, struc
                              int num_chunks, int train) {
     struct matrix w = component_linear_view(c);
     struct vector b = component_bias_view(c);
-    matrix_set_rows(out, &b); /* then beta 1: one pass fewer than a product and a bias pass */
-    matrix_layer_product(out, 1, in, MATRIX_NO_TRANS, MATRIX_KEEP_VALUE, &w, MATRIX_TRANS,
-                         MATRIX_KEEP_VALUE, 1);
+    matrix_layer_affine(out, in, &w, &b);
 }
 
 static void affine_info_stats(const struct component *c, char *buf, size_t size) {

@@ -87,8 +87,12 @@ static double el(const struct matrix *m, int r, int c, int trans) {
     return trans ? m->data[(long)c * m->stride + r] : m->data[(long)r * m->stride + c];
 }
 
+static double bf16_of(double x) { return bits_to_float((uint32_t)one_bf16((float)x) << 16); }
+
 /* Worst |c - (alpha op(a) op(b) + beta c0)| / (|alpha| sum_k |a_ik||b_kj| + |beta c0_ij|) over
- * the elements of c, the reference in double; round_inputs rounds a and b to bf16 first. */
+ * the elements of c, the reference in double; round_inputs 1 rounds a and b to bf16 first; 2 and
+ * 3 round alpha a and b, or a and alpha b (the layer product folds alpha into an operand's
+ * rounding). */
 static double worst_rel(const struct matrix *c, const struct matrix *c0, float alpha,
                         const struct matrix *a, int ta, const struct matrix *b, int tb, float beta,
                         int round_inputs) {
@@ -99,11 +103,15 @@ static double worst_rel(const struct matrix *c, const struct matrix *c0, float a
             double s = 0, scale = 0;
             for (int l = 0; l < k; l++) {
                 double x = el(a, i, l, ta), y = el(b, l, j, tb);
-                if (round_inputs) {
-                    uint32_t u = (uint32_t)one_bf16((float)x) << 16, v = (uint32_t)one_bf16((float)y)
-                                                                           << 16;
-                    x = bits_to_float(u);
-                    y = bits_to_float(v);
+                if (round_inputs == 1) {
+                    x = bf16_of(x);
+                    y = bf16_of(y);
+                } else if (round_inputs == 2) {
+                    x = bf16_of((float)(alpha * (float)x)) / alpha;
+                    y = bf16_of(y);
+                } else if (round_inputs == 3) {
+                    x = bf16_of(x);
+                    y = bf16_of((float)(alpha * (float)y)) / alpha;
                 }
                 s += x * y;
                 scale += fabs(x * y);
@@ -155,6 +163,11 @@ static void check_gemm(int type, int via_layer) {
                     free(b16);
                 }
                 double e = worst_rel(&c.m, &c0.m, alpha, &a.m, ta, &b.m, tb, beta, rounded);
+                if (via_layer && rounded && alpha != 1.0f && !(e <= tol)) { /* alpha folded */
+                    double e2 = worst_rel(&c.m, &c0.m, alpha, &a.m, ta, &b.m, tb, beta, 2);
+                    double e3 = worst_rel(&c.m, &c0.m, alpha, &a.m, ta, &b.m, tb, beta, 3);
+                    e = e2 < e3 ? e2 : e3;
+                }
                 double e_fp32 = worst_rel(&c.m, &c0.m, alpha, &a.m, ta, &b.m, tb, beta, 0);
                 /* the padding beside c is never written */
                 int pad_ok = 1;
@@ -282,6 +295,99 @@ static void test_kept_operands(void) {
     }
 }
 
+/* A scale that changes every call (natural gradient's step scale) folds into an operand's
+ * rounding: one primitive for every alpha; the result is that of the scaled operand. A thin
+ * product (oneDNN fp32) takes it at run time: one primitive too, fp32 accuracy. */
+static void test_changing_alpha(void) {
+    if (!bf16_ok) return;
+    CHECK(matrix_set_precision("bf16") == 0);
+    matrix_set_num_threads(1);
+    enum { M = 64, K = 288, N = 80 };
+    struct smat a, b, c, c0;
+    smat_init(&a, K, M, 0);
+    smat_init(&b, K, N, 0);
+    smat_init(&c, M, N, 0);
+    smat_init(&c0, M, N, 0);
+    memcpy(c0.p, c.p, sizeof(float) * M * N);
+    matrix_add_mat_mat_layer(&c.m, 0.25f, &a.m, MATRIX_TRANS, &b.m, MATRIX_NO_TRANS, 1.0f);
+    long made = onednn_primitives_created();
+    double worst = 0;
+    for (int i = 1; i <= 5; i++) {
+        float alpha = 0.1f * i + 0.013f;
+        memcpy(c.p, c0.p, sizeof(float) * M * N);
+        matrix_add_mat_mat_layer(&c.m, alpha, &a.m, MATRIX_TRANS, &b.m, MATRIX_NO_TRANS, 1.0f);
+        double e2 = worst_rel(&c.m, &c0.m, alpha, &a.m, 1, &b.m, 0, 1.0f, 2);
+        double e3 = worst_rel(&c.m, &c0.m, alpha, &a.m, 1, &b.m, 0, 1.0f, 3);
+        double e = e2 < e3 ? e2 : e3;
+        if (e > worst) worst = e;
+    }
+    long more = onednn_primitives_created() - made;
+    free(a.p);
+    free(b.p);
+    free(c.p);
+    free(c0.p);
+    /* a thin product (the 10-class layer's weight gradient: oneDNN fp32, alpha at run time) */
+    enum { T = 10 };
+    smat_init(&a, K, T, 0);
+    smat_init(&b, K, N, 0);
+    smat_init(&c, T, N, 0);
+    smat_init(&c0, T, N, 0);
+    memcpy(c0.p, c.p, sizeof(float) * T * N);
+    matrix_add_mat_mat_layer(&c.m, 0.25f, &a.m, MATRIX_TRANS, &b.m, MATRIX_NO_TRANS, 1.0f);
+    made = onednn_primitives_created();
+    for (int i = 1; i <= 5; i++) {
+        float alpha = 0.1f * i + 0.013f;
+        memcpy(c.p, c0.p, sizeof(float) * T * N);
+        matrix_add_mat_mat_layer(&c.m, alpha, &a.m, MATRIX_TRANS, &b.m, MATRIX_NO_TRANS, 1.0f);
+        double e = worst_rel(&c.m, &c0.m, alpha, &a.m, 1, &b.m, 0, 1.0f, 0);
+        if (e > worst) worst = e;
+    }
+    more += onednn_primitives_created() - made;
+    free(a.p);
+    free(b.p);
+    free(c.p);
+    free(c0.p);
+    CHECK(matrix_set_precision("fp32") == 0);
+    if (more || !(worst <= 1e-5)) printf("    new primitives %ld, rel. error %g\n", more, worst);
+    CHECK(more == 0);
+    CHECK(worst <= 1e-5);
+}
+
+/* The affine forward with its bias fused into the product (bf16), serial and split over 3
+ * threads (by columns: out is wider than tall), against the rounded product plus the bias. */
+static void test_layer_affine(void) {
+    if (!bf16_ok) return;
+    CHECK(matrix_set_precision("bf16") == 0);
+    enum { M = 48, K = 288, N = 200 };
+    struct smat x, w, out, zero;
+    smat_init(&x, M, K, 3);
+    smat_init(&w, N, K, 5);
+    smat_init(&out, M, N, 2);
+    smat_init(&zero, M, N, 2);
+    struct vector b;
+    vector_init(&b, N);
+    for (int j = 0; j < N; j++) b.data[j] = 0.1f * (j % 17) - 0.5f;
+    double worst = 0;
+    for (int threads = 1; threads <= 3; threads += 2) {
+        matrix_set_num_threads(threads);
+        matrix_layer_affine(&out.m, &x.m, &w.m, &b);
+        /* out - b is the product alone: compare with the rounded reference (beta 0) */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) out.p[(long)i * (N + 2) + j] -= b.data[j];
+        double e = worst_rel(&out.m, &zero.m, 1, &x.m, 0, &w.m, 1, 0, 1);
+        if (e > worst) worst = e;
+    }
+    matrix_set_num_threads(1);
+    free(x.p);
+    free(w.p);
+    free(out.p);
+    free(zero.p);
+    vector_release(&b);
+    CHECK(matrix_set_precision("fp32") == 0);
+    if (!(worst <= 1e-5)) printf("    rel. error %g\n", worst);
+    CHECK(worst <= 1e-5);
+}
+
 /* fp32 precision: the layer product is matrix_add_mat_mat exactly. */
 static void test_layer_product_fp32(void) {
     CHECK(matrix_set_precision("fp32") == 0);
@@ -327,6 +433,8 @@ int main(void) {
         TEST_RUN(test_dnnl_bf16);
         TEST_RUN(test_layer_product_bf16);
         TEST_RUN(test_kept_operands);
+        TEST_RUN(test_changing_alpha);
+        TEST_RUN(test_layer_affine);
     }
     TEST_RUN(test_layer_product_fp32);
     TEST_RUN(test_precision_errors);
