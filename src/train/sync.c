@@ -178,7 +178,7 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
     struct minibatch_source *src = minibatch_source_new(
         egs_rspec, o->train.minibatch_size, nnet_left_context(n), nnet_right_context(n));
     char *my_error = src ? NULL : xstrdup(error_get());
-    /* momentum and weight decay (momentum.c); Parle / EASGD state (parle.c) */
+    /* momentum and weight decay (momentum.c); Parle / EASGD state (sync-replica.c) */
     struct train_momentum mom;
     train_momentum_init(&mom, n, &o->train);
     struct train_replica rep;

@@ -41,7 +41,7 @@ int train_gaf_finish(struct gaf *g, struct nnet *n, const struct train_options *
 int train_sync_exchange(const struct train_comm *c, struct vector *v, float scale,
                         struct train_sync_stats *st);
 
-/* Parle / EASGD state of one rank inside train_sync (parle.c; the maths is in train.h). The
+/* Parle / EASGD state of one rank inside train_sync (sync-replica.c; the maths is in train.h). The
  * network holds the replica (EASGD's x, Parle's inner iterate y). Per minibatch: form the step,
  * train_replica_couple (Parle's gamma term), apply it, train_replica_after_step, and
  * train_replica_exchange when that returned 1; at the end train_replica_finish sets the network
