@@ -1,4 +1,4 @@
-/* nnet-train-mpi: synchronous data-parallel training under mpirun/srun (train.h: train_sync).
+/* nnet-train-mpi: synchronous data-parallel training under mpirun/srun (sync.h: train_sync).
  * The only MPI (and NCCL) code of parnet: this file is compiled with mpicc and -DHAVE_MPI=1 and
  * hands train_sync an all-reduce; the library never links against MPI. */
 #include <limits.h>
@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/train.h"
+#include "train/momentum.h"
+#include "train/sync.h"
 
 #if HAVE_CUDA
 #include <cuda_runtime.h>
@@ -37,7 +38,7 @@ static const char *usage =
     "    toward z and the mean x~ (coupling rho); gamma, rho are multiples of the learning rate,\n"
     "    grow by (1 + 0.5/nb) every L steps up to caps. The model is x~. Nesterov 0.9 in both\n"
     "    loops unless --momentum is given. Use the single-worker rate in both modes.\n"
-    "--momentum/--nesterov/--weight-decay apply in every mode (train.h: train_momentum).\n"
+    "--momentum/--nesterov/--weight-decay apply in every mode (momentum.h).\n"
     "Natural-gradient state stays local to each rank: in gradients mode each rank preconditions\n"
     "its own gradient before the sum. Ranks stop together when the first archive ends. Rank 0\n"
     "writes the model. --use-gpu=yes (make CUDA=1): one GPU per rank (the local rank modulo the\n"
@@ -202,7 +203,7 @@ int main(int argc, char **argv) {
         {"gaf-scale", OPT_STRING, &gaf_scale,
          "GAF: size of an applied update: accepted (number agreed x lr x fusion: tau >= 2 and "
          "mean fusion = SGD on the union) or one (lr x fusion, the reference's step_GAF)"},
-        /* momentum and weight decay (train.h: train_momentum); Parle and EASGD */
+        /* momentum and weight decay (momentum.h); Parle and EASGD */
         {"momentum", OPT_FLOAT, &momentum,
          "Heavy-ball momentum as Kaldi nnet3 (-1: by mode: 0; parle 0.9, elastic 0.99)"},
         {"nesterov", OPT_STRING, &nesterov,
@@ -249,7 +250,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(nesterov, "true") || !strcmp(nesterov, "false"))
         o.train.nesterov = *nesterov == 't';
     else die("--nesterov='%s': expected true, false or auto", nesterov);
-    if (train_momentum_options_check(&o.train)) die("%s", error_get());
+    if (momentum_check(o.train.momentum, o.train.nesterov, o.train.weight_decay))
+        die("%s", error_get());
     o.parle_minibatches_per_epoch = nb;
     o.parle_step_offset = step_offset;
     if (o.mode == TRAIN_SYNC_PARLE &&

@@ -1,4 +1,5 @@
 /* nnet-train: one pass of SGD (NG-SGD in NaturalGradientAffine components) over examples. */
+#include "train/momentum.h"
 #include "train/train.h"
 
 #include <string.h>
@@ -59,7 +60,7 @@ int main(int argc, char **argv) {
         {"entropy-outer-rate", OPT_FLOAT, &o.entropy_outer_rate,
          "Entropy-SGD: outer step x <- x - eta (x - mu) (1: x becomes the inner mean)"},
         {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
-        /* momentum and weight decay (train.h: train_momentum) */
+        /* momentum and weight decay (momentum.h) */
         {"momentum", OPT_FLOAT, &o.momentum,
          "Heavy-ball momentum as Kaldi nnet3 (v <- mu v + step, move (1-mu) v; 0: off)"},
         {"nesterov", OPT_BOOL, &o.nesterov, "Nesterov's form of --momentum"},
@@ -86,7 +87,7 @@ int main(int argc, char **argv) {
         die("couplings and --entropy-outer-rate must lie in [0, 1], --entropy-ema in [0, 1), "
             "--entropy-noise and --entropy-inner-steps must not be negative");
     if (o.proximal_coupling > 0 && !*proximal) die("--proximal-coupling needs --proximal-model");
-    if (train_momentum_options_check(&o)) die("%s", error_get());
+    if (momentum_check(o.momentum, o.nesterov, o.weight_decay)) die("%s", error_get());
     o.srand = (uint64_t)srand_seed;
     matrix_set_num_threads(num_threads);
     if (matrix_select_device(use_gpu)) die("%s", error_get());

@@ -1,7 +1,7 @@
 /* Examples -> minibatches on a reading thread, two slots deep, so that reading, decoding and
  * assembling the next minibatch overlaps the computation on the current one. The thread reads
  * each minibatch straight into its slot (egs_reader_read: no struct example in between). */
-#include "train/train.h"
+#include "train/minibatch.h"
 
 #include <pthread.h>
 #include <stdlib.h>
