@@ -6,18 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void train_options_default(struct train_options *o) {
-    memset(o, 0, sizeof *o);
-    o->minibatch_size = 512;
-    o->srand = 0;
-    o->progress_every = 50;
-    o->gaf_threshold = 0.97f;
-    o->gaf_fusion = GAF_FUSION_HALVING;
-    o->entropy_coupling = 0.01f;
-    o->entropy_ema = 0.75f;
-    o->entropy_outer_rate = 1;
-}
-
 /* State of the methods layered on the update: GAF, the proximal pull, Entropy-SGD. */
 struct extras {
     const struct train_options *o;

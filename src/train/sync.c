@@ -6,24 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void train_sync_options_default(struct train_sync_options *o) {
-    memset(o, 0, sizeof *o);
-    train_options_default(&o->train);
-    o->mode = TRAIN_SYNC_PARAMS;
-    o->average_every = 8;
-    o->check_sync = 0;
-    o->elastic_alpha = 0;
-    o->parle_inner_steps = 25;
-    o->parle_gamma = 0.01f;
-    o->parle_rho = 0.01f;
-    o->parle_gamma_max = 1;
-    o->parle_rho_max = 10;
-    o->parle_ema = 0.75f;
-    o->parle_minibatches_per_epoch = 0;
-    o->parle_step_offset = 0;
-    o->parle_scope_per_step = 0;
-}
-
 static int reduce(const struct train_comm *c, void *data, size_t count, enum comm_type type,
                   enum comm_op op) {
     if (c->allreduce(c->ctx, data, count, type, op, MATRIX_CPU))

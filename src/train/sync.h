@@ -126,6 +126,24 @@ struct train_sync_options {
 };
 void train_sync_options_default(struct train_sync_options *o);
 
+/* nnet-train-mpi's options: train.h's groups (common, GAF, momentum; with sync texts) and the
+ * modes' own (--mode, --average-every, --check-sync, --elastic-alpha, --parle-*, --state-in/out),
+ * registered and checked as train_cli (train.h). After train_sync_cli_check, mode names the mode
+ * ("params", "gradients", "elastic", "parle"), o->train.momentum and nesterov are resolved by mode
+ * (-1: parle 0.9, elastic 0.99, else 0; auto: Nesterov in parle and elastic), and the ranges of
+ * every mode are checked. state_in/state_out are the option strings (JOB not yet replaced). */
+struct train_sync_cli {
+    struct train_cli train;
+    struct train_sync_options *o;
+    const char *mode;
+    int nb, step_offset;     /* parle_minibatches_per_epoch, parle_step_offset */
+    const char *state_in, *state_out;
+};
+#define TRAIN_SYNC_CLI_MAX_SPECS (TRAIN_CLI_MAX_SPECS + 16)
+int train_sync_cli_register(struct train_sync_cli *c, struct train_sync_options *o,
+                            struct option_spec *specs);
+int train_sync_cli_check(struct train_sync_cli *c);
+
 struct train_sync_stats {
     struct train_stats local;   /* this rank's examples */
     struct train_stats total;   /* summed over ranks (seconds: the slowest rank's; GAF counts and

@@ -105,6 +105,45 @@ struct train_options {
 };
 void train_options_default(struct train_options *o);
 
+/* ---- the trainers' command-line options (Kaldi's Register(&po)) ----
+ * nnet-train and nnet-train-mpi share these groups: train_cli_register puts their entries into the
+ * program's option table, bound to a struct train_options and to the string and program values
+ * of struct train_cli; after options_parse, train_cli_check turns the strings into o's enums and
+ * checks every range (one message naming the option: the program dies with it, exit 1).
+ *   TRAIN_CLI_COMMON    --minibatch-size, --srand, --num-threads, --precision, --use-gpu,
+ *                       --minibatches-per-phase, --max-change, --binary
+ *   TRAIN_CLI_GAF       --gaf-microbatches, --gaf-threshold, --gaf-fusion, --gaf-on, --gaf-scale
+ *   TRAIN_CLI_PROXIMAL  --proximal-model, --proximal-coupling, --entropy-* (train_sgd only)
+ *   TRAIN_CLI_MOMENTUM  --momentum, --nesterov, --weight-decay
+ * With sync set (nnet-train-mpi; sync.h's train_sync_cli), the texts speak of ranks, --momentum
+ * defaults to -1 (by mode: train_sync_cli_check resolves it) and --nesterov is true|false|auto. */
+enum {
+    TRAIN_CLI_COMMON = 1,
+    TRAIN_CLI_GAF = 2,
+    TRAIN_CLI_PROXIMAL = 4,
+    TRAIN_CLI_MOMENTUM = 8,
+    TRAIN_CLI_ALL = 15,
+    TRAIN_CLI_MAX_SPECS = 24, /* entries of all groups */
+};
+struct train_cli {
+    struct train_options *o;
+    int groups, sync;
+    int srand, num_threads, binary;
+    float max_change;          /* global max-change (NNET_DEFAULT_MAX_CHANGE_GLOBAL; 0: none) */
+    const char *use_gpu, *precision;
+    const char *gaf_fusion, *gaf_on, *gaf_scale;
+    const char *proximal;      /* --proximal-model ("" none) */
+    const char *nesterov;      /* sync: true|false|auto */
+};
+/* Defaults into *c and *o (train_options_default); the entries of the groups into specs (room for
+ * TRAIN_CLI_MAX_SPECS); returns their number. The pointers stay valid while *c and *o live. */
+int train_cli_register(struct train_cli *c, struct train_options *o, int groups, int sync,
+                       struct option_spec *specs);
+/* The enums and o->srand from the strings, then the ranges of the registered groups (the
+ * momentum group's only without sync: train_sync_cli_check checks it once the mode is known).
+ * 0, or -1 with error_set naming the option. */
+int train_cli_check(struct train_cli *c);
+
 /* One pass of SGD (or NG-SGD, per component) over the examples, updating n in place. */
 int train_sgd(struct nnet *n, const char *egs_rspec, const struct train_options *o,
               struct train_stats *st);
