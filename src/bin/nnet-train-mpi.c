@@ -189,18 +189,13 @@ int main(int argc, char **argv) {
     o.state_rxfilename = state_rx;
     o.state_wxfilename = state_wx;
     struct nnet *n = nnet_read_file(argv[1]);
-    int read_ok = n != NULL;
+    int ok = 0, read_ok = n != NULL;
     MPI_Allreduce(MPI_IN_PLACE, &read_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!read_ok) { /* every rank leaves, the ones that failed say why */
         if (!n)
             log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__,
                         "rank %d: cannot read model '%s': %s", comm.rank, argv[1], error_get());
-        nnet_free(n);
-        free(egs);
-        free(state_rx);
-        free(state_wx);
-        MPI_Finalize();
-        return 1;
+        goto done;
     }
     if (c.train.max_change > 0) nnet_set_max_change(n, c.train.max_change);
     if (o.train.gaf_microbatches > 0 && comm.size * o.train.gaf_microbatches < 2) {
@@ -208,12 +203,7 @@ int main(int argc, char **argv) {
             log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__,
                         "GAF needs at least 2 microbatches per update: %d rank(s) x "
                         "--gaf-microbatches=%d", comm.size, o.train.gaf_microbatches);
-        nnet_free(n);
-        free(egs);
-        free(state_rx);
-        free(state_wx);
-        MPI_Finalize();
-        return 1;
+        goto done;
     }
     if (comm.rank == 0)
         LOG("%d ranks, mode %s, exchange every %d minibatches, %d examples per minibatch per "
@@ -232,7 +222,7 @@ int main(int argc, char **argv) {
             o.train.gaf_threshold, c.train.gaf_fusion);
 
     struct train_sync_stats st;
-    int ok = train_sync(n, egs, &o, &comm, &st) == 0; /* the same on every rank */
+    ok = train_sync(n, egs, &o, &comm, &st) == 0; /* the same on every rank */
     if (!ok) log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__, "%s", error_get());
     if (ok && st.total.num_egs == 0) {
         if (comm.rank == 0) WARN("no examples in '%s' (on some rank): nothing trained", argv[2]);
@@ -280,6 +270,7 @@ int main(int argc, char **argv) {
         LOG("[this line is to be parsed by a script:] log-prob-per-frame=%.6f",
             t->objf / t->weight);
     }
+done:
     nnet_free(n);
     free(egs);
     free(state_rx);
