@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # HWA's offline level over a finished (or running) training directory: the average of the last W
 # synchronised (averaged) models $dir/N.mdl, as steps/train.sh --offline-window W does at the end
-# (reference/averaging-methods.md §5). The models must still be there (train.sh --cleanup keeps
+# (HWA: Gu et al., IEEE TNNLS 2023, arXiv 2304.11519). The models must still be there (train.sh --cleanup keeps
 # the last max(max-models-combine, offline-window) and every 10th).
 
 # Begin configuration section.

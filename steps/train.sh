@@ -25,7 +25,7 @@
 # With --feature-transform (default: the egs directory's feature_transform.mat when get_egs.sh
 # made one, "none": off) the network starts with FixedAffineComponent matrix=<that file>.
 #
-# Averaging methods (--averaging; reference/averaging-methods.md):
+# Averaging methods (--averaging; papers and modules: docs/ARCHITECTURE.md, "src/train"):
 #   average    the plain average of the jobs' models (Kaldi).
 #   agreement  jobs whose change since $x.mdl disagrees with the consensus change (cosine distance
 #              > --agreement-threshold) are left out of the average (nnet-average

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Training with frequent averaging over MPI (local SGD, as Su & Chen; reference/averaging-methods.md
-# §3, §4): the shape and options of steps/train.sh, but each iteration is ONE MPI job of num_jobs
-# ranks (nnet-train-mpi), rank r reading egs.<r+1>.<archive>.ark, instead of num_jobs separate jobs
-# and an averaging step. --mode params averages the ranks' parameters every --average-every
-# minibatches (0: once, at the end of the iteration, i.e. train.sh's averaging); --mode gradients
-# sums the ranks' steps every minibatch (synchronous SGD).
+# Training with frequent averaging over MPI (local SGD, as Su & Chen, arXiv 1507.01239, and PR-SGD,
+# Yu et al., AAAI 2019, arXiv 1807.06629): the shape and options of steps/train.sh, but each
+# iteration is ONE MPI job of num_jobs ranks (nnet-train-mpi), rank r reading
+# egs.<r+1>.<archive>.ark, instead of num_jobs separate jobs and an averaging step. --mode params
+# averages the ranks' parameters every --average-every minibatches (0: once, at the end of the
+# iteration, i.e. train.sh's averaging); --mode gradients sums the ranks' steps every minibatch
+# (synchronous SGD).
 # --mode elastic runs EASGD/EAMSGD (exchange every --average-every = tau minibatches, alpha
 # --elastic-alpha, default 0.9/N; Nesterov momentum 0.99 unless --momentum); --mode parle runs
 # Parle as ucla-vision/parle (--parle-inner-steps L = 25, gamma/rho scoped with nb = the

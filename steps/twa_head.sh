@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TWA as the paper uses it (Li et al., ICLR 2023; reference/averaging-methods.md §6): the
+# TWA as the paper uses it (Li et al., ICLR 2023, arXiv 2205.13104): the
 # checkpoints of the HEAD stage of a run (iterations --first..--last of $dir, every --every-th),
 # combined by TWA with the coefficients fitted on TRAINING examples (TWA-t: a random subset of
 # --num-fit examples of the training archives), checked on the validation examples. The claim

@@ -40,6 +40,12 @@
  *   untouched. Only SIGKILL (or a crash) can leave a ".name.XXXXXX" behind, never a partial file
  *   under the final name.
  *
+ * Reading ahead (prefetch): one producer thread fills a ring of slots ahead of one consumer, so
+ * that reading and decoding the next item overlaps the work on the current one. The one
+ * mechanism behind both read-ahead threads of parnet: io's `ark,bg:` tables (one object ahead)
+ * and train's minibatch source (two minibatches ahead). The producer's error message (error_get
+ * is per thread) is handed to the consumer with the status.
+ *
  * Random numbers: struct rng holds its whole state (xoshiro128**, seeded by splitmix64), so every
  * random stream is reproducible from a seed and threads never share hidden state. Never libc rand().
  */
@@ -171,6 +177,22 @@ static inline void parallel_part(int n, int t, int num, int align, int *begin, i
     *begin = c0 * align < n ? c0 * align : n;
     *end = c1 * align < n ? c1 * align : n;
 }
+
+/* ---- read-ahead: a producer thread ahead of one consumer (prefetch.c) ---- */
+struct prefetch;
+/* Fills slot (0..num_slots-1, the caller's storage) on the producer thread: 1 filled, 0 the end,
+ * -1 failure (error_set). After 0 or -1 it is not called again. */
+typedef int (*prefetch_produce_fn)(void *ctx, int slot);
+/* Start the producer. NULL (error_set) if the thread cannot start. */
+struct prefetch *prefetch_new(int num_slots, prefetch_produce_fn produce, void *ctx);
+/* Wait for the oldest filled slot: 1 with its index in *slot, 0 at the end, -1 with the
+ * producer's error set on this thread. The slot is the consumer's until prefetch_release or the
+ * next prefetch_next (which releases it first); only then is it filled again. */
+int prefetch_next(struct prefetch *p, int *slot);
+/* Give back the slot handed out last (early: before the next prefetch_next); no-op if none. */
+void prefetch_release(struct prefetch *p);
+/* Stop the producer (after the call it is in, if any), join it and free p; NULL is a no-op. */
+void prefetch_free(struct prefetch *p);
 
 /* ---- timers ---- */
 double time_now(void); /* seconds, monotonic */

@@ -1,6 +1,6 @@
 /* nnet-average: weighted average of models (the averaging step of parallel training), with the
  * job-level agreement filter, EASGD's elastic centre update and HWA's window. */
-#include "train/train.h"
+#include "train/average.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
     if (tau >= 0)
         avg = average_model_files_agreement(files, num, weights, previous, tau, &kept);
     else if (alpha > 0)
-        avg = elastic_center_files(center, files, num, alpha);
+        avg = average_elastic_center_files(center, files, num, alpha);
     else
         avg = average_model_files(files, num, weights);
     if (!avg) die("%s", error_get());

@@ -1,5 +1,6 @@
 /* nnet-combine: trained per-layer combination of the last models (Kaldi nnet-combine-fast). */
-#include "train/train.h"
+#include "train/combine.h"
+#include "train/twa.h"
 
 #include <stdlib.h>
 #include <string.h>

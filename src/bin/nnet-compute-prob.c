@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read model '%s': %s", argv[1], error_get());
     struct train_stats st;
-    if (eval_prob(n, argv[2], minibatch_size, &st)) die("%s", error_get());
+    if (train_eval_prob(n, argv[2], minibatch_size, &st)) die("%s", error_get());
     if (st.num_egs == 0 || !(st.weight > 0)) die("no labelled examples in '%s'", argv[2]);
     if (!isfinite(st.objf))
         die("'%s' with model '%s': the objective is not finite (%g)", argv[2], argv[1], st.objf);

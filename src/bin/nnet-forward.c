@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
             WARN("'%s': key '%s': empty utterance, skipped", argv[2], key);
             continue;
         }
-        forward_utterance(n, &feats, apply_log, &out);
+        train_forward_utterance(n, &feats, apply_log, &out);
         if (io_check_finite(&out))
             die("'%s': key '%s': the output of model '%s' is not finite: %s", argv[2], key,
                 argv[1], error_get());

@@ -1,5 +1,6 @@
 /* nnet-get-feature-transform: a normalising input transform for FixedAffineComponent. */
-#include "train/train.h"
+#include "io/io.h"
+#include "train/feature-transform.h"
 
 #include <string.h>
 
@@ -18,8 +19,8 @@ static const char *usage =
     "          scp:data/train/feats.scp scp:data/train/labels.scp lda.mat\n";
 
 int main(int argc, char **argv) {
-    struct train_transform_options o;
-    train_transform_options_default(&o);
+    struct feature_transform_options o;
+    feature_transform_options_default(&o);
     const char *type = "meanvar";
     int binary = 1;
     struct option_spec specs[] = {
@@ -31,10 +32,10 @@ int main(int argc, char **argv) {
     };
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
     options_parse(&argc, argv, usage, specs, nspecs);
-    if (!strcmp(type, "meanvar")) o.type = TRAIN_TRANSFORM_MEANVAR;
-    else if (!strcmp(type, "lda")) o.type = TRAIN_TRANSFORM_LDA;
+    if (!strcmp(type, "meanvar")) o.type = FEATURE_TRANSFORM_MEANVAR;
+    else if (!strcmp(type, "lda")) o.type = FEATURE_TRANSFORM_LDA;
     else die("--type='%s': expected meanvar or lda", type);
-    int lda = o.type == TRAIN_TRANSFORM_LDA;
+    int lda = o.type == FEATURE_TRANSFORM_LDA;
     if (argc != (lda ? 4 : 3)) options_usage_exit(usage, specs, nspecs);
     if (o.left_context < 0 || o.right_context < 0 || o.dim < 0)
         die("--left-context, --right-context and --dim must not be negative");
@@ -42,7 +43,7 @@ int main(int argc, char **argv) {
         die("--left-context, --right-context and --dim are for --type=lda");
     struct matrix m = {0};
     long long frames;
-    if (train_get_feature_transform(argv[1], lda ? argv[2] : NULL, &o, &m, &frames))
+    if (feature_transform_estimate(argv[1], lda ? argv[2] : NULL, &o, &m, &frames))
         die("%s", error_get());
     const char *out = argv[lda ? 3 : 2];
     if (io_write_matrix_file(out, binary, &m)) die("cannot write '%s': %s", out, error_get());

@@ -1,4 +1,4 @@
-/* nnet-train-mpi: synchronous data-parallel training under mpirun/srun (train.h: train_sync).
+/* nnet-train-mpi: synchronous data-parallel training under mpirun/srun (sync.h: train_sync).
  * The only MPI (and NCCL) code of parnet: this file is compiled with mpicc and -DHAVE_MPI=1 and
  * hands train_sync an all-reduce; the library never links against MPI. */
 #include <limits.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/train.h"
+#include "train/sync.h"
 
 #if HAVE_CUDA
 #include <cuda_runtime.h>
@@ -37,7 +37,7 @@ static const char *usage =
     "    toward z and the mean x~ (coupling rho); gamma, rho are multiples of the learning rate,\n"
     "    grow by (1 + 0.5/nb) every L steps up to caps. The model is x~. Nesterov 0.9 in both\n"
     "    loops unless --momentum is given. Use the single-worker rate in both modes.\n"
-    "--momentum/--nesterov/--weight-decay apply in every mode (train.h: train_momentum).\n"
+    "--momentum/--nesterov/--weight-decay apply in every mode (momentum.h).\n"
     "Natural-gradient state stays local to each rank: in gradients mode each rank preconditions\n"
     "its own gradient before the sum. Ranks stop together when the first archive ends. Rank 0\n"
     "writes the model. --use-gpu=yes (make CUDA=1): one GPU per rank (the local rank modulo the\n"
@@ -158,127 +158,15 @@ static char *replace_job(const char *spec, int job) {
 }
 
 int main(int argc, char **argv) {
-    /* momentum (-1: by mode), GAF's update size, Parle's scoping, the state files */
-    float momentum = -1;
-    const char *nesterov = "auto", *gaf_scale = "accepted";
-    int nb = 0, step_offset = 0;
-    const char *state_in = "", *state_out = "";
     struct train_sync_options o;
-    train_sync_options_default(&o);
-    int binary = 1, num_threads = 1, srand_seed = 0;
-    float max_change = NNET_DEFAULT_MAX_CHANGE_GLOBAL;
-    const char *mode = "", *fusion = "halving", *gaf_on = "gradient";
-    const char *precision = "fp32";
-    const char *use_gpu = "no";
-    struct option_spec specs[] = {
-        {"mode", OPT_STRING, &mode,
-         "params: average the parameters every --average-every minibatches (local SGD); "
-         "gradients: sum the ranks' steps every minibatch (synchronous SGD)"},
-        {"average-every", OPT_INT, &o.average_every,
-         "Minibatches between parameter averages in params mode (0: only at the end)"},
-        {"check-sync", OPT_BOOL, &o.check_sync,
-         "After every exchange, check that all ranks hold bitwise the same parameters"},
-        {"minibatch-size", OPT_INT, &o.train.minibatch_size, "Examples per minibatch per rank"},
-        {"srand", OPT_INT, &srand_seed, "Seed for the random draws of training (+ rank)"},
-        {"num-threads", OPT_INT, &num_threads, "threads for the matrix work, per rank"},
-        MATRIX_PRECISION_OPTION(precision),
-        {"use-gpu", OPT_STRING, &use_gpu,
-         "yes|no|optional|wait: each rank on a GPU (make CUDA=1), one per rank by local rank; "
-         "the all-reduces then go through NCCL on the device"},
-        {"minibatches-per-phase", OPT_INT, &o.train.progress_every,
-         "Log progress (rank 0) every this many minibatches (0: never)"},
-        {"max-change", OPT_FLOAT, &max_change,
-         "Global max-change: largest norm of one minibatch's whole step (Kaldi's 2.0; 0: no limit)"},
-        {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
-        {"gaf-microbatches", OPT_INT, &o.train.gaf_microbatches,
-         "GAF across ranks: minibatches per rank per update (0: off; implies gradients mode)"},
-        {"gaf-threshold", OPT_FLOAT, &o.train.gaf_threshold,
-         "GAF: largest cosine distance 1-cos accepted (0.97: cos >= 0.03; >= 2 accepts all)"},
-        {"gaf-fusion", OPT_STRING, &fusion,
-         "GAF: halving (G=(G+g)/2, the reference code) or mean (uniform mean of the accepted)"},
-        {"gaf-on", OPT_STRING, &gaf_on,
-         "GAF: filter raw gradients (gradient; NaturalGradientAffine then trains as plain SGD) or "
-         "each minibatch's preconditioned step (step)"},
-        {"gaf-scale", OPT_STRING, &gaf_scale,
-         "GAF: size of an applied update: accepted (number agreed x lr x fusion: tau >= 2 and "
-         "mean fusion = SGD on the union) or one (lr x fusion, the reference's step_GAF)"},
-        /* momentum and weight decay (train.h: train_momentum); Parle and EASGD */
-        {"momentum", OPT_FLOAT, &momentum,
-         "Heavy-ball momentum as Kaldi nnet3 (-1: by mode: 0; parle 0.9, elastic 0.99)"},
-        {"nesterov", OPT_STRING, &nesterov,
-         "true|false|auto: Nesterov's form of --momentum (auto: true in parle and elastic)"},
-        {"weight-decay", OPT_FLOAT, &o.train.weight_decay,
-         "L2: the step gains -lambda x frames x lr x theta (PyTorch's weight_decay; 0: off)"},
-        {"elastic-alpha", OPT_FLOAT, &o.elastic_alpha,
-         "elastic: alpha of the exchange every --average-every minibatches (0: 0.9 / N)"},
-        {"parle-inner-steps", OPT_INT, &o.parle_inner_steps, "parle: L, minibatches per exchange"},
-        {"parle-gamma", OPT_FLOAT, &o.parle_gamma,
-         "parle: initial gamma-coupling of the inner iterate to the anchor (x learning rate)"},
-        {"parle-rho", OPT_FLOAT, &o.parle_rho,
-         "parle: initial rho-coupling to the mean, before the reference's factor L x N"},
-        {"parle-gamma-max", OPT_FLOAT, &o.parle_gamma_max, "parle: cap on gamma"},
-        {"parle-rho-max", OPT_FLOAT, &o.parle_rho_max, "parle: cap on rho"},
-        {"parle-ema", OPT_FLOAT, &o.parle_ema, "parle: EMA factor alpha of z"},
-        {"parle-minibatches-per-epoch", OPT_INT, &nb,
-         "parle: nb of the scoping (1 + 0.5/nb)^(t/L), per rank (0: no scoping)"},
-        {"parle-step-offset", OPT_INT, &step_offset,
-         "parle: inner steps taken before this pass (the scoping counter's start)"},
-        {"parle-scope-per-step", OPT_INT, &o.parle_scope_per_step,
-         "parle: scoping counter's advance per inner step (0: the network's parameter tensors, "
-         "2 per updatable component, as the reference code; 1: the README's t/L)"},
-        {"state-in", OPT_STRING, &state_in,
-         "Each rank's optimiser state from the previous pass (JOB = rank + 1): velocity, and "
-         "the replica, anchor, EMA, t in elastic/parle modes"},
-        {"state-out", OPT_STRING, &state_out, "Write each rank's state at the end (JOB = rank + 1)"},
-    };
-    int num_specs = sizeof specs / sizeof specs[0];
+    struct train_sync_cli c;
+    struct option_spec specs[TRAIN_SYNC_CLI_MAX_SPECS];
+    int num_specs = train_sync_cli_register(&c, &o, specs);
     options_parse(&argc, argv, usage, specs, num_specs);
     if (argc != 4) options_usage_exit(usage, specs, num_specs);
-    if (!*mode) mode = o.train.gaf_microbatches > 0 ? "gradients" : "params";
-    if (!strcmp(mode, "params")) o.mode = TRAIN_SYNC_PARAMS;
-    else if (!strcmp(mode, "gradients")) o.mode = TRAIN_SYNC_STEPS;
-    else if (!strcmp(mode, "elastic")) o.mode = TRAIN_SYNC_ELASTIC;
-    else if (!strcmp(mode, "parle")) o.mode = TRAIN_SYNC_PARLE;
-    else die("--mode must be params, gradients, elastic or parle, not '%s'", mode);
-    int replica = o.mode == TRAIN_SYNC_ELASTIC || o.mode == TRAIN_SYNC_PARLE;
-    o.train.momentum = momentum >= 0 ? momentum
-                       : o.mode == TRAIN_SYNC_PARLE ? 0.9f
-                       : o.mode == TRAIN_SYNC_ELASTIC ? 0.99f
-                                                      : 0;
-    if (!strcmp(nesterov, "auto")) o.train.nesterov = replica && o.train.momentum > 0;
-    else if (!strcmp(nesterov, "true") || !strcmp(nesterov, "false"))
-        o.train.nesterov = *nesterov == 't';
-    else die("--nesterov='%s': expected true, false or auto", nesterov);
-    if (train_momentum_options_check(&o.train)) die("%s", error_get());
-    o.parle_minibatches_per_epoch = nb;
-    o.parle_step_offset = step_offset;
-    if (o.mode == TRAIN_SYNC_PARLE &&
-        (o.parle_inner_steps < 1 || !(o.parle_gamma >= 0) || !(o.parle_rho >= 0) ||
-         !(o.parle_gamma_max >= 0) || !(o.parle_rho_max >= 0) ||
-         !(o.parle_ema >= 0 && o.parle_ema < 1) || nb < 0 || step_offset < 0 ||
-         o.parle_scope_per_step < 0))
-        die("parle: --parle-inner-steps must be at least 1, --parle-scope-per-step, the "
-            "couplings and caps not negative, --parle-ema in [0, 1), --parle-minibatches-per-"
-            "epoch and --parle-step-offset not negative");
-    if (o.mode == TRAIN_SYNC_ELASTIC && (o.average_every < 1 || !(o.elastic_alpha >= 0)))
-        die("elastic: --average-every (tau) must be at least 1 and --elastic-alpha not negative");
-    if (o.train.gaf_microbatches < 0 || !(o.train.gaf_threshold >= 0))
-        die("--gaf-microbatches and --gaf-threshold must not be negative");
-    if (o.train.gaf_microbatches > 0 && o.mode != TRAIN_SYNC_STEPS)
-        die("--gaf-microbatches needs --mode=gradients (the ranks apply one common update)");
-    if (!strcmp(fusion, "halving")) o.train.gaf_fusion = GAF_FUSION_HALVING;
-    else if (!strcmp(fusion, "mean")) o.train.gaf_fusion = GAF_FUSION_MEAN;
-    else die("--gaf-fusion='%s': expected halving or mean", fusion);
-    if (!strcmp(gaf_scale, "accepted") || !strcmp(gaf_scale, "one"))
-        o.train.gaf_unit_scale = *gaf_scale == 'o';
-    else die("--gaf-scale='%s': expected accepted or one", gaf_scale);
-    if (!strcmp(gaf_on, "gradient") || !strcmp(gaf_on, "step"))
-        o.train.gaf_on_steps = *gaf_on == 's';
-    else die("--gaf-on='%s': expected gradient or step", gaf_on);
-    if (o.train.minibatch_size < 1) die("--minibatch-size must be at least 1");
-    if (o.average_every < 0) die("--average-every must be at least 0");
-    o.train.srand = (uint64_t)srand_seed;
-    matrix_set_num_threads(num_threads);
+    if (train_sync_cli_check(&c)) die("%s", error_get());
+    const char *precision = c.train.precision;
+    matrix_set_num_threads(c.train.num_threads);
     if (matrix_set_precision(precision)) die("%s", error_get());
 
     MPI_Init(&argc, &argv);
@@ -286,7 +174,7 @@ int main(int argc, char **argv) {
     struct train_comm comm = {.ctx = &ctx, .allreduce = mpi_allreduce};
     MPI_Comm_rank(MPI_COMM_WORLD, &comm.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &comm.size);
-    if (select_devices(use_gpu, comm.rank)) {
+    if (select_devices(c.train.use_gpu, comm.rank)) {
         MPI_Finalize();
         return 1;
     }
@@ -296,40 +184,30 @@ int main(int argc, char **argv) {
     if (matrix_set_precision(precision)) die_alone("rank %d: %s", comm.rank, error_get());
 #endif
     char *egs = replace_job(argv[2], comm.rank + 1);
-    char *state_rx = *state_in ? replace_job(state_in, comm.rank + 1) : NULL;
-    char *state_wx = *state_out ? replace_job(state_out, comm.rank + 1) : NULL;
+    char *state_rx = *c.state_in ? replace_job(c.state_in, comm.rank + 1) : NULL;
+    char *state_wx = *c.state_out ? replace_job(c.state_out, comm.rank + 1) : NULL;
     o.state_rxfilename = state_rx;
     o.state_wxfilename = state_wx;
     struct nnet *n = nnet_read_file(argv[1]);
-    int read_ok = n != NULL;
+    int ok = 0, read_ok = n != NULL;
     MPI_Allreduce(MPI_IN_PLACE, &read_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!read_ok) { /* every rank leaves, the ones that failed say why */
         if (!n)
             log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__,
                         "rank %d: cannot read model '%s': %s", comm.rank, argv[1], error_get());
-        nnet_free(n);
-        free(egs);
-        free(state_rx);
-        free(state_wx);
-        MPI_Finalize();
-        return 1;
+        goto done;
     }
-    if (max_change > 0) nnet_set_max_change(n, max_change);
+    if (c.train.max_change > 0) nnet_set_max_change(n, c.train.max_change);
     if (o.train.gaf_microbatches > 0 && comm.size * o.train.gaf_microbatches < 2) {
         if (comm.rank == 0)
             log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__,
                         "GAF needs at least 2 microbatches per update: %d rank(s) x "
                         "--gaf-microbatches=%d", comm.size, o.train.gaf_microbatches);
-        nnet_free(n);
-        free(egs);
-        free(state_rx);
-        free(state_wx);
-        MPI_Finalize();
-        return 1;
+        goto done;
     }
     if (comm.rank == 0)
         LOG("%d ranks, mode %s, exchange every %d minibatches, %d examples per minibatch per "
-            "rank, %d parameters", comm.size, mode,
+            "rank, %d parameters", comm.size, c.mode,
             o.mode == TRAIN_SYNC_STEPS   ? 1
             : o.mode == TRAIN_SYNC_PARLE ? o.parle_inner_steps
                                          : o.average_every,
@@ -341,16 +219,16 @@ int main(int argc, char **argv) {
         LOG("GAF on %s: %d microbatches per update (%d per rank), threshold %g, %s fusion",
             o.train.gaf_on_steps ? "steps" : "raw gradients",
             comm.size * o.train.gaf_microbatches, o.train.gaf_microbatches,
-            o.train.gaf_threshold, fusion);
+            o.train.gaf_threshold, c.train.gaf_fusion);
 
     struct train_sync_stats st;
-    int ok = train_sync(n, egs, &o, &comm, &st) == 0; /* the same on every rank */
+    ok = train_sync(n, egs, &o, &comm, &st) == 0; /* the same on every rank */
     if (!ok) log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__, "%s", error_get());
     if (ok && st.total.num_egs == 0) {
         if (comm.rank == 0) WARN("no examples in '%s' (on some rank): nothing trained", argv[2]);
         ok = 0;
     }
-    if (ok && comm.rank == 0 && nnet_write_file(n, argv[3], binary)) {
+    if (ok && comm.rank == 0 && nnet_write_file(n, argv[3], c.train.binary)) {
         log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__, "cannot write '%s': %s",
                     argv[3], error_get());
         ok = 0;
@@ -392,6 +270,7 @@ int main(int argc, char **argv) {
         LOG("[this line is to be parsed by a script:] log-prob-per-frame=%.6f",
             t->objf / t->weight);
     }
+done:
     nnet_free(n);
     free(egs);
     free(state_rx);

@@ -6,7 +6,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -595,14 +594,10 @@ void table_writer_abort(struct table_writer *w) {
 
 /* ---- sequential reader ---- */
 
+/* ark,bg: one object read ahead on a thread (base.h's prefetch, one slot). */
 struct table_reader_bg {
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int full, stop, started;
-    int rc;                   /* result of the slot's read */
-    char key[IO_MAX_TOKEN];
-    char err[2048];
+    struct prefetch *ahead;
+    char key[IO_MAX_TOKEN];   /* the slot's key */
     void *slot;               /* ops->size bytes */
 };
 
@@ -665,27 +660,10 @@ static int next_plain(struct table_reader *r, void *obj, char *key) {
     return 1;
 }
 
-static void *bg_main(void *arg) {
-    struct table_reader *r = arg;
-    struct table_reader_bg *bg = r->bg;
-    for (;;) {
-        pthread_mutex_lock(&bg->mu);
-        while (bg->full && !bg->stop) pthread_cond_wait(&bg->cv, &bg->mu);
-        int stop = bg->stop;
-        pthread_mutex_unlock(&bg->mu);
-        if (stop) break;
-        char key[IO_MAX_TOKEN];
-        int rc = next_plain(r, bg->slot, key);
-        pthread_mutex_lock(&bg->mu);
-        bg->rc = rc;
-        memcpy(bg->key, key, sizeof key);
-        if (rc < 0) snprintf(bg->err, sizeof bg->err, "%s", error_get());
-        bg->full = 1;
-        pthread_cond_broadcast(&bg->cv);
-        pthread_mutex_unlock(&bg->mu);
-        if (rc <= 0) break;
-    }
-    return NULL;
+/* On the read-ahead thread. */
+static int bg_read(void *ctx, int slot) {
+    struct table_reader *r = ctx;
+    return next_plain(r, r->bg->slot, r->bg->key);
 }
 
 static int reader_setup(struct table_reader *r, const char *rspecifier, struct kin *given,
@@ -735,29 +713,21 @@ int table_reader_next(struct table_reader *r, void *obj) {
         struct table_reader_bg *bg = r->bg;
         if (!bg) {
             bg = r->bg = xcalloc(1, sizeof *bg);
-            pthread_mutex_init(&bg->mu, NULL);
-            pthread_cond_init(&bg->cv, NULL);
             bg->slot = xcalloc(1, r->ops->size);
-            if (pthread_create(&bg->thread, NULL, bg_main, r)) {
+            if (!(bg->ahead = prefetch_new(1, bg_read, r))) {
                 r->done = 1;
-                return r->done_rc = error_set("cannot start the read-ahead thread");
+                return r->done_rc = -1;
             }
-            bg->started = 1;
         }
-        pthread_mutex_lock(&bg->mu);
-        while (!bg->full) pthread_cond_wait(&bg->cv, &bg->mu);
-        rc = bg->rc;
+        int slot;
+        rc = prefetch_next(bg->ahead, &slot);
         if (rc > 0) {
             r->ops->release(obj);
             memcpy(obj, bg->slot, r->ops->size);
             memset(bg->slot, 0, r->ops->size);
             memcpy(r->key, bg->key, sizeof r->key);
-        } else if (rc < 0) {
-            error_set("%s", bg->err);
+            prefetch_release(bg->ahead); /* the next object is read while the caller works */
         }
-        bg->full = 0;
-        pthread_cond_broadcast(&bg->cv);
-        pthread_mutex_unlock(&bg->mu);
     } else {
         char key[IO_MAX_TOKEN];
         rc = next_plain(r, obj, key);
@@ -1019,17 +989,9 @@ int table_reader_close(struct table_reader *r) {
     int rc = 0;
     if (r->bg) {
         struct table_reader_bg *bg = r->bg;
-        if (bg->started) {
-            pthread_mutex_lock(&bg->mu);
-            bg->stop = 1;
-            pthread_cond_broadcast(&bg->cv);
-            pthread_mutex_unlock(&bg->mu);
-            pthread_join(bg->thread, NULL);
-        }
+        prefetch_free(bg->ahead);
         r->ops->release(bg->slot);
         free(bg->slot);
-        pthread_mutex_destroy(&bg->mu);
-        pthread_cond_destroy(&bg->cv);
         free(bg);
     }
     int finished = r->done && r->done_rc == 0;

@@ -1,5 +1,5 @@
 /* nnet-average: a weighted average of parameter blocks, two models in memory at a time. */
-#include "train/train.h"
+#include "train/average.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -108,7 +108,7 @@ struct nnet *average_model_files_agreement(const char *const *rxfilenames, int n
         struct vector p = nnet_params(m);
         vector_copy(&change, &p);
         vector_add(&change, -1, &pp);
-        dist[j] = cosine_distance(&change, &consensus);
+        dist[j] = gaf_cosine_distance(&change, &consensus);
         float w = weights ? weights[j] : 1;
         keep[j] = dist[j] <= tau && w > 0;
         LOG("Job %d ('%s'): cosine distance to the consensus change %.4f: %s", j + 1,
@@ -142,8 +142,8 @@ done:
     return out;
 }
 
-struct nnet *elastic_center_files(const char *center_rxfilename, const char *const *rxfilenames,
-                                  int num, float alpha) {
+struct nnet *average_elastic_center_files(const char *center_rxfilename,
+                                          const char *const *rxfilenames, int num, float alpha) {
     struct nnet *center = read_like(center_rxfilename, NULL, NULL);
     if (!center) return NULL;
     struct vector c = nnet_params(center), sum;
@@ -169,4 +169,26 @@ struct nnet *elastic_center_files(const char *center_rxfilename, const char *con
         return NULL;
     }
     return center;
+}
+
+int average_agreement_select(const struct vector *changes, int num, const float *weights, float tau,
+                     int *keep, double *distance) {
+    ASSERT(num >= 1);
+    struct vector c;
+    vector_init_on(&c, changes[0].dim, changes[0].device);
+    double wsum = 0;
+    for (int j = 0; j < num; j++)
+        wsum += weights ? weights[j] : 1;
+    ASSERT(wsum > 0);
+    for (int j = 0; j < num; j++)
+        vector_add(&c, (float)((weights ? weights[j] : 1) / wsum), &changes[j]);
+    int kept = 0;
+    for (int j = 0; j < num; j++) {
+        double d = gaf_cosine_distance(&changes[j], &c);
+        if (distance) distance[j] = d;
+        keep[j] = d <= tau && (!weights || weights[j] > 0);
+        kept += keep[j];
+    }
+    vector_release(&c);
+    return kept;
 }

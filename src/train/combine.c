@@ -1,7 +1,8 @@
 /* nnet-combine: per-(model, updatable component) weights by L-BFGS on validation examples, as
  * Kaldi's nnet-combine-fast (reference/kaldi-nnet2.md §1.7), without its Fisher preconditioning.
  * The weights are not constrained to sum to 1. */
-#include "train/train-internal.h"
+#include "train/combine.h"
+#include "train/minibatch.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@ struct combiner {
     int num_models, num_comps;
     int *offset, *size;             /* (num_comps) slices of the parameter block */
     struct nnet *work;              /* the combined network */
-    struct mb_set set;              /* validation minibatches, host */
+    struct minibatch_set set;              /* validation minibatches, host */
     struct vector grad;             /* summed gradient over the validation set */
     struct matrix deriv, dev_input;
     int num_evals;
@@ -46,7 +47,7 @@ static double evaluate(struct combiner *c, const double *alpha, double *grad) {
     if (grad) vector_set_zero(&c->grad);
     struct vector delta = nnet_delta(c->work);
     for (int b = 0; b < c->set.num; b++) {
-        objf += mb_set_forward(&c->set, b, c->work, &c->dev_input, &c->deriv);
+        objf += minibatch_set_forward(&c->set, b, c->work, &c->dev_input, &c->deriv);
         if (grad) {
             nnet_backward(c->work, &c->deriv, NNET_GRADIENT);
             vector_add(&c->grad, 1.0f, &delta);
@@ -170,7 +171,8 @@ struct nnet *combine_models(struct nnet *const *models, int num, const char *val
     vector_init(&c.grad, nnet_num_params(c.work));
     struct nnet *result = NULL;
     double *alpha = NULL, *best_alpha = NULL;
-    if (mb_set_load(&c.set, valid_rspec, o->minibatch_size, o->max_examples, c.work)) goto done;
+    if (minibatch_set_load(&c.set, valid_rspec, o->minibatch_size, o->max_examples, c.work))
+        goto done;
     LOG("Read %d validation examples (%d minibatches, total weight %g)", c.set.num_egs, c.set.num,
         c.set.total_weight);
 
@@ -212,7 +214,7 @@ struct nnet *combine_models(struct nnet *const *models, int num, const char *val
     result = c.work;
     c.work = NULL;
 done:
-    mb_set_release(&c.set);
+    minibatch_set_release(&c.set);
     free(c.offset);
     free(c.size);
     free(alpha);

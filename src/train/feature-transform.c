@@ -1,16 +1,17 @@
 /* Input normalisation (nnet-get-feature-transform): per-dimension mean/variance, or LDA on
  * spliced frames (Kaldi nnet2's get_lda.sh / nnet-get-feature-transform), as the (out x in+1)
  * matrix a FixedAffineComponent reads (matrix=F: linear part | bias column). */
-#include "train/train.h"
+#include "train/feature-transform.h"
+#include "io/io.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-void train_transform_options_default(struct train_transform_options *o) {
+void feature_transform_options_default(struct feature_transform_options *o) {
     memset(o, 0, sizeof *o);
-    o->type = TRAIN_TRANSFORM_MEANVAR;
+    o->type = FEATURE_TRANSFORM_MEANVAR;
 }
 
 /* Accumulators in double: count, sum, scatter (full for LDA, diagonal for mean/variance), and for
@@ -147,10 +148,10 @@ done:
     return rc;
 }
 
-int train_get_feature_transform(const char *feats_rspec, const char *labels_rspec,
-                                const struct train_transform_options *o, struct matrix *out,
+int feature_transform_estimate(const char *feats_rspec, const char *labels_rspec,
+                                const struct feature_transform_options *o, struct matrix *out,
                                 long long *num_frames) {
-    int lda = o->type == TRAIN_TRANSFORM_LDA;
+    int lda = o->type == FEATURE_TRANSFORM_LDA;
     if (lda && !labels_rspec) return error_set("LDA needs the labels");
     if (o->left_context < 0 || o->right_context < 0)
         return error_set("negative context");

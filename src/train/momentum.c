@@ -1,11 +1,10 @@
-/* Momentum and weight decay: the last stage of an update, kept apart from the loops that form the
- * step (train.h, "momentum and weight decay"). Everything is a vector operation over the parameter
- * block, per updatable component only where the component's learning rate enters. */
-#include "train/train.h"
+/* Momentum and weight decay (momentum.h). */
+#include "train/momentum.h"
 
 #include <string.h>
 
-void train_add_lr_scaled(struct nnet *n, struct vector *step, float coef, const struct vector *x) {
+void momentum_add_lr_scaled(struct nnet *n, struct vector *step, float coef,
+                            const struct vector *x) {
     ASSERT(step->dim == nnet_num_params(n) && x->dim == step->dim);
     for (int i = 0; i < nnet_num_components(n); i++) {
         const struct component *c = nnet_component(n, i);
@@ -16,10 +15,10 @@ void train_add_lr_scaled(struct nnet *n, struct vector *step, float coef, const 
     }
 }
 
-void train_weight_decay(struct nnet *n, struct vector *step, float lambda, double frames) {
+void momentum_weight_decay(struct nnet *n, struct vector *step, float lambda, double frames) {
     if (!(lambda > 0) || !(frames > 0)) return;
     struct vector p = nnet_params(n);
-    train_add_lr_scaled(n, step, (float)(-lambda * frames), &p);
+    momentum_add_lr_scaled(n, step, (float)(-lambda * frames), &p);
 }
 
 void momentum_filter(struct vector *velocity, struct vector *step, float mu, int nesterov) {
@@ -38,24 +37,25 @@ void momentum_filter(struct vector *velocity, struct vector *step, float mu, int
     }
 }
 
-void train_momentum_init(struct train_momentum *m, struct nnet *n, const struct train_options *o) {
+void momentum_init(struct momentum *m, struct nnet *n, float mu, int nesterov,
+                   float weight_decay) {
     memset(m, 0, sizeof *m);
-    m->momentum = o->momentum;
-    m->nesterov = o->nesterov;
-    m->weight_decay = o->weight_decay;
-    m->on = o->momentum > 0 || o->weight_decay > 0;
-    if (o->momentum > 0) vector_init(&m->velocity, nnet_num_params(n));
+    m->momentum = mu;
+    m->nesterov = nesterov;
+    m->weight_decay = weight_decay;
+    m->on = mu > 0 || weight_decay > 0;
+    if (mu > 0) vector_init(&m->velocity, nnet_num_params(n));
 }
 
-void train_momentum_release(struct train_momentum *m) { vector_release(&m->velocity); }
+void momentum_release(struct momentum *m) { vector_release(&m->velocity); }
 
-int train_momentum_apply_step(struct train_momentum *m, struct nnet *n, struct vector *step,
+int momentum_apply_step(struct momentum *m, struct nnet *n, struct vector *step,
                               double frames) {
-    train_weight_decay(n, step, m->weight_decay, frames);
-    return train_momentum_apply_filtered(m, n, step);
+    momentum_weight_decay(n, step, m->weight_decay, frames);
+    return momentum_apply_filtered(m, n, step);
 }
 
-int train_momentum_apply_filtered(struct train_momentum *m, struct nnet *n, struct vector *step) {
+int momentum_apply_filtered(struct momentum *m, struct nnet *n, struct vector *step) {
     if (m->momentum > 0) {
         /* A step the network would refuse must not enter the velocity either. */
         if (!vector_is_finite(step)) return nnet_apply_step(n, step); /* warns, returns 1 */
@@ -64,7 +64,7 @@ int train_momentum_apply_filtered(struct train_momentum *m, struct nnet *n, stru
     return nnet_apply_step(n, step);
 }
 
-int train_momentum_apply_gradient(struct train_momentum *m, struct nnet *n,
+int momentum_apply_gradient(struct momentum *m, struct nnet *n,
                                   const struct vector *grad, float scale, double frames) {
     struct vector d = nnet_delta(n);
     if (grad->data != d.data) vector_copy(&d, grad);
@@ -75,15 +75,14 @@ int train_momentum_apply_gradient(struct train_momentum *m, struct nnet *n,
         struct vector s = vector_range(&d, c->param_offset, c->num_params);
         vector_scale(&s, scale * c->learning_rate);
     }
-    return train_momentum_apply_step(m, n, &d, frames);
+    return momentum_apply_step(m, n, &d, frames);
 }
 
-int train_momentum_options_check(const struct train_options *o) {
-    if (!(o->momentum >= 0 && o->momentum < 1))
-        return error_set("--momentum=%g: must lie in [0, 1)", o->momentum);
-    if (!(o->weight_decay >= 0))
-        return error_set("--weight-decay=%g: must not be negative", o->weight_decay);
-    if (o->nesterov && !(o->momentum > 0))
+int momentum_check(float mu, int nesterov, float weight_decay) {
+    if (!(mu >= 0 && mu < 1)) return error_set("--momentum=%g: must lie in [0, 1)", mu);
+    if (!(weight_decay >= 0))
+        return error_set("--weight-decay=%g: must not be negative", weight_decay);
+    if (nesterov && !(mu > 0))
         return error_set("--nesterov needs --momentum > 0");
     return 0;
 }

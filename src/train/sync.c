@@ -1,29 +1,10 @@
-/* Synchronous data-parallel training over a caller-supplied all-reduce (train.h: train_sync):
+/* Synchronous data-parallel training over a caller-supplied all-reduce (sync.h: train_sync):
  * local SGD with periodic parameter averaging, or summed steps every minibatch. */
-#include "train/train.h"
 #include "train/train-internal.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-void train_sync_options_default(struct train_sync_options *o) {
-    memset(o, 0, sizeof *o);
-    train_options_default(&o->train);
-    o->mode = TRAIN_SYNC_PARAMS;
-    o->average_every = 8;
-    o->check_sync = 0;
-    o->elastic_alpha = 0;
-    o->parle_inner_steps = 25;
-    o->parle_gamma = 0.01f;
-    o->parle_rho = 0.01f;
-    o->parle_gamma_max = 1;
-    o->parle_rho_max = 10;
-    o->parle_ema = 0.75f;
-    o->parle_minibatches_per_epoch = 0;
-    o->parle_step_offset = 0;
-    o->parle_scope_per_step = 0;
-}
 
 static int reduce(const struct train_comm *c, void *data, size_t count, enum comm_type type,
                   enum comm_op op) {
@@ -127,7 +108,7 @@ static int gather_stats(const struct train_comm *c, enum train_sync_mode mode, i
  * the same order (rank 0's, then rank 1's, ...) and applies the same update. */
 static int gaf_step(struct nnet *n, const struct train_sync_options *o,
                     const struct train_comm *c, struct gaf *g, struct vector *all, int count,
-                    struct train_momentum *mom, double frames_per_micro,
+                    struct momentum *mom, double frames_per_micro,
                     struct train_sync_stats *st) {
     if (train_sync_exchange(c, all, 1, st)) return -1;
     int dim = nnet_num_params(n), m = o->train.gaf_microbatches, skipped;
@@ -178,19 +159,20 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
     struct minibatch_source *src = minibatch_source_new(
         egs_rspec, o->train.minibatch_size, nnet_left_context(n), nnet_right_context(n));
     char *my_error = src ? NULL : xstrdup(error_get());
-    /* momentum and weight decay (momentum.c); Parle / EASGD state (parle.c) */
-    struct train_momentum mom;
-    train_momentum_init(&mom, n, &o->train);
+    /* momentum and weight decay (momentum.c); Parle / EASGD state (sync-replica.c) */
+    struct momentum mom;
+    momentum_init(&mom, n, o->train.momentum, o->train.nesterov, o->train.weight_decay);
     struct train_replica rep;
     train_replica_init(&rep, n, o);
     const int replica_mode = o->mode == TRAIN_SYNC_ELASTIC || o->mode == TRAIN_SYNC_PARLE;
     double nominal_frames = o->train.minibatch_size; /* per GAF microbatch, the same everywhere */
     struct vector params = nnet_params(n), delta = nnet_delta(n);
-    struct matrix deriv = {0}, dev_input = {0};
-    int *argmax = NULL, argmax_cap = 0, rc = 0, since_average = 0, stopped_early = 0;
+    struct minibatch_loop loop; /* progress lines on rank 0 only */
+    minibatch_loop_init(&loop, n, egs_rspec, ls, comm->rank == 0 ? o->train.progress_every : 0,
+                        " (rank 0)", 0, start);
+    struct matrix *deriv = &loop.deriv;
+    int rc = 0, since_average = 0, stopped_early = 0;
     const float inv_size = 1.0f / (float)comm->size;
-    double phase_objf = 0, phase_weight = 0, phase_correct = 0, phase_start = start;
-    long long phase_first = 0;
     if (o->state_rxfilename)
         rc = agree(comm, train_replica_read_state(&rep, &mom, n, o->state_rxfilename), "read");
     while (rc == 0) {
@@ -199,14 +181,7 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
         int have = -1;
         if (!my_error) {
             have = minibatch_source_next(src, &mb);
-            if (have == 1 && mb->input_dim != nnet_input_dim(n)) {
-                error_set("'%s': examples have input dimension %d, the network expects %d",
-                          egs_rspec, mb->input_dim, nnet_input_dim(n));
-                have = -1;
-            } else if (have == 1 && train_check_labels(mb, nnet_output_dim(n))) {
-                error_wrap("'%s': ", egs_rspec);
-                have = -1;
-            }
+            if (have == 1 && minibatch_check(mb, n, egs_rspec)) have = -1;
             if (have < 0) my_error = xstrdup(error_get());
         }
         int64_t flag = have < 0 ? -1 - (int64_t)comm->rank : have;
@@ -226,13 +201,12 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
             break;
         }
 
-        const struct matrix *out =
-            nnet_forward(n, train_input_on_device(mb, &dev_input), mb->num_egs, 1);
-        double correct_before = ls->correct, objf, weight;
-        train_score_minibatch(n, out, mb, &deriv, &argmax, &argmax_cap, ls, &objf, &weight);
+        const struct matrix *out = minibatch_loop_forward(&loop, mb, 1);
+        double weight;
+        minibatch_loop_score(&loop, out, mb, NULL, &weight);
         nominal_frames = (double)o->train.minibatch_size * mb->frames_per_eg;
         if (gaf_m > 0) {
-            nnet_backward(n, &deriv, train_gaf_backward_mode(&o->train));
+            nnet_backward(n, deriv, train_gaf_backward_mode(&o->train));
             struct vector slot = vector_range(
                 &gaf_all, (comm->rank * gaf_m + gaf_count) * nnet_num_params(n), delta.dim);
             vector_copy(&slot, &delta);
@@ -248,14 +222,14 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
                     break;
             }
         } else if (o->mode == TRAIN_SYNC_STEPS) {
-            nnet_backward(n, &deriv, NNET_STEP);
+            nnet_backward(n, deriv, NNET_STEP);
             /* each rank's own decay before the sum: the sum decays by the total weight */
-            train_weight_decay(n, &delta, o->train.weight_decay, weight);
+            momentum_weight_decay(n, &delta, o->train.weight_decay, weight);
             if (train_sync_exchange(comm, &delta, 1, st)) {
                 rc = -1;
                 break;
             }
-            if (mom.on ? train_momentum_apply_filtered(&mom, n, &delta)
+            if (mom.on ? momentum_apply_filtered(&mom, n, &delta)
                        : nnet_apply_step(n, &delta))
                 ls->num_skipped++;
             if (o->check_sync &&
@@ -264,10 +238,10 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
                 break;
         } else if (replica_mode) {
             /* a local step of the replica (Parle: with its coupling), then maybe the exchange */
-            nnet_backward(n, &deriv, NNET_STEP);
-            train_weight_decay(n, &delta, o->train.weight_decay, weight);
+            nnet_backward(n, deriv, NNET_STEP);
+            momentum_weight_decay(n, &delta, o->train.weight_decay, weight);
             train_replica_couple(&rep, n, o, comm->size, &delta, weight);
-            if (train_momentum_apply_filtered(&mom, n, &delta)) ls->num_skipped++;
+            if (momentum_apply_filtered(&mom, n, &delta)) ls->num_skipped++;
             else ls->num_updates++;
             if (train_replica_after_step(&rep, n, o, weight)) {
                 if (train_replica_exchange(&rep, n, o, comm, st)) {
@@ -278,10 +252,10 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
         } else {
             int skipped;
             if (mom.on) {
-                nnet_backward(n, &deriv, NNET_STEP);
-                skipped = train_momentum_apply_step(&mom, n, &delta, weight);
+                nnet_backward(n, deriv, NNET_STEP);
+                skipped = momentum_apply_step(&mom, n, &delta, weight);
             } else {
-                skipped = nnet_backward(n, &deriv, NNET_UPDATE);
+                skipped = nnet_backward(n, deriv, NNET_UPDATE);
             }
             if (skipped) ls->num_skipped++;
             if (o->average_every > 0 && ++since_average == o->average_every) {
@@ -299,21 +273,7 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
             }
         }
 
-        phase_objf += objf;
-        phase_weight += weight;
-        phase_correct += ls->correct - correct_before;
-        if (comm->rank == 0 && o->train.progress_every > 0 &&
-            ls->num_minibatches % o->train.progress_every == 0) {
-            double now = time_now();
-            LOG("Minibatches %lld-%lld (rank 0): average objective %.5f, accuracy %.4f over %.0f "
-                "frames, %.0f frames/s", phase_first, ls->num_minibatches - 1,
-                phase_weight > 0 ? phase_objf / phase_weight : 0.0,
-                phase_weight > 0 ? phase_correct / phase_weight : 0.0, phase_weight,
-                phase_weight / (now - phase_start > 1e-9 ? now - phase_start : 1e-9));
-            phase_objf = phase_weight = phase_correct = 0;
-            phase_first = ls->num_minibatches;
-            phase_start = now;
-        }
+        minibatch_loop_progress(&loop);
     }
     /* Every rank stopped at the same minibatch, so a short last GAF step is short everywhere. */
     if (rc == 0 && gaf_m > 0 && gaf_count > 0) {
@@ -344,7 +304,7 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
                                  ls->num_minibatches);
     }
     train_replica_release(&rep);
-    train_momentum_release(&mom);
+    momentum_release(&mom);
     /* A pipe we stopped reading early is not an error (table_reader_close knows); a fully read
      * one whose command failed is (its data may be cut short), and only this rank sees it. */
     int close_failed = src && minibatch_source_free(src);
@@ -352,9 +312,7 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
         free(my_error);
         my_error = xstrdup(error_get());
     }
-    matrix_release(&deriv);
-    matrix_release(&dev_input);
-    free(argmax);
+    minibatch_loop_release(&loop);
     free(scratch);
     ls->seconds = time_now() - start;
     if (rc == 0) rc = gather_stats(comm, o->mode, stopped_early, close_failed, st);

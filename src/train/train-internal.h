@@ -1,24 +1,14 @@
-/* Private to src/train: helpers shared by the training loops of this module (sgd.c, sync.c,
- * combine.c, twa.c), and a set of minibatches held in memory (validation examples for nnet-combine
- * and TWA), loaded once and passed over many times. */
+/* Private to src/train: the pieces the two training loops share beyond minibatch.h: GAF's step
+ * on a network (gaf-step.c: train_sgd's M microbatches in sequence, train_sync's microbatches of
+ * all ranks), the exchange of train_sync, and the Parle / EASGD state of a rank (sync-replica.c).
+ */
 #ifndef PARNET_TRAIN_TRAIN_INTERNAL_H
 #define PARNET_TRAIN_TRAIN_INTERNAL_H
 
+#include "train/minibatch.h"
+#include "train/momentum.h"
+#include "train/sync.h"
 #include "train/train.h"
-
-/* The minibatch input where the network computes: the host matrix itself on the CPU, else a copy
- * in dev (on the device, kept between minibatches). */
-const struct matrix *train_input_on_device(const struct egs_minibatch *mb, struct matrix *dev);
-
-/* Objective, derivative (into deriv) and accuracy of the last forward (out) against the
- * minibatch's labels; adds them to st and returns this minibatch's objf and weight. argmax is a
- * scratch buffer of argmax_cap ints, grown as needed (free it after the loop). */
-void train_score_minibatch(struct nnet *n, const struct matrix *out, const struct egs_minibatch *mb,
-                           struct matrix *deriv, int **argmax, int *argmax_cap,
-                           struct train_stats *st, double *objf, double *weight);
-
-/* 0 if every label indexes one of output_dim outputs, else -1 (error_set names the label). */
-int train_check_labels(const struct egs_minibatch *mb, int output_dim);
 
 /* GAF's step, shared by train_sgd (M microbatches in sequence) and train_sync (microbatches of
  * all ranks, gathered): gaf_begin, then train_gaf_offer for every microbatch in a fixed order, then
@@ -31,17 +21,18 @@ int train_gaf_offer(struct gaf *g, const struct vector *micro);
  * data) is dropped without counting a step; if nothing agreed with the anchor, the step counts as
  * skipped; else num_accepted x the fusion is applied with nnet_apply_step (steps) or
  * nnet_apply_gradient (gradients), or, when m is on (momentum/weight decay), through
- * train_momentum_apply_* with frames = frames_per_micro x num_accepted. Returns 1 if an update was attempted, *skipped then being 1 if
- * the network refused it as non-finite; 0 otherwise. The caller counts num_updates/num_skipped. */
+ * momentum_apply_* with frames = frames_per_micro x num_accepted. Returns 1 if an update was
+ * attempted, *skipped then being 1 if the network refused it as non-finite; 0 otherwise. The
+ * caller counts num_updates/num_skipped. */
 int train_gaf_finish(struct gaf *g, struct nnet *n, const struct train_options *o,
-                     struct train_stats *st, int *skipped, struct train_momentum *m,
+                     struct train_stats *st, int *skipped, struct momentum *m,
                      double frames_per_micro);
 
 /* Sum v over ranks in place (one all-reduce, timed and counted in st), then scale it. */
 int train_sync_exchange(const struct train_comm *c, struct vector *v, float scale,
                         struct train_sync_stats *st);
 
-/* Parle / EASGD state of one rank inside train_sync (parle.c; the maths is in train.h). The
+/* Parle / EASGD state of one rank inside train_sync (sync-replica.c; the maths is in sync.h). The
  * network holds the replica (EASGD's x, Parle's inner iterate y). Per minibatch: form the step,
  * train_replica_couple (Parle's gamma term), apply it, train_replica_after_step, and
  * train_replica_exchange when that returned 1; at the end train_replica_finish sets the network
@@ -77,27 +68,11 @@ int train_replica_last_exchange(struct train_replica *r, struct nnet *n,
 void train_replica_finish(struct train_replica *r, struct nnet *n,
                           const struct train_sync_options *o, const struct train_comm *c,
                           struct train_sync_stats *st);
-/* This rank's state (train.h: train_sync_options.state_*): 0, or -1 with error_set. Reading
+/* This rank's state (sync.h: train_sync_options.state_*): 0, or -1 with error_set. Reading
  * sets the network to the stored replica (elastic, Parle) and loads the vectors and t. */
-int train_replica_write_state(struct train_replica *r, struct train_momentum *m,
+int train_replica_write_state(struct train_replica *r, struct momentum *m,
                               struct nnet *n, const char *wxfilename);
-int train_replica_read_state(struct train_replica *r, struct train_momentum *m,
+int train_replica_read_state(struct train_replica *r, struct momentum *m,
                              struct nnet *n, const char *rxfilename);
-
-struct mb_set {
-    struct egs_minibatch *mbs; /* (num) host copies */
-    int num, num_egs;
-    double total_weight; /* sum of label weights */
-};
-/* Read up to max_examples examples of rspec in minibatches of minibatch_size, trimmed to n's
- * context, checking labels against n's outputs. 0, or -1 with error_set (the set is then still
- * released by mb_set_release). */
-int mb_set_load(struct mb_set *s, const char *rspec, int minibatch_size, int max_examples,
-                struct nnet *n);
-void mb_set_release(struct mb_set *s);
-/* Forward minibatch b of the set through n (copied to the device when there is one); returns the
- * objective sum and leaves d objective / d output in deriv. */
-double mb_set_forward(struct mb_set *s, int b, struct nnet *n, struct matrix *dev_input,
-                      struct matrix *deriv);
 
 #endif

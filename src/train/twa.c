@@ -1,12 +1,60 @@
-/* TWA (Li et al., ICLR 2023; reference/averaging-methods.md §6): train the combination
+/* TWA (twa.h; Li et al., ICLR 2023, arXiv 2205.13104): train the combination
  * coefficients of the last K models inside their span. P holds an orthonormal basis of the span
  * (Gram-Schmidt in double, rows); the iterate is w = P^T alpha, so the gradient with respect to
  * alpha is P g (g the ordinary gradient), and w never leaves the span. Start: the models' mean. */
-#include "train/train-internal.h"
+#include "train/minibatch.h"
+#include "train/twa.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- the basis ---- */
+
+static double ddot(const double *a, const double *b, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+int twa_gram_schmidt(double *v, int num, int dim) {
+    int k = 0;
+    for (int i = 0; i < num; i++) {
+        double *r = v + (size_t)k * dim;
+        if (k != i) memcpy(r, v + (size_t)i * dim, sizeof(double) * dim);
+        double norm0 = sqrt(ddot(r, r, dim));
+        if (!(norm0 > 0)) continue;
+        /* modified Gram-Schmidt, twice ("twice is enough") for orthogonality to rounding */
+        for (int pass = 0; pass < 2; pass++)
+            for (int j = 0; j < k; j++) {
+                const double *q = v + (size_t)j * dim;
+                double a = ddot(q, r, dim);
+                for (int t = 0; t < dim; t++)
+                    r[t] -= a * q[t];
+            }
+        double norm = sqrt(ddot(r, r, dim));
+        if (!(norm > 1e-9 * norm0)) continue;
+        for (int t = 0; t < dim; t++)
+            r[t] /= norm;
+        k++;
+    }
+    return k;
+}
+
+void twa_basis_project(const double *p, int k, int dim, const double *x, double *alpha) {
+    for (int j = 0; j < k; j++)
+        alpha[j] = ddot(p + (size_t)j * dim, x, dim);
+}
+
+void twa_basis_expand(const double *p, int k, int dim, const double *alpha, double *x) {
+    memset(x, 0, sizeof(double) * dim);
+    for (int j = 0; j < k; j++) {
+        const double *q = p + (size_t)j * dim;
+        for (int t = 0; t < dim; t++)
+            x[t] += alpha[j] * q[t];
+    }
+}
 
 void twa_options_default(struct twa_options *o) {
     o->num_epochs = 10;
@@ -27,7 +75,7 @@ struct twa {
 };
 
 static void set_alpha(struct twa *t, const double *alpha) {
-    basis_expand(t->p, t->k, t->dim, alpha, t->w);
+    twa_basis_expand(t->p, t->k, t->dim, alpha, t->w);
     for (int i = 0; i < t->dim; i++)
         t->wf[i] = (float)t->w[i];
     struct vector p = nnet_params(t->work);
@@ -35,10 +83,10 @@ static void set_alpha(struct twa *t, const double *alpha) {
 }
 
 /* Average log-probability per frame of the set at the current parameters. */
-static double objective(struct twa *t, struct mb_set *s) {
+static double objective(struct twa *t, struct minibatch_set *s) {
     double objf = 0;
     for (int b = 0; b < s->num; b++)
-        objf += mb_set_forward(s, b, t->work, &t->dev_input, &t->deriv);
+        objf += minibatch_set_forward(s, b, t->work, &t->dev_input, &t->deriv);
     return objf / s->total_weight;
 }
 
@@ -53,7 +101,7 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
     struct twa t = {0};
     t.work = nnet_copy(models[0]);
     t.dim = nnet_num_params(t.work);
-    struct mb_set valid = {0}, train = {0};
+    struct minibatch_set valid = {0}, train = {0};
     struct nnet *result = NULL;
     double *alpha = NULL, *vel = NULL, *ga = NULL, *mean_alpha = NULL;
     t.p = xmalloc(sizeof(double) * (size_t)num * (t.dim ? t.dim : 1));
@@ -73,7 +121,7 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
             mean[i] += t.p[(size_t)m * t.dim + i] / num;
     double *mean_copy = xmalloc(sizeof(double) * (t.dim ? t.dim : 1));
     memcpy(mean_copy, mean, sizeof(double) * t.dim);
-    t.k = gram_schmidt(t.p, num, t.dim);
+    t.k = twa_gram_schmidt(t.p, num, t.dim);
     LOG("TWA: %d models span %d dimensions", num, t.k);
     if (t.k == 0) {
         free(mean_copy);
@@ -84,13 +132,14 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
     mean_alpha = xcalloc(t.k, sizeof(double));
     vel = xcalloc(t.k, sizeof(double));
     ga = xcalloc(t.k, sizeof(double));
-    basis_project(t.p, t.k, t.dim, mean_copy, mean_alpha);
+    twa_basis_project(t.p, t.k, t.dim, mean_copy, mean_alpha);
     free(mean_copy);
 
-    if (mb_set_load(&valid, valid_rspec, o->minibatch_size, o->max_examples, t.work)) goto done;
-    struct mb_set *fit = &valid;
+    if (minibatch_set_load(&valid, valid_rspec, o->minibatch_size, o->max_examples, t.work))
+        goto done;
+    struct minibatch_set *fit = &valid;
     if (o->train_rspec) {
-        if (mb_set_load(&train, o->train_rspec, o->minibatch_size, o->max_examples, t.work))
+        if (minibatch_set_load(&train, o->train_rspec, o->minibatch_size, o->max_examples, t.work))
             goto done;
         fit = &train;
     }
@@ -114,13 +163,13 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
             const struct egs_minibatch *mb = &fit->mbs[b];
             for (int i = 0; i < mb->num_labels; i++)
                 wsum += mb->label_weight[i];
-            objf += mb_set_forward(fit, b, t.work, &t.dev_input, &t.deriv);
+            objf += minibatch_set_forward(fit, b, t.work, &t.dev_input, &t.deriv);
             if (!(wsum > 0)) continue;
             nnet_backward(t.work, &t.deriv, NNET_GRADIENT);
             vector_to_host(&delta, gf);
             for (int i = 0; i < t.dim; i++)
                 g[i] = gf[i] / wsum;
-            basis_project(t.p, t.k, t.dim, g, ga); /* the projected gradient, in coefficients */
+            twa_basis_project(t.p, t.k, t.dim, g, ga); /* the projected gradient, in coefficients */
             for (int j = 0; j < t.k; j++) {
                 vel[j] = o->momentum * vel[j] + lr * ga[j];
                 alpha[j] += vel[j];
@@ -148,8 +197,8 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
     result = t.work;
     t.work = NULL;
 done:
-    mb_set_release(&valid);
-    mb_set_release(&train);
+    minibatch_set_release(&valid);
+    minibatch_set_release(&train);
     free(t.p);
     free(t.w);
     free(t.wf);

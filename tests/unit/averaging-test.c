@@ -2,7 +2,11 @@
  * distance, fusion and skip; applying a given gradient or step (learning rate, max-change,
  * non-finite skip); job-level agreement; the elastic centre; the proximal pull and the EMA; the
  * HWA window average; TWA's Gram-Schmidt basis and projection. */
+#include "train/average.h"
+#include "train/elastic.h"
+#include "train/gaf.h"
 #include "train/train.h"
+#include "train/twa.h"
 #include "test.h"
 
 #include <stdlib.h>
@@ -48,12 +52,12 @@ static const char *tiny_file(const char *name, float w, float b) {
 
 static void test_cosine_distance(void) {
     struct vector a = VEC(1, 0), b = VEC(0, 1), c = VEC(-2, 0), z = VEC(0, 0), d = VEC(3, 0);
-    CHECK_NEAR(cosine_distance(&a, &b), 1, 1e-12);
-    CHECK_NEAR(cosine_distance(&a, &d), 0, 1e-12);
-    CHECK_NEAR(cosine_distance(&a, &c), 2, 1e-12);
-    CHECK_NEAR(cosine_distance(&a, &z), 1, 1e-12); /* zero: treated as orthogonal */
+    CHECK_NEAR(gaf_cosine_distance(&a, &b), 1, 1e-12);
+    CHECK_NEAR(gaf_cosine_distance(&a, &d), 0, 1e-12);
+    CHECK_NEAR(gaf_cosine_distance(&a, &c), 2, 1e-12);
+    CHECK_NEAR(gaf_cosine_distance(&a, &z), 1, 1e-12); /* zero: treated as orthogonal */
     vector_set(&d, 1, NAN);
-    CHECK(isnan(cosine_distance(&a, &d)));
+    CHECK(isnan(gaf_cosine_distance(&a, &d)));
     vector_release(&a), vector_release(&b), vector_release(&c), vector_release(&z);
     vector_release(&d);
 }
@@ -192,16 +196,16 @@ static void test_agreement_select(void) {
     int keep[3];
     double dist[3];
     /* consensus c = (1/3, 0.5/3); job 3 points away from it */
-    CHECK(agreement_select(ch, 3, NULL, 1.0f, keep, dist) == 2);
+    CHECK(average_agreement_select(ch, 3, NULL, 1.0f, keep, dist) == 2);
     CHECK(keep[0] && keep[1] && !keep[2]);
     CHECK_NEAR(dist[0], 1 - 1 / sqrt(1.25), 1e-6);                /* 0.1056 */
     CHECK_NEAR(dist[1], 1 - 1.1 / sqrt(1.04 * 1.25), 1e-6);       /* 0.0352 */
     CHECK_NEAR(dist[2], 1 + 0.85 / sqrt(1.09 * 1.25), 1e-6);      /* 1.7282 */
-    CHECK(agreement_select(ch, 3, NULL, 0.05f, keep, dist) == 1); /* only job 2 */
+    CHECK(average_agreement_select(ch, 3, NULL, 0.05f, keep, dist) == 1); /* only job 2 */
     CHECK(keep[1]);
-    CHECK(agreement_select(ch, 3, NULL, 0.001f, keep, dist) == 0);
+    CHECK(average_agreement_select(ch, 3, NULL, 0.001f, keep, dist) == 0);
     float w[3] = {1, 1, 0}; /* weight 0: never kept, not in the consensus */
-    CHECK(agreement_select(ch, 3, w, 2.0f, keep, dist) == 2);
+    CHECK(average_agreement_select(ch, 3, w, 2.0f, keep, dist) == 2);
     CHECK(!keep[2]);
     for (int j = 0; j < 3; j++)
         vector_release(&ch[j]);
@@ -237,19 +241,20 @@ static void test_agreement_files(void) {
 static void test_elastic_center(void) {
     const char *c = tiny_file("c.mdl", 0, 0);
     const char *m[2] = {tiny_file("m1.mdl", 1, 2), tiny_file("m2.mdl", 3, 4)};
-    struct nnet *out = elastic_center_files(c, m, 2, 0.25f); /* 0 + 0.25 ([1,2] + [3,4]) */
+    struct nnet *out = average_elastic_center_files(c, m, 2, 0.25f); /* 0 + 0.25 ([1,2] + [3,4]) */
     CHECK(out);
     struct vector p = nnet_params(out);
     CHECK_NEAR(vector_get(&p, 0), 1, 1e-6);
     CHECK_NEAR(vector_get(&p, 1), 1.5, 1e-6);
     nnet_free(out);
     const char *c2 = tiny_file("c2.mdl", 10, -10);
-    out = elastic_center_files(c2, m, 2, 0.5f); /* alpha = 1/N: the plain mean */
+    out = average_elastic_center_files(c2, m, 2, 0.5f); /* alpha = 1/N: the plain mean */
     p = nnet_params(out);
     CHECK_NEAR(vector_get(&p, 0), 2, 1e-6);
     CHECK_NEAR(vector_get(&p, 1), 3, 1e-6);
     nnet_free(out);
-    out = elastic_center_files(c2, m, 2, 0.1f); /* 10 + 0.1 (1-10 + 3-10), -10 + 0.1 (12 + 14) */
+    /* 10 + 0.1 (1-10 + 3-10), -10 + 0.1 (12 + 14) */
+    out = average_elastic_center_files(c2, m, 2, 0.1f);
     p = nnet_params(out);
     CHECK_NEAR(vector_get(&p, 0), 8.4, 1e-5);
     CHECK_NEAR(vector_get(&p, 1), -7.4, 1e-5);
@@ -258,15 +263,15 @@ static void test_elastic_center(void) {
 
 static void test_proximal_and_ema(void) {
     struct vector x = VEC(2, 4), ref = VEC(0, 1), mu = VEC(0, 0), y = VEC(4, 8);
-    proximal_pull(&x, &ref, 0.25f); /* x - 0.25 (x - ref) */
+    elastic_pull(&x, &ref, 0.25f); /* x - 0.25 (x - ref) */
     CHECK_NEAR(vector_get(&x, 0), 1.5, 1e-7);
     CHECK_NEAR(vector_get(&x, 1), 3.25, 1e-7);
-    proximal_pull(&x, &ref, 1); /* full coupling: the reference */
+    elastic_pull(&x, &ref, 1); /* full coupling: the reference */
     CHECK(vector_get(&x, 0) == 0 && vector_get(&x, 1) == 1);
-    vector_ema(&mu, &y, 0.75f); /* 0.75 * 0 + 0.25 * y */
+    elastic_ema(&mu, &y, 0.75f); /* 0.75 * 0 + 0.25 * y */
     CHECK_NEAR(vector_get(&mu, 0), 1, 1e-7);
     CHECK_NEAR(vector_get(&mu, 1), 2, 1e-7);
-    vector_ema(&mu, &y, 0.75f); /* 0.75 * [1,2] + 0.25 * [4,8] */
+    elastic_ema(&mu, &y, 0.75f); /* 0.75 * [1,2] + 0.25 * [4,8] */
     CHECK_NEAR(vector_get(&mu, 0), 1.75, 1e-7);
     CHECK_NEAR(vector_get(&mu, 1), 3.5, 1e-7);
     vector_release(&x), vector_release(&ref), vector_release(&mu), vector_release(&y);
@@ -291,36 +296,36 @@ static void test_hwa_window(void) {
 static void test_gram_schmidt(void) {
     /* e1, e1 + e2, a combination of the two (dropped), then e1 + e2 + e3 */
     double v[12] = {1, 0, 0, 1, 1, 0, 2, 1, 0, 1, 1, 1};
-    CHECK(gram_schmidt(v, 4, 3) == 3);
+    CHECK(twa_gram_schmidt(v, 4, 3) == 3);
     double want[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     for (int i = 0; i < 9; i++)
         CHECK_NEAR(v[i], want[i], 1e-12);
     /* [3,4] and [4,3]: q1 = [.6,.8], q2 = [.8,-.6] */
     double w[4] = {3, 4, 4, 3};
-    CHECK(gram_schmidt(w, 2, 2) == 2);
+    CHECK(twa_gram_schmidt(w, 2, 2) == 2);
     CHECK_NEAR(w[0], 0.6, 1e-12);
     CHECK_NEAR(w[1], 0.8, 1e-12);
     CHECK_NEAR(w[2], 0.8, 1e-12);
     CHECK_NEAR(w[3], -0.6, 1e-12);
     double zero[4] = {0, 0, 5, 0};
-    CHECK(gram_schmidt(zero, 2, 2) == 1); /* a zero row is dropped */
+    CHECK(twa_gram_schmidt(zero, 2, 2) == 1); /* a zero row is dropped */
     CHECK_NEAR(zero[0], 1, 1e-12);
 }
 
 static void test_basis_projection(void) {
     /* P: one row q = [.6, .8] in 2-D; g = [1, 0]: alpha = P g = .6, P^T alpha = [.36, .48] */
     double p[2] = {0.6, 0.8}, g[2] = {1, 0}, a, x[2];
-    basis_project(p, 1, 2, g, &a);
+    twa_basis_project(p, 1, 2, g, &a);
     CHECK_NEAR(a, 0.6, 1e-12);
-    basis_expand(p, 1, 2, &a, x);
+    twa_basis_expand(p, 1, 2, &a, x);
     CHECK_NEAR(x[0], 0.36, 1e-12);
     CHECK_NEAR(x[1], 0.48, 1e-12);
     /* the mean of models in the span is reproduced exactly by its coefficients */
     double models[6] = {1, 2, 0, 3, -1, 1};
     double mean[3] = {2, 0.5, 0.5}, coef[2], back[3];
-    CHECK(gram_schmidt(models, 2, 3) == 2);
-    basis_project(models, 2, 3, mean, coef);
-    basis_expand(models, 2, 3, coef, back);
+    CHECK(twa_gram_schmidt(models, 2, 3) == 2);
+    twa_basis_project(models, 2, 3, mean, coef);
+    twa_basis_expand(models, 2, 3, coef, back);
     for (int i = 0; i < 3; i++)
         CHECK_NEAR(back[i], mean[i], 1e-12);
 }

@@ -232,6 +232,56 @@ static void test_tempfile_registry(void) {
     rmdir(dir);
 }
 
+/* prefetch: every item arrives once, in order, through a ring of 3 slots; the producer never
+ * overwrites a slot the consumer holds; its error reaches the consumer; free while items are
+ * still coming stops it. */
+struct prefetch_ctx {
+    int next, limit, fail_at;
+    int slots[3];
+};
+static int prefetch_produce(void *ctx, int slot) {
+    struct prefetch_ctx *c = ctx;
+    if (c->next == c->fail_at) return error_set("item %d is bad", c->next);
+    if (c->next == c->limit) return 0;
+    c->slots[slot] = c->next++;
+    return 1;
+}
+static void test_prefetch(void) {
+    struct prefetch_ctx c = {.limit = 100, .fail_at = -1};
+    struct prefetch *p = prefetch_new(3, prefetch_produce, &c);
+    CHECK(p != NULL);
+    int slot, want = 0, rc;
+    while ((rc = prefetch_next(p, &slot)) == 1) {
+        CHECK(slot >= 0 && slot < 3);
+        int got = c.slots[slot];
+        usleep(want % 10 == 0 ? 1000 : 0); /* let the producer fill the others meanwhile */
+        CHECK(c.slots[slot] == got);       /* not overwritten while held */
+        CHECK(got == want);
+        want++;
+        if (want % 2) prefetch_release(p);
+    }
+    CHECK(rc == 0 && want == 100);
+    CHECK(prefetch_next(p, &slot) == 0); /* the end stays the end */
+    prefetch_free(p);
+
+    struct prefetch_ctx bad = {.limit = 100, .fail_at = 5};
+    p = prefetch_new(1, prefetch_produce, &bad);
+    for (want = 0; (rc = prefetch_next(p, &slot)) == 1; want++) {
+        CHECK(bad.slots[slot] == want);
+        prefetch_release(p);
+    }
+    CHECK(rc == -1 && want == 5);
+    CHECK(strstr(error_get(), "item 5 is bad") != NULL);
+    prefetch_free(p);
+
+    struct prefetch_ctx early = {.limit = 1000000, .fail_at = -1};
+    p = prefetch_new(2, prefetch_produce, &early);
+    CHECK(prefetch_next(p, &slot) == 1 && early.slots[slot] == 0);
+    prefetch_free(p); /* stops the producer although items remain */
+    CHECK(early.next < early.limit);
+    prefetch_free(NULL);
+}
+
 int main(void) {
     TEST_RUN(test_error_wrap);
     TEST_RUN(test_parse_numbers);
@@ -241,5 +291,6 @@ int main(void) {
     TEST_RUN(test_rng_shuffle_is_permutation);
     TEST_RUN(test_parallel_run);
     TEST_RUN(test_tempfile_registry);
+    TEST_RUN(test_prefetch);
     TEST_MAIN_END();
 }

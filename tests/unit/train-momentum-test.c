@@ -1,8 +1,9 @@
-/* Unit tests for momentum and weight decay (train.h: train_momentum): the filter on vectors
+/* Unit tests for momentum and weight decay (momentum.h): the filter on vectors
  * worked by hand, and train_sgd on a tiny linear softmax model (2 inputs, 2 classes, zero start)
  * against the same update written out in double here: the first step's numbers by hand, then
  * three minibatches of heavy-ball and Nesterov momentum with weight decay; GAF with tau >= 2 and
  * the mean fusion under momentum equals plain momentum SGD on the merged minibatch. */
+#include "train/momentum.h"
 #include "train/train.h"
 #include "test.h"
 
@@ -222,16 +223,16 @@ static void test_gaf_under_momentum(void) {
 static void test_options_check(void) {
     struct train_options o;
     train_options_default(&o);
-    CHECK(train_momentum_options_check(&o) == 0);
+    CHECK(momentum_check(o.momentum, o.nesterov, o.weight_decay) == 0);
     o.momentum = 1;
-    CHECK(train_momentum_options_check(&o) == -1);
+    CHECK(momentum_check(o.momentum, o.nesterov, o.weight_decay) == -1);
     CHECK(strstr(error_get(), "--momentum") != NULL);
     o.momentum = 0;
     o.nesterov = 1;
-    CHECK(train_momentum_options_check(&o) == -1);
+    CHECK(momentum_check(o.momentum, o.nesterov, o.weight_decay) == -1);
     o.nesterov = 0;
     o.weight_decay = -1;
-    CHECK(train_momentum_options_check(&o) == -1);
+    CHECK(momentum_check(o.momentum, o.nesterov, o.weight_decay) == -1);
     CHECK(strstr(error_get(), "--weight-decay") != NULL);
 }
 

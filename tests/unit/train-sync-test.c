@@ -452,7 +452,7 @@ static struct nnet *make_unclipped(void) {
 }
 struct replica_ref {
     struct nnet *net[REPL];
-    struct mb_set set[REPL];
+    struct minibatch_set set[REPL];
     struct matrix deriv, dev;
     int dim;
 };
@@ -461,7 +461,7 @@ static void ref_open(struct replica_ref *f, const char **egs) {
     memset(f, 0, sizeof *f);
     for (int r = 0; r < REPL; r++) {
         f->net[r] = make_unclipped();
-        ASSERT(mb_set_load(&f->set[r], egs[r], MB, 100000, f->net[r]) == 0);
+        ASSERT(minibatch_set_load(&f->set[r], egs[r], MB, 100000, f->net[r]) == 0);
         ASSERT(f->set[r].num == NUM_MB);
     }
     f->dim = nnet_num_params(f->net[0]);
@@ -469,7 +469,7 @@ static void ref_open(struct replica_ref *f, const char **egs) {
 
 static void ref_close(struct replica_ref *f) {
     for (int r = 0; r < REPL; r++) {
-        mb_set_release(&f->set[r]);
+        minibatch_set_release(&f->set[r]);
         nnet_free(f->net[r]);
     }
     matrix_release(&f->deriv);
@@ -479,7 +479,7 @@ static void ref_close(struct replica_ref *f) {
 /* The step of replica r on minibatch k at its current parameters (NNET_STEP: lr x gradient
  * here, every component's learning rate being 0.02), into s; returns the minibatch's weight. */
 static double ref_step(struct replica_ref *f, int r, int k, double *s) {
-    mb_set_forward(&f->set[r], k, f->net[r], &f->dev, &f->deriv);
+    minibatch_set_forward(&f->set[r], k, f->net[r], &f->dev, &f->deriv);
     nnet_backward(f->net[r], &f->deriv, NNET_STEP);
     float *h = xmalloc(sizeof(float) * f->dim);
     struct vector d = nnet_delta(f->net[r]);

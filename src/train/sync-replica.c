@@ -1,7 +1,8 @@
-/* Parle and EASGD inside the synchronous loop (train.h: TRAIN_SYNC_PARLE, TRAIN_SYNC_ELASTIC):
+/* Parle and EASGD inside the synchronous loop (sync.h: TRAIN_SYNC_PARLE, TRAIN_SYNC_ELASTIC):
  * the per-rank state (centre, anchor, EMA, outer velocity) and the exchange every L or tau
  * minibatches. train_sync (sync.c) calls these around its local steps; every exchange is a sum
  * all-reduce of one parameter-sized vector (STYLE.md §3). */
+#include "train/elastic.h"
 #include "train/train-internal.h"
 #include "io/io.h"
 
@@ -64,14 +65,14 @@ void train_replica_couple(struct train_replica *r, struct nnet *n,
     struct vector y = nnet_params(n);
     vector_copy(&r->scratch, &y);
     vector_add(&r->scratch, -1, &r->anchor);
-    train_add_lr_scaled(n, step, (float)(-r->gamma * weight), &r->scratch);
+    momentum_add_lr_scaled(n, step, (float)(-r->gamma * weight), &r->scratch);
 }
 
 int train_replica_after_step(struct train_replica *r, struct nnet *n,
                              const struct train_sync_options *o, double weight) {
     if (r->mode == TRAIN_SYNC_PARLE) {
         struct vector y = nnet_params(n);
-        vector_ema(&r->ema, &y, o->parle_ema);
+        elastic_ema(&r->ema, &y, o->parle_ema);
         r->t++;
         r->round_weight += weight;
         return ++r->count == o->parle_inner_steps;
@@ -111,7 +112,7 @@ int train_replica_exchange(struct train_replica *r, struct nnet *n,
     vector_add(d, (float)-r->rho, &r->center);
     struct vector step = nnet_delta(n);
     vector_set_zero(&step);
-    train_add_lr_scaled(n, &step, (float)-w, d);
+    momentum_add_lr_scaled(n, &step, (float)-w, d);
     if (vector_is_finite(&step)) {
         if (o->train.momentum > 0)
             momentum_filter(&r->outer_velocity, &step, o->train.momentum, o->train.nesterov);
@@ -160,13 +161,13 @@ void train_replica_finish(struct train_replica *r, struct nnet *n,
 static const char *const state_names[5] = {"<Replica>", "<Anchor>", "<Ema>", "<Velocity>",
                                            "<OuterVelocity>"};
 
-static struct vector *state_vectors(struct train_replica *r, struct train_momentum *m,
+static struct vector *state_vectors(struct train_replica *r, struct momentum *m,
                                     struct vector *replica, int i) {
     struct vector *v[5] = {replica, &r->anchor, &r->ema, &m->velocity, &r->outer_velocity};
     return v[i];
 }
 
-int train_replica_write_state(struct train_replica *r, struct train_momentum *m,
+int train_replica_write_state(struct train_replica *r, struct momentum *m,
                               struct nnet *n, const char *wxfilename) {
     struct vector replica = r->center.dim ? nnet_params(n) : (struct vector){0};
     struct kout out = {0};
@@ -190,7 +191,7 @@ int train_replica_write_state(struct train_replica *r, struct train_momentum *m,
     return kout_close(&out);
 }
 
-int train_replica_read_state(struct train_replica *r, struct train_momentum *m,
+int train_replica_read_state(struct train_replica *r, struct momentum *m,
                              struct nnet *n, const char *rxfilename) {
     struct kin in = {0};
     int binary;

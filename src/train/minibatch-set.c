@@ -1,11 +1,11 @@
-/* Minibatches held in memory (see train-internal.h). */
-#include "train/train-internal.h"
+/* Minibatches held in memory (minibatch.h). */
+#include "train/minibatch.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-int mb_set_load(struct mb_set *s, const char *rspec, int minibatch_size, int max_examples,
-                struct nnet *n) {
+int minibatch_set_load(struct minibatch_set *s, const char *rspec, int minibatch_size,
+                       int max_examples, struct nnet *n) {
     memset(s, 0, sizeof *s);
     struct minibatch_source *src =
         minibatch_source_new(rspec, minibatch_size, nnet_left_context(n), nnet_right_context(n));
@@ -13,10 +13,7 @@ int mb_set_load(struct mb_set *s, const char *rspec, int minibatch_size, int max
     const struct egs_minibatch *mb;
     int rc = 0, cap = 0;
     while (s->num_egs < max_examples && (rc = minibatch_source_next(src, &mb)) == 1) {
-        if (mb->input_dim != nnet_input_dim(n)) {
-            /* the message first: mb belongs to src */
-            error_set("'%s': examples have input dimension %d, the network expects %d", rspec,
-                      mb->input_dim, nnet_input_dim(n));
+        if (minibatch_check(mb, n, rspec)) { /* the message first: mb belongs to src */
             minibatch_source_free(src);
             return -1;
         }
@@ -37,11 +34,6 @@ int mb_set_load(struct mb_set *s, const char *rspec, int minibatch_size, int max
         memcpy(dst->label_row, mb->label_row, sizeof(int) * mb->num_labels);
         memcpy(dst->label_index, mb->label_index, sizeof(int32_t) * mb->num_labels);
         memcpy(dst->label_weight, mb->label_weight, sizeof(float) * mb->num_labels);
-        if (train_check_labels(mb, nnet_output_dim(n))) {
-            error_wrap("'%s': ", rspec);
-            minibatch_source_free(src);
-            return -1;
-        }
         for (int i = 0; i < mb->num_labels; i++)
             s->total_weight += mb->label_weight[i];
         s->num_egs += mb->num_egs;
@@ -51,17 +43,17 @@ int mb_set_load(struct mb_set *s, const char *rspec, int minibatch_size, int max
     return 0;
 }
 
-void mb_set_release(struct mb_set *s) {
+void minibatch_set_release(struct minibatch_set *s) {
     for (int b = 0; b < s->num; b++)
         egs_minibatch_release(&s->mbs[b]);
     free(s->mbs);
     memset(s, 0, sizeof *s);
 }
 
-double mb_set_forward(struct mb_set *s, int b, struct nnet *n, struct matrix *dev_input,
-                      struct matrix *deriv) {
+double minibatch_set_forward(struct minibatch_set *s, int b, struct nnet *n,
+                             struct matrix *dev_input, struct matrix *deriv) {
     const struct egs_minibatch *mb = &s->mbs[b];
-    nnet_forward(n, train_input_on_device(mb, dev_input), mb->num_egs, 0);
+    nnet_forward(n, minibatch_input_on_device(mb, dev_input), mb->num_egs, 0);
     return nnet_objective_xent(n, mb->num_labels, mb->label_row, (const int *)mb->label_index,
                                mb->label_weight, deriv);
 }

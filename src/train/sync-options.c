@@ -1,0 +1,114 @@
+/* train_sync_options: defaults, and nnet-train-mpi's option groups (sync.h). */
+#include "train/momentum.h"
+#include "train/sync.h"
+
+#include <string.h>
+
+void train_sync_options_default(struct train_sync_options *o) {
+    memset(o, 0, sizeof *o);
+    train_options_default(&o->train);
+    o->mode = TRAIN_SYNC_PARAMS;
+    o->average_every = 8;
+    o->check_sync = 0;
+    o->elastic_alpha = 0;
+    o->parle_inner_steps = 25;
+    o->parle_gamma = 0.01f;
+    o->parle_rho = 0.01f;
+    o->parle_gamma_max = 1;
+    o->parle_rho_max = 10;
+    o->parle_ema = 0.75f;
+    o->parle_minibatches_per_epoch = 0;
+    o->parle_step_offset = 0;
+    o->parle_scope_per_step = 0;
+}
+
+#define SPEC(name, type, ptr, help) specs[n++] = (struct option_spec){name, type, ptr, help}
+
+int train_sync_cli_register(struct train_sync_cli *c, struct train_sync_options *o,
+                            struct option_spec *specs) {
+    memset(c, 0, sizeof *c);
+    train_sync_options_default(o);
+    c->o = o;
+    c->mode = "";
+    c->state_in = c->state_out = "";
+    int n = 0;
+    SPEC("mode", OPT_STRING, &c->mode,
+         "params: average the parameters every --average-every minibatches (local SGD); "
+         "gradients: sum the ranks' steps every minibatch (synchronous SGD)");
+    SPEC("average-every", OPT_INT, &o->average_every,
+         "Minibatches between parameter averages in params mode (0: only at the end)");
+    SPEC("check-sync", OPT_BOOL, &o->check_sync,
+         "After every exchange, check that all ranks hold bitwise the same parameters");
+    /* train_cli_register resets o->train to its defaults: keep the mode's defaults above */
+    n += train_cli_register(&c->train, &o->train,
+                            TRAIN_CLI_COMMON | TRAIN_CLI_GAF | TRAIN_CLI_MOMENTUM, 1, specs + n);
+    /* Parle and EASGD */
+    SPEC("elastic-alpha", OPT_FLOAT, &o->elastic_alpha,
+         "elastic: alpha of the exchange every --average-every minibatches (0: 0.9 / N)");
+    SPEC("parle-inner-steps", OPT_INT, &o->parle_inner_steps,
+         "parle: L, minibatches per exchange");
+    SPEC("parle-gamma", OPT_FLOAT, &o->parle_gamma,
+         "parle: initial gamma-coupling of the inner iterate to the anchor (x learning rate)");
+    SPEC("parle-rho", OPT_FLOAT, &o->parle_rho,
+         "parle: initial rho-coupling to the mean, before the reference's factor L x N");
+    SPEC("parle-gamma-max", OPT_FLOAT, &o->parle_gamma_max, "parle: cap on gamma");
+    SPEC("parle-rho-max", OPT_FLOAT, &o->parle_rho_max, "parle: cap on rho");
+    SPEC("parle-ema", OPT_FLOAT, &o->parle_ema, "parle: EMA factor alpha of z");
+    SPEC("parle-minibatches-per-epoch", OPT_INT, &c->nb,
+         "parle: nb of the scoping (1 + 0.5/nb)^(t/L), per rank (0: no scoping)");
+    SPEC("parle-step-offset", OPT_INT, &c->step_offset,
+         "parle: inner steps taken before this pass (the scoping counter's start)");
+    SPEC("parle-scope-per-step", OPT_INT, &o->parle_scope_per_step,
+         "parle: scoping counter's advance per inner step (0: the network's parameter tensors, "
+         "2 per updatable component, as the reference code; 1: the README's t/L)");
+    SPEC("state-in", OPT_STRING, &c->state_in,
+         "Each rank's optimiser state from the previous pass (JOB = rank + 1): velocity, and "
+         "the replica, anchor, EMA, t in elastic/parle modes");
+    SPEC("state-out", OPT_STRING, &c->state_out,
+         "Write each rank's state at the end (JOB = rank + 1)");
+    ASSERT(n <= TRAIN_SYNC_CLI_MAX_SPECS);
+    return n;
+}
+
+int train_sync_cli_check(struct train_sync_cli *c) {
+    struct train_sync_options *o = c->o;
+    struct train_options *t = &o->train;
+    if (!*c->mode) c->mode = t->gaf_microbatches > 0 ? "gradients" : "params";
+    if (!strcmp(c->mode, "params")) o->mode = TRAIN_SYNC_PARAMS;
+    else if (!strcmp(c->mode, "gradients")) o->mode = TRAIN_SYNC_STEPS;
+    else if (!strcmp(c->mode, "elastic")) o->mode = TRAIN_SYNC_ELASTIC;
+    else if (!strcmp(c->mode, "parle")) o->mode = TRAIN_SYNC_PARLE;
+    else
+        return error_set("--mode must be params, gradients, elastic or parle, not '%s'",
+                         c->mode);
+    int replica = o->mode == TRAIN_SYNC_ELASTIC || o->mode == TRAIN_SYNC_PARLE;
+    if (t->momentum < 0)
+        t->momentum = o->mode == TRAIN_SYNC_PARLE     ? 0.9f
+                      : o->mode == TRAIN_SYNC_ELASTIC ? 0.99f
+                                                      : 0;
+    const char *nesterov = c->train.nesterov;
+    if (!strcmp(nesterov, "auto")) t->nesterov = replica && t->momentum > 0;
+    else if (!strcmp(nesterov, "true") || !strcmp(nesterov, "false"))
+        t->nesterov = *nesterov == 't';
+    else return error_set("--nesterov='%s': expected true, false or auto", nesterov);
+    if (momentum_check(t->momentum, t->nesterov, t->weight_decay)) return -1;
+    o->parle_minibatches_per_epoch = c->nb;
+    o->parle_step_offset = c->step_offset;
+    if (o->mode == TRAIN_SYNC_PARLE &&
+        (o->parle_inner_steps < 1 || !(o->parle_gamma >= 0) || !(o->parle_rho >= 0) ||
+         !(o->parle_gamma_max >= 0) || !(o->parle_rho_max >= 0) ||
+         !(o->parle_ema >= 0 && o->parle_ema < 1) || c->nb < 0 || c->step_offset < 0 ||
+         o->parle_scope_per_step < 0))
+        return error_set("parle: --parle-inner-steps must be at least 1, --parle-scope-per-step, "
+                         "the couplings and caps not negative, --parle-ema in [0, 1), "
+                         "--parle-minibatches-per-epoch and --parle-step-offset not negative");
+    if (o->mode == TRAIN_SYNC_ELASTIC && (o->average_every < 1 || !(o->elastic_alpha >= 0)))
+        return error_set("elastic: --average-every (tau) must be at least 1 and --elastic-alpha "
+                         "not negative");
+    if (train_cli_check(&c->train)) return -1;
+    if (t->gaf_microbatches > 0 && o->mode != TRAIN_SYNC_STEPS)
+        return error_set("--gaf-microbatches needs --mode=gradients (the ranks apply one common "
+                         "update)");
+    if (o->average_every < 0) return error_set("--average-every must be at least 0");
+    return 0;
+}
