@@ -223,6 +223,18 @@ int egs_compress_parse(const char *s, int *compress);
  * beyond their usual values, and on longer examples under 16bit (Kaldi CM2: one range). */
 #define EGS_COMPRESS_MAX_REL_ERROR 0.1
 #define EGS_COMPRESS_PROBE 1000
+/* The --help paragraph on what each --compress mode keeps, shared by the egs writers; each
+ * program ends it with what it does past the bound. */
+#define EGS_COMPRESS_HELP \
+    "--compress: what each mode keeps. none: the floats as given. zlib: lossless (deflated\n" \
+    "floats; parnet only). 8bit / 16bit: examples of at most 8 rows (one-row examples above all)\n" \
+    "in parnet's PQ form (Kaldi cannot read it): a range per input dimension, shared by the\n" \
+    "examples (its table is written once per archive), 255 / 65535 steps of each dimension's own\n" \
+    "range, so features on very different scales all keep their information; examples of more\n" \
+    "than 8 rows in Kaldi's CM (8bit: a range per column, from percentiles) or CM2 (16bit: one\n" \
+    "range per example). The error is measured per input dimension (RMS error / the dimension's\n" \
+    "standard deviation) and reported; past 0.1 "
+
 struct egs_compress_check {
     int dim;
     long long rows;
