@@ -46,3 +46,24 @@ n=$(ls -d exp/a/*/lr*.s* | wc -l)
 expect_status "a rerun only scores" 0 local/claim_a_averaging.sh --limit 1200 --num-epochs 1 \
     --ns "1 2" --nets sgd --seeds "1 2" --dir exp/a
 expect_eq "no new runs" "$(ls -d exp/a/*/lr*.s* | wc -l)" "$n"
+# a diverging grid point is a result: scored "diverged", never chosen; a diverged seed of the
+# chosen rate is left out of the mean and named; a failure that is not a divergence stops
+good=$(ls exp/a/sgd.avg1/lr*.s1/final.mdl | head -n 1)
+fake() { # <dir> <lr> <seed>: lr 9 diverges; lr 1 diverges for seed 2 only; lr 7 fails otherwise
+    case $2 in
+    9) echo "steps/train.sh: training diverged at iteration 0" >&2; return 1 ;;
+    7) echo "no such file" >&2; return 1 ;;
+    1) [ $3 = 2 ] && { echo "training diverged" >&2; return 1; }; cp $good $1/final.mdl ;;
+    *) cp $good $1/final.mdl ;;
+    esac
+}
+(dir=exp/a seeds="1 2" ; . local/exp_lib.sh; tune "fake arm" fake.run "9 1" fake > fake.out 2>&1)
+expect_eq "tune with a diverging rate ends 0" "$?" 0
+expect_eq "diverged grid point scored as such" "$(grep -c '^fake arm lr=9 seed=1 valid=diverged$' exp/a/tuning.txt)" 1
+grep -q "^fake arm  *lr 1  .*(seeds: 1; .*DIVERGED seeds: 2)" exp/a/results.txt \
+    && pass "the other rate chosen, the diverged seed named and left out" \
+    || fail "row: $(grep '^fake arm' exp/a/results.txt)"
+(dir=exp/a seeds="1"; . local/exp_lib.sh; tune "all diverge" fake.all "9" fake > /dev/null 2>&1)
+expect_eq "every rate diverged: said" "$(grep -c '^all diverge .*every rate of the grid {9} diverged' exp/a/results.txt)" 1
+expect_status "a failure that is not a divergence stops" 1 \
+    bash -c 'dir=exp/a seeds=1; . local/exp_lib.sh; good='$good'; '"$(declare -f fake)"'; tune "failing" fake.fail "7" fake'

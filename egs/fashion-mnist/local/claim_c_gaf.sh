@@ -83,10 +83,18 @@ base_run() { epochs $1 $2 $3 0; }
 peak() { # <run> <arm>: over the chosen rate's seeds, mean peak test (and epoch), last, flipped
     local run=$1 lr=$tuned_lr s
     for s in $seeds; do
-        awk '!/^#/ { if ($2 > p) { p = $2; e = $1 } f = $2; fl = $3 } END { print p, e, f, fl }' \
+        awk '!/^#/ { if ($2 > p) { p = $2; e = $1 } if ($1 == 1) fl1 = $3; f = $2; fl = $3 } END { print p, e, f, fl1, fl }' \
             $dir/$run/lr$lr.s$s/curve.txt
-    done | awk -v a="$2" -v noise=$noise '{ p += $1; e += $2; f += $3; fl += $4; n++ } END {
-        printf "%-30s peak test %.2f at epoch %.1f, last %.2f; flipped-label train acc %s at the end (means over seeds)\n", a, p / n, e / n, f / n, (noise > 0 ? sprintf("%.2f", fl / n) : "n/a") }' \
+    done | awk -v a="$2" -v noise=$noise '{ p += $1; e += $2; f += $3; fl1 += $4; fl += $5; n++ } END {
+        printf "%-30s peak test %.2f at epoch %.1f, last %.2f; flipped-label train acc %s (epoch 1 -> end; means over seeds)\n", a, p / n, e / n, f / n, (noise > 0 ? sprintf("%.2f -> %.2f", fl1 / n, fl / n) : "n/a") }' \
+        | tee -a $dir/results.txt
+    # GAF's accept rate (fraction of steps updated), first and last epoch, means over seeds:
+    # a filter that filters accepts fewer steps under noise than on clean labels
+    for s in $seeds; do
+        awk '!/^#/ && $4 != "-" { if (!first) first = $4; last = $4 } END { print first, last }' \
+            $dir/$run/lr$lr.s$s/curve.txt
+    done | awk -v a="$2" '$1 != "" { f += $1; l += $2; n++ } END { if (n)
+        printf "%-30s accept rate %.3f in the first epoch, %.3f in the last (means over seeds)\n", a, f / n, l / n }' \
         | tee -a $dir/results.txt
 }
 for noise in $noises; do

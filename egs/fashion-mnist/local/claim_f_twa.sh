@@ -3,7 +3,8 @@
 # of training, combined by TWA with coefficients fitted on TRAINING data (TWA-t,
 # steps/twa_head.sh), reach the accuracy of training to the end with much less training. Arms,
 # all from the same runs: full training (last model), TWA-t over the checkpoints of the first
-# --head-fraction of the iterations, and the plain mean of those checkpoints (SWA). Learning
+# --head-fraction of the iterations, the plain mean of those checkpoints (SWA), and the last
+# checkpoint of the head stage (training simply stopped there: what TWA-t must beat). Learning
 # rates tuned per arm on validation over --grid.
 #   local/claim_f_twa.sh [--limit 12000] [--num-epochs 6] [--head-fraction 0.5]
 cd "$(dirname "$0")/.."
@@ -46,10 +47,12 @@ train_run() {
         --srand $3 --swa-out $1/swa_head.mdl $dir/egs $1 $1/twa_head.mdl
     echo "$head of $n iterations" > $1/head_iters
     cp $1/$n.mdl $1/last.mdl
+    cp $1/$head.mdl $1/head_last.mdl   # training stopped at the end of the head stage
     rm -f $(ls $1/[0-9]*.mdl | grep -v "/$n.mdl")
 }
 tune "full training (last model)" run "$grid" train_run last.mdl
 tune "TWA-t head stage" run "$grid" train_run twa_head.mdl
 tune "SWA of the head checkpoints" run "$grid" train_run swa_head.mdl
+tune "head stage, its last checkpoint" run "$grid" train_run head_last.mdl
 echo "$0: head stage: $(cat $dir/run/lr$tuned_lr.s${seeds%% *}/head_iters)" | tee -a $dir/results.txt
 echo "$0: results in $dir/results.txt"

@@ -16,7 +16,10 @@
 #                             <run-dir>/<model> (default final.mdl), so several arms may score
 #                             different models of the same runs (e.g. HWA and the last model).
 #                             Appends the arm's row to $dir/results.txt and every tuning score to
-#                             $dir/tuning.txt; sets tuned_lr to the rate chosen.
+#                             $dir/tuning.txt; sets tuned_lr to the rate chosen. A run whose log
+#                             says "diverged" (train.sh's check) is a result: that grid point is
+#                             scored "diverged" and not chosen; a diverged seed of the chosen rate
+#                             is left out of the mean and named in the row.
 
 exp_setup() {
     if [ ! -f $dir/data/test/feats.scp ]; then
@@ -48,7 +51,7 @@ exp_acc() {
 }
 
 mean_sd() {
-    echo "$@" | awk '{ for (i = 1; i <= NF; i++) { s += $i; q += $i * $i } m = s / NF;
+    echo "$@" | awk 'NF == 0 { print "n/a"; exit } { for (i = 1; i <= NF; i++) { s += $i; q += $i * $i } m = s / NF;
         v = NF > 1 ? (q - NF * m * m) / (NF - 1) : 0; if (v < 0) v = 0;
         printf "%.2f ± %.2f", m, sqrt(v) }'
 }
@@ -60,9 +63,19 @@ run_once() {
     rm -rf $d
     mkdir -p $d
     local start=$(date +%s)
-    $fn $d $lr $seed > $d.log 2>&1 || { echo "$0: run $d failed, see $d.log"; return 1; }
+    if ! $fn $d $lr $seed > $d.log 2>&1; then
+        # a rate that diverges (train.sh stops with "diverged") is a result, not a failure
+        grep -q 'diverged' $d.log || { echo "$0: run $d failed, see $d.log"; return 1; }
+        echo "$0: run $d diverged (learning rate $lr), see $d.log"
+        touch $d/.diverged
+    fi
     echo $(( $(date +%s) - start )) > $d/seconds
     touch $d/.done
+}
+
+# run_acc <run-dir> <model> <egs>: accuracy, or "diverged" for a run that diverged
+run_acc() {
+    if [ -f $1/.diverged ]; then echo diverged; else exp_acc $1/$2 $3; fi
 }
 
 tune() {
@@ -70,21 +83,31 @@ tune() {
     local first=${seeds%% *} best= best_acc=-1 lr acc s
     for lr in $grid; do
         run_once $fn $dir/$run/lr$lr.s$first $lr $first || return 1
-        acc=$(exp_acc $dir/$run/lr$lr.s$first/$model $dir/valid.egs)
+        acc=$(run_acc $dir/$run/lr$lr.s$first $model $dir/valid.egs)
         echo "$arm lr=$lr seed=$first valid=$acc" >> $dir/tuning.txt
+        [ "$acc" = diverged ] && continue
+        [ -n "$acc" ] || { echo "$0: no accuracy for $dir/$run/lr$lr.s$first/$model"; return 1; }
         if awk -v a="$acc" -v b="$best_acc" 'BEGIN { exit !(a > b) }'; then best=$lr; best_acc=$acc; fi
     done
-    local valid= test= secs=
+    if [ -z "$best" ]; then
+        tuned_lr=
+        printf "%-30s every rate of the grid {%s} diverged\n" "$arm" "$grid" | tee -a $dir/results.txt
+        return 0
+    fi
+    local valid= test= secs= used= div=
     for s in $seeds; do
         local d=$dir/$run/lr$best.s$s
         run_once $fn $d $best $s || return 1
+        secs="$secs $(cat $d/seconds)"
+        if [ -f $d/.diverged ]; then div="$div $s"; continue; fi  # left out of the mean, named
+        used="$used $s"
         valid="$valid $(exp_acc $d/$model $dir/valid.egs)"
         test="$test $(exp_acc $d/$model $dir/test.egs)"
-        secs="$secs $(cat $d/seconds)"
     done
     tuned_lr=$best  # for the caller
-    printf "%-30s lr %-8s valid %s  test %s  (seeds:%s; test:%s; s/run:%s)\n" "$arm" "$best" \
-        "$(mean_sd $valid)" "$(mean_sd $test)" "$seeds" "$test" "$secs" | tee -a $dir/results.txt
+    printf "%-30s lr %-8s valid %s  test %s  (seeds:%s; test:%s; s/run:%s%s)\n" "$arm" "$best" \
+        "$(mean_sd $valid)" "$(mean_sd $test)" "$used" "$test" "$secs" \
+        "${div:+; DIVERGED seeds:$div}" | tee -a $dir/results.txt
 }
 
 exp_header() {
