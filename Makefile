@@ -155,13 +155,23 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(LIBA)
 test: all
 	@PARNET_BIN=$(abspath $(BIN)) PARNET_UNIT=$(abspath $(BUILD)/tests) bash tests/run-tests.sh
 
-# libFuzzer targets: the library is compiled again with clang and coverage instrumentation.
-FUZZ_CFLAGS := $(CFLAGS_BASE) -O1 -g -fsanitize=fuzzer,address,undefined
+# libFuzzer targets: the library is compiled again with clang and coverage instrumentation, once
+# into build/fuzz/obj (fuzzer-no-link), and each target links that archive.
+FUZZ_SAN := address,undefined
+FUZZ_CFLAGS := $(CFLAGS_BASE) -O1 -g -fsanitize=fuzzer-no-link,$(FUZZ_SAN)
 FUZZ_LIB_SRC := $(foreach m,base matrix io feat natgrad egs nnet,$(wildcard src/$(m)/*.c))
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:src/%.c=build/fuzz/obj/%.o)
+FUZZ_LIBA := build/fuzz/libparnet-fuzz.a
 fuzz: $(FUZZ_BIN)
-build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) $(wildcard src/*/*.h)
+build/fuzz/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) $< $(FUZZ_LIB_SRC) $(LDLIBS) -o $@
+	clang $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+$(FUZZ_LIBA): $(FUZZ_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIBA) $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIBA) $(LDLIBS) -o $@
+-include $(FUZZ_LIB_OBJ:.o=.d)
 
 FUZZ_SECONDS ?= 600
 fuzz-long:
@@ -169,7 +179,7 @@ fuzz-long:
 
 # The unit tests under valgrind's memcheck. -march=native may use AVX-512, which valgrind cannot
 # decode, so call this with ARCH=x86-64-v2 (or v3) unless the build machine lacks AVX-512.
-valgrind-test: all
+valgrind-test: $(UNIT_BIN)
 	@bash tests/valgrind-unit.sh $(abspath $(BUILD)/tests)
 
 check-cuda:

@@ -7,7 +7,7 @@ cd "$top"
 secs=${FUZZ_SECONDS:-20}
 make -j2 fuzz >/dev/null
 shopt -s nullglob
-targets=(build/fuzz/fuzz-*)
+targets=(); for t in build/fuzz/fuzz-*; do [ -x "$t" ] && [ -f "$t" ] && targets+=("$t"); done
 [ ${#targets[@]} -gt 0 ] || { echo "no fuzz targets"; exit 0; }
 total=0
 for t in "${targets[@]}"; do
