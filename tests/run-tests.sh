@@ -11,7 +11,7 @@ pass=0 fail=0
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
-count() { # name, output file, exit status
+count() { # name, output file, exit status, seconds taken
     local p f
     p=$(grep -c '^PASS ' "$2"); f=$(grep -c '^FAIL ' "$2")
     grep '^FAIL ' "$2"
@@ -21,35 +21,63 @@ count() { # name, output file, exit status
     fi
     # A test may skip itself (a missing optional tool) with a "SKIP reason" line and no checks.
     if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$3" -eq 0 ] && grep -q '^SKIP ' "$2"; then
-        grep '^SKIP ' "$2"; echo "$1: skipped"; return
+        grep '^SKIP ' "$2"; echo "$1: skipped (${4}s)"; return
     fi
     if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then echo "FAIL $1: ran no check"; f=1; fi
     pass=$((pass + p)); fail=$((fail + f))
-    echo "$1: $p passed, $f failed"
+    echo "$1: $p passed, $f failed (${4}s)"
 }
 
 only=${1:-}
 # PARNET_TEST_SKIP: an extended regex of test names to leave out (e.g. 't0510|t0511|t0520' where
 # another run on the same machine holds the single-node Slurm and Grid Engine).
 skip=${PARNET_TEST_SKIP:-}
-for t in "$PARNET_UNIT"/*-test; do
-    [ -x "$t" ] || continue
-    name=unit/$(basename "$t")
+# PARNET_TEST_JOBS tests run at once (default: the cores, at most 4); those matching
+# PARNET_TEST_SERIAL (the ones that start a batch system on localhost) run alone, after the rest.
+jobs=${PARNET_TEST_JOBS:-$(n=$(nproc 2>/dev/null || echo 1); echo $((n < 4 ? n : 4)))}
+serial=${PARNET_TEST_SERIAL:-t0505|t0510|t0511|t0520}
+names=() paths=()
+for t in "$PARNET_UNIT"/*-test "$top"/tests/prog/t[0-9]*.sh; do
+    case $t in *.sh) [ -f "$t" ] || continue; name=prog/$(basename "$t") ;;
+               *) [ -x "$t" ] || continue; name=unit/$(basename "$t") ;; esac
     [ -n "$only" ] && [[ $name != *$only* ]] && continue
     [ -n "$skip" ] && [[ $name =~ $skip ]] && continue
-    "$t" >"$log/out" 2>"$log/err"; rc=$?
-    cat "$log/err" >>"$log/out"
-    count "$name" "$log/out" $rc
+    names+=("$name") paths+=("$t")
 done
-for t in "$top"/tests/prog/t[0-9]*.sh; do
-    [ -f "$t" ] || continue
-    name=prog/$(basename "$t")
-    [ -n "$only" ] && [[ $name != *$only* ]] && continue
-    [ -n "$skip" ] && [[ $name =~ $skip ]] && continue
-    work=$(mktemp -d)
-    (cd "$work" && bash "$t") >"$log/out" 2>&1; rc=$?
-    rm -rf "$work"
-    count "$name" "$log/out" $rc
+
+run_one() { # index: output in $log/i.out, then "status seconds" in $log/i.rc
+    local t=${paths[$1]} t0=$SECONDS rc work
+    if [[ $t == *.sh ]]; then
+        work=$(mktemp -d)
+        (cd "$work" && bash "$t") >"$log/$1.out" 2>&1; rc=$?
+        rm -rf "$work"
+    else
+        "$t" >"$log/$1.out" 2>"$log/$1.err"; rc=$?
+        cat "$log/$1.err" >>"$log/$1.out"
+    fi
+    echo "$rc $((SECONDS - t0))" >"$log/$1.rc.tmp" && mv "$log/$1.rc.tmp" "$log/$1.rc"
+}
+next=0
+report() { # the finished tests, in order
+    local rc secs
+    while [ $next -lt ${#names[@]} ] && [ -f "$log/$next.rc" ]; do
+        read -r rc secs <"$log/$next.rc"
+        count "${names[$next]}" "$log/$next.out" "$rc" "$secs"
+        next=$((next + 1))
+    done
+}
+running=0
+for i in "${!names[@]}"; do
+    [[ ${names[$i]} =~ $serial ]] && continue
+    if [ $running -ge "$jobs" ]; then wait -n; running=$((running - 1)); report; fi
+    run_one "$i" &
+    running=$((running + 1))
 done
+wait
+for i in "${!names[@]}"; do
+    report
+    [[ ${names[$i]} =~ $serial ]] && run_one "$i"
+done
+report
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
