@@ -218,24 +218,36 @@ static void gemm_bias(struct cpu_mat c, float alpha, const uint16_t *a, int lda,
                       const uint16_t *b, int ldb, int trans_b, int k, const float *bias,
                       float beta);
 
-/* One oneDNN product per share of C's rows (they are op(A)'s) or columns (op(B)'s). */
+/* Share t of num of j's product, split by C's rows (they are op(A)'s) or columns (op(B)'s): C's
+ * part, the element offsets into A and B (leading dimensions lda, ldb) and the first column of the
+ * share (0 by rows: a bias row's offset). 0 when the share is empty. */
+static int share(const struct bf16_job *j, int t, int num, int lda, int ldb, struct cpu_mat *c,
+                 long *off_a, long *off_b, int *col0) {
+    int lo, hi;
+    parallel_part(j->by_rows ? j->c.rows : j->c.cols, t, num, BF16_SPLIT_ALIGN, &lo, &hi);
+    if (lo >= hi) return 0;
+    *off_a = *off_b = 0;
+    *col0 = 0;
+    if (j->by_rows) {
+        *off_a = j->trans_a ? lo : (long)lo * lda;
+        *c = sub(j->c, lo, hi - lo, 0, j->c.cols);
+    } else {
+        *off_b = j->trans_b ? (long)lo * ldb : lo;
+        *col0 = lo;
+        *c = sub(j->c, 0, j->c.rows, lo, hi - lo);
+    }
+    return 1;
+}
+
+/* One oneDNN bf16 product per share. */
 static void gemm_part(void *p, int t, int num) {
     const struct bf16_job *j = p;
-    int lda = j->a.cols, ldb = j->b.cols, lo, hi;
-    parallel_part(j->by_rows ? j->c.rows : j->c.cols, t, num, BF16_SPLIT_ALIGN, &lo, &hi);
-    if (lo >= hi) return;
-    const uint16_t *a = j->a16, *b = j->b16;
-    const float *bias = j->bias;
+    int lda = j->a.cols, ldb = j->b.cols, col0;
+    long oa, ob;
     struct cpu_mat c;
-    if (j->by_rows) {
-        a += j->trans_a ? lo : (long)lo * lda;
-        c = sub(j->c, lo, hi - lo, 0, j->c.cols);
-    } else {
-        b += j->trans_b ? (long)lo * ldb : lo;
-        if (bias) bias += lo;
-        c = sub(j->c, 0, j->c.rows, lo, hi - lo);
-    }
-    gemm_bias(c, j->alpha, a, lda, j->trans_a, b, ldb, j->trans_b, j->k, bias, j->beta);
+    if (!share(j, t, num, lda, ldb, &c, &oa, &ob, &col0)) return;
+    gemm_bias(c, j->alpha, j->a16 + oa, lda, j->trans_a, j->b16 + ob, ldb, j->trans_b, j->k,
+              j->bias ? j->bias + col0 : NULL, j->beta);
 }
 
 /* oneDNN fp32 with alpha given at run time (below; alpha 1: none): the thin products' alpha is
@@ -247,19 +259,12 @@ static void gemm_f32_runtime_alpha(struct cpu_mat c, float alpha, const float *a
 /* The same split on fp32 operands as stored (onednn_gemm_f32). */
 static void gemm_f32_part(void *p, int t, int num) {
     const struct bf16_job *j = p;
-    int lda = j->a.stride, ldb = j->b.stride, lo, hi;
-    parallel_part(j->by_rows ? j->c.rows : j->c.cols, t, num, BF16_SPLIT_ALIGN, &lo, &hi);
-    if (lo >= hi) return;
-    const float *a = j->a.data, *b = j->b.data;
+    int lda = j->a.stride, ldb = j->b.stride, col0;
+    long oa, ob;
     struct cpu_mat c;
-    if (j->by_rows) {
-        a += j->trans_a ? lo : (long)lo * lda;
-        c = sub(j->c, lo, hi - lo, 0, j->c.cols);
-    } else {
-        b += j->trans_b ? (long)lo * ldb : lo;
-        c = sub(j->c, 0, j->c.rows, lo, hi - lo);
-    }
-    gemm_f32_runtime_alpha(c, j->alpha, a, lda, j->trans_a, b, ldb, j->trans_b, j->k, j->beta);
+    if (!share(j, t, num, lda, ldb, &c, &oa, &ob, &col0)) return;
+    gemm_f32_runtime_alpha(c, j->alpha, j->a.data + oa, lda, j->trans_a, j->b.data + ob, ldb,
+                           j->trans_b, j->k, j->beta);
 }
 
 void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
