@@ -20,16 +20,14 @@ int main(int argc, char **argv) {
     combine_options_default(&o);
     struct twa_options t;
     twa_options_default(&t);
-    int binary = 1, num_threads = 1;
+    int binary = 1;
     const char *method = "per-layer", *twa_train = "";
-    const char *use_gpu = "no";
-    const char *precision = "fp32";
+    struct matrix_cli mc = MATRIX_CLI_DEFAULTS;
     struct option_spec specs[] = {
         {"num-iters", OPT_INT, &o.num_iters, "L-BFGS iterations"},
         {"minibatch-size", OPT_INT, &o.minibatch_size, "Examples per evaluation minibatch"},
         {"max-examples", OPT_INT, &o.max_examples, "Validation examples used at most"},
-        {"num-threads", OPT_INT, &num_threads, "threads for the matrix work"},
-        MATRIX_PRECISION_OPTION(precision),
+        MATRIX_CLI_OPTIONS(mc),
         {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
         {"method", OPT_STRING, &method, "per-layer (L-BFGS weights) or twa"},
         {"twa-epochs", OPT_INT, &t.num_epochs, "TWA: passes over the fitting examples"},
@@ -38,7 +36,6 @@ int main(int argc, char **argv) {
         {"twa-momentum", OPT_FLOAT, &t.momentum, "TWA: heavy-ball momentum"},
         {"twa-train-egs", OPT_STRING, &twa_train,
          "TWA: fit on these examples (TWA-t) instead of the validation examples (TWA-v)"},
-        {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc < 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
@@ -54,9 +51,7 @@ int main(int argc, char **argv) {
     t.minibatch_size = o.minibatch_size < 256 ? o.minibatch_size : 256;
     t.max_examples = o.max_examples;
     if (*twa_train) t.train_rspec = twa_train;
-    matrix_set_num_threads(num_threads);
-    if (matrix_select_device(use_gpu)) die("%s", error_get());
-    if (matrix_set_precision(precision)) die("%s", error_get());
+    if (matrix_cli_apply(&mc)) die("%s", error_get());
     int num = argc - 3;
     struct nnet **models = xcalloc(num, sizeof *models);
     for (int i = 0; i < num; i++)

@@ -10,21 +10,16 @@ static const char *usage =
     "e.g.:   nnet-compute-prob final.mdl ark:valid_diagnostic.egs\n";
 
 int main(int argc, char **argv) {
-    int minibatch_size = 1000, num_threads = 1;
-    const char *use_gpu = "no";
-    const char *precision = "fp32";
+    int minibatch_size = 1000;
+    struct matrix_cli mc = MATRIX_CLI_DEFAULTS;
     struct option_spec specs[] = {
         {"minibatch-size", OPT_INT, &minibatch_size, "Examples evaluated at a time"},
-        {"num-threads", OPT_INT, &num_threads, "threads for the matrix work"},
-        MATRIX_PRECISION_OPTION(precision),
-        {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
+        MATRIX_CLI_OPTIONS(mc),
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc != 3) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
     if (minibatch_size < 1) die("--minibatch-size must be at least 1");
-    matrix_set_num_threads(num_threads);
-    if (matrix_select_device(use_gpu)) die("%s", error_get());
-    if (matrix_set_precision(precision)) die("%s", error_get());
+    if (matrix_cli_apply(&mc)) die("%s", error_get());
 
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read model '%s': %s", argv[1], error_get());

@@ -15,25 +15,21 @@ static const char *usage =
     "          scp:data/test/feats.scp ark:loglikes.ark\n";
 
 int main(int argc, char **argv) {
-    int apply_log = 0, num_threads = 1;
-    const char *use_gpu = "no", *class_frame_counts = "";
+    int apply_log = 0;
+    const char *class_frame_counts = "";
     float prior_scale = 1.0f, prior_floor = 1e-10f;
-    const char *precision = "fp32";
+    struct matrix_cli mc = MATRIX_CLI_DEFAULTS;
     struct option_spec specs[] = {
         {"class-frame-counts", OPT_STRING, &class_frame_counts,
          "Kaldi vector of class frame counts: output log(post) - log(prior) (needs --apply-log)"},
         {"prior-scale", OPT_FLOAT, &prior_scale, "scale of the log-priors subtracted"},
         {"prior-floor", OPT_FLOAT, &prior_floor, "classes with a prior below this are hopeless"},
         {"apply-log", OPT_BOOL, &apply_log, "Output log-probabilities instead of probabilities"},
-        {"num-threads", OPT_INT, &num_threads, "threads for the matrix work"},
-        MATRIX_PRECISION_OPTION(precision),
-        {"use-gpu", OPT_STRING, &use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"},
+        MATRIX_CLI_OPTIONS(mc),
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc != 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
-    matrix_set_num_threads(num_threads);
-    if (matrix_select_device(use_gpu)) die("%s", error_get());
-    if (matrix_set_precision(precision)) die("%s", error_get());
+    if (matrix_cli_apply(&mc)) die("%s", error_get());
     struct vector log_priors = {0};
     if (*class_frame_counts) {
         if (!apply_log) die("--class-frame-counts needs --apply-log=true");

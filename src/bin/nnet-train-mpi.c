@@ -165,8 +165,8 @@ int main(int argc, char **argv) {
     options_parse(&argc, argv, usage, specs, num_specs);
     if (argc != 4) options_usage_exit(usage, specs, num_specs);
     if (train_sync_cli_check(&c)) die("%s", error_get());
-    const char *precision = c.train.precision;
-    matrix_set_num_threads(c.train.num_threads);
+    const char *precision = c.train.mc.precision;
+    matrix_set_num_threads(c.train.mc.num_threads);
     if (matrix_set_precision(precision)) die("%s", error_get());
 
     MPI_Init(&argc, &argv);
@@ -174,7 +174,7 @@ int main(int argc, char **argv) {
     struct train_comm comm = {.ctx = &ctx, .allreduce = mpi_allreduce};
     MPI_Comm_rank(MPI_COMM_WORLD, &comm.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &comm.size);
-    if (select_devices(c.train.use_gpu, comm.rank)) {
+    if (select_devices(c.train.mc.use_gpu, comm.rank)) {
         MPI_Finalize();
         return 1;
     }

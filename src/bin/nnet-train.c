@@ -20,9 +20,7 @@ int main(int argc, char **argv) {
     options_parse(&argc, argv, usage, specs, num_specs);
     if (argc != 4) options_usage_exit(usage, specs, num_specs);
     if (train_cli_check(&c)) die("%s", error_get());
-    matrix_set_num_threads(c.num_threads);
-    if (matrix_select_device(c.use_gpu)) die("%s", error_get());
-    if (matrix_set_precision(c.precision)) die("%s", error_get());
+    if (matrix_cli_apply(&c.mc)) die("%s", error_get());
 
     struct nnet *n = nnet_read_file(argv[1]);
     if (!n) die("cannot read model '%s': %s", argv[1], error_get());

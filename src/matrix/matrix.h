@@ -114,6 +114,24 @@ enum matrix_precision { MATRIX_FP32 = 0, MATRIX_BF16 = 1 };
      "fp32|bf16: precision of the layer products (bf16: AMX/AVX512-BF16 via oneDNN, fp32 "     \
      "accumulation and fp32 parameters)"}
 int matrix_set_precision(const char *name);
+/* The option group of a program that computes but does not train (nnet-forward, nnet-compute-prob,
+ * nnet-combine; the trainers have theirs in train.h): --num-threads, --precision, --use-gpu.
+ *     struct matrix_cli mc = MATRIX_CLI_DEFAULTS;
+ *     struct option_spec specs[] = { ..., MATRIX_CLI_OPTIONS(mc) };
+ *     ...  (after options_parse)
+ *     if (matrix_cli_apply(&mc)) die("%s", error_get());
+ * matrix_cli_apply sets the threads, selects the device, then the precision (that order, as above);
+ * 0, or -1 with error_set. */
+struct matrix_cli {
+    int num_threads;
+    const char *use_gpu, *precision;
+};
+#define MATRIX_CLI_DEFAULTS {1, "no", "fp32"}
+#define MATRIX_CLI_OPTIONS(mc)                                                                 \
+    {"num-threads", OPT_INT, &(mc).num_threads, "threads for the matrix work"},               \
+        MATRIX_PRECISION_OPTION((mc).precision),                                               \
+        {"use-gpu", OPT_STRING, &(mc).use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"}
+int matrix_cli_apply(const struct matrix_cli *mc);
 int matrix_get_precision(void); /* enum matrix_precision */
 /* 0 when --precision=bf16 can run here, else -1 with error_set saying why (see above). */
 int matrix_bf16_supported(void);

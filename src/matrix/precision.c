@@ -42,6 +42,13 @@ int matrix_set_precision(const char *name) {
     return 0;
 }
 
+int matrix_cli_apply(const struct matrix_cli *mc) {
+    if (mc->num_threads < 1) return error_set("--num-threads=%d: must be at least 1", mc->num_threads);
+    matrix_set_num_threads(mc->num_threads);
+    if (matrix_select_device(mc->use_gpu)) return -1;
+    return matrix_set_precision(mc->precision);
+}
+
 void matrix_layer_pass(int pass) {
     ASSERT(pass == MATRIX_PASS_FORWARD || pass == MATRIX_PASS_BACKWARD || pass == MATRIX_PASS_END);
     onednn_pass(pass);

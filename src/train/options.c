@@ -26,10 +26,8 @@ int train_cli_register(struct train_cli *c, struct train_options *o, int groups,
     c->groups = groups;
     c->sync = sync;
     c->binary = 1;
-    c->num_threads = 1;
     c->max_change = NNET_DEFAULT_MAX_CHANGE_GLOBAL;
-    c->use_gpu = "no";
-    c->precision = "fp32";
+    c->mc = (struct matrix_cli)MATRIX_CLI_DEFAULTS;
     c->gaf_fusion = "halving";
     c->gaf_on = "gradient";
     c->gaf_scale = "accepted";
@@ -43,10 +41,10 @@ int train_cli_register(struct train_cli *c, struct train_options *o, int groups,
         SPEC("srand", OPT_INT, &c->srand,
              sync ? "Seed for the random draws of training (+ rank)"
                   : "Seed for the random draws of training (Dropout)");
-        SPEC("num-threads", OPT_INT, &c->num_threads,
+        SPEC("num-threads", OPT_INT, &c->mc.num_threads,
              sync ? "threads for the matrix work, per rank" : "threads for the matrix work");
-        specs[n++] = (struct option_spec)MATRIX_PRECISION_OPTION(c->precision);
-        SPEC("use-gpu", OPT_STRING, &c->use_gpu,
+        specs[n++] = (struct option_spec)MATRIX_PRECISION_OPTION(c->mc.precision);
+        SPEC("use-gpu", OPT_STRING, &c->mc.use_gpu,
              sync ? "yes|no|optional|wait: each rank on a GPU (make CUDA=1), one per rank by local "
                     "rank; the all-reduces then go through NCCL on the device"
                   : "yes|no|optional|wait: run on a GPU (make CUDA=1)");
@@ -111,6 +109,8 @@ int train_cli_check(struct train_cli *c) {
     struct train_options *o = c->o;
     if ((c->groups & TRAIN_CLI_COMMON) && o->minibatch_size < 1)
         return error_set("--minibatch-size must be at least 1");
+    if ((c->groups & TRAIN_CLI_COMMON) && c->mc.num_threads < 1)
+        return error_set("--num-threads=%d: must be at least 1", c->mc.num_threads);
     if (c->groups & TRAIN_CLI_GAF) {
         if (o->gaf_microbatches < 0 || !(o->gaf_threshold >= 0))
             return error_set("--gaf-microbatches and --gaf-threshold must not be negative");

@@ -128,9 +128,9 @@ enum {
 struct train_cli {
     struct train_options *o;
     int groups, sync;
-    int srand, num_threads, binary;
+    int srand, binary;
     float max_change;          /* global max-change (NNET_DEFAULT_MAX_CHANGE_GLOBAL; 0: none) */
-    const char *use_gpu, *precision;
+    struct matrix_cli mc;      /* --num-threads, --use-gpu, --precision (matrix_cli_apply) */
     const char *gaf_fusion, *gaf_on, *gaf_scale;
     const char *proximal;      /* --proximal-model ("" none) */
     const char *nesterov;      /* sync: true|false|auto */

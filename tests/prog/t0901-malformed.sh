@@ -159,3 +159,11 @@ for row in "${ROWS[@]}"; do
     cell "$prog unknown option ($kind row)" 2 "--no-such-option" "" "${cmd[0]}" --no-such-option=1 "${cmd[@]:1}"
     cell "$prog bad option value ($kind row)" 2 "--verbose" "" "${cmd[0]}" --verbose=x "${cmd[@]:1}"
 done
+
+# An out-of-range value of the computing programs' shared options (matrix_cli, train_cli) is an
+# error naming the option, not ignored.
+for cmd in "nnet-forward good.model ark:good.feats ark:OUT.ark" "nnet-compute-prob good.model ark:good.egs" \
+           "nnet-train good.model ark:good.egs OUT.ark" "nnet-combine good.model good2.model ark:good.egs OUT.ark"; do
+    read -ra c <<<"$cmd"
+    cell "${c[0]} --num-threads=0" 1 "--num-threads" "" "${c[0]}" --num-threads=0 "${c[@]:1}"
+done
