@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every unit test binary and every program test script; each prints PASS/FAIL lines.
+# Runs every unit test binary and every program test script (several at once); each prints PASS/FAIL lines.
 # The last line is "N passed, N failed"; the exit status is 0 only if nothing failed.
 # Environment: PARNET_BIN (programs), PARNET_UNIT (unit test binaries); set by `make test`.
 set -u
