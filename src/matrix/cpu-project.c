@@ -25,13 +25,13 @@
 
 #if defined(__AVX512F__)
 #define VL 16
-#define RJ 4 /* rows of J per register block of pass J */
+#define JC 4 /* vectors of columns per register block of pass J (of 4 rows of J) */
 #elif defined(__AVX__)
 #define VL 8
-#define RJ 2
+#define JC 2
 #else
 #define VL 4
-#define RJ 2
+#define JC 2
 #endif
 typedef float vf __attribute__((vector_size(VL * sizeof(float))));
 #define UNROLL _Pragma("GCC unroll 16")
@@ -92,7 +92,7 @@ struct project {
     struct cpu_mat j;       /* J (R x D), or data NULL: none (cpu_project_out) */
     struct cpu_mat scratch; /* (parts - 1) R rows of D: parts 1.. sum here, then into j */
     int parts;
-    struct cpu_mat jt; /* where the rows being done sum their part of J (j or a scratch slot) */
+    int h_only; /* blocks do pass 1 only */
 };
 
 /* Pass 1 for rows x0[0..nr) (row pointers), columns [0, dk) read, plus ones: h[i][r]. */
@@ -131,60 +131,6 @@ static inline __attribute__((always_inline)) void pass_h(const struct project *p
                 h[i][r0 + j] = s;
             }
     }
-}
-
-/* Pass J for rows r0 .. r0 + nj - 1 of J: jt[r] += sum_i h[i][r] x0[i] over columns [0, dk),
- * and h[i][r] in column dk for the ones. */
-static inline __attribute__((always_inline)) void j_rows(const struct project *p,
-                                                         const float *const *x0,
-                                                         const float *const *h, int nr, int dk,
-                                                         int ones, int r0, int nj) {
-    float *jr[RJ];
-    vf hv[RB][RJ];
-    UNROLL
-    for (int q = 0; q < nj; q++) jr[q] = cpu_row(p->jt, r0 + q);
-    UNROLL
-    for (int i = 0; i < nr; i++)
-        UNROLL
-        for (int q = 0; q < nj; q++) hv[i][q] = vsplat(h[i][r0 + q]);
-    int k = 0;
-    for (; k + VL <= dk; k += VL) {
-        vf xv[RB];
-        UNROLL
-        for (int i = 0; i < nr; i++) xv[i] = vload(x0[i] + k);
-        UNROLL
-        for (int q = 0; q < nj; q++) {
-            vf a = vload(jr[q] + k);
-            UNROLL
-            for (int i = 0; i < nr; i++) a = vfma(a, hv[i][q], xv[i]);
-            vstore(jr[q] + k, a);
-        }
-    }
-    for (; k < dk; k++)
-        UNROLL
-        for (int q = 0; q < nj; q++) {
-            float a = jr[q][k];
-            UNROLL
-            for (int i = 0; i < nr; i++) a += h[i][r0 + q] * x0[i][k];
-            jr[q][k] = a;
-        }
-    if (ones)
-        UNROLL
-        for (int q = 0; q < nj; q++) {
-            float a = jr[q][dk];
-            UNROLL
-            for (int i = 0; i < nr; i++) a += h[i][r0 + q];
-            jr[q][dk] = a;
-        }
-}
-
-static inline __attribute__((always_inline)) void pass_j(const struct project *p,
-                                                         const float *const *x0,
-                                                         const float *const *h, int nr, int dk,
-                                                         int ones) {
-    int R = p->w.rows, r0 = 0;
-    for (; r0 + RJ <= R; r0 += RJ) j_rows(p, x0, h, nr, dk, ones, r0, RJ);
-    for (; r0 < R; r0++) j_rows(p, x0, h, nr, dk, ones, r0, 1);
 }
 
 /* Pass 2: x[i] = x0[i] - h[i] W over columns [0, dk), the ones column if any, the norms. */
@@ -273,7 +219,7 @@ static inline __attribute__((always_inline)) void block(const struct project *p,
     }
     int dk = s.cols, ones = s.cols < p->x.cols;
     if (!p->have_h) pass_h(p, x0, h, nr, dk, ones);
-    if (p->jt.data) pass_j(p, x0, (const float *const *)h, nr, dk, ones);
+    if (p->h_only) return;
     pass_x(p, x0, x, (const float *const *)h, nr, dk, ones, p->in_sq ? p->in_sq + r : NULL,
            p->out_sq ? p->out_sq + r : NULL);
 }
@@ -298,7 +244,7 @@ static void project_task(void *arg, int t, int num) {
 
 void cpu_project_out(struct cpu_mat x, struct cpu_mat h, struct cpu_mat w, int have_h,
                      struct cpu_mat src, float *in_sq, float *out_sq) {
-    struct project p = {x, h, w, src, have_h, in_sq, out_sq, {0}, {0}, 0, {0}};
+    struct project p = {x, h, w, src, have_h, in_sq, out_sq, {0}, {0}, 0, 0};
     if (x.rows == 0) return;
     if (parallel_threads() > 1 && x.rows > RB && (long)x.rows * x.cols >= CPU_SPLIT_MIN_ELEMS)
         parallel_run(project_task, &p);
@@ -308,12 +254,87 @@ void cpu_project_out(struct cpu_mat x, struct cpu_mat h, struct cpu_mat w, int h
 
 /* ---- with J = H^T X0 (cpu_project_out_j) ---- */
 
+/* Measured (docs/BENCHMARKS.md, "Issue 17, third pass"): against OpenBLAS's H and J this pass
+ * wins on AVX-512 at rank 20 (5-6% on 1 thread, 22-28% on 2) and loses at rank 80 (up to 12%:
+ * pass 1 streams the R x D W from L2 for every 4 rows, OpenBLAS packs it) and on AVX2 at
+ * every rank (6-20%: pass 1's 16 accumulators spill there). So it is preferred below this rank
+ * on AVX-512 only; a build may set it (-DCPU_PROJECT_J_MAX_RANK=1000: always). */
+#ifndef CPU_PROJECT_J_MAX_RANK
+#if VL == 16
+#define CPU_PROJECT_J_MAX_RANK 40
+#else
+#define CPU_PROJECT_J_MAX_RANK 0
+#endif
+#endif
+
+int cpu_project_j_preferred(int rank) { return rank < CPU_PROJECT_J_MAX_RANK; }
+
 #define PART_ROWS 64 /* rows per part of J's sum, up to MAX_PARTS parts */
 #define MAX_PARTS 8
 
 int cpu_project_parts(int n) {
     int parts = (n + PART_ROWS - 1) / PART_ROWS;
     return parts < 1 ? 1 : parts > MAX_PARTS ? MAX_PARTS : parts;
+}
+
+#define RJ 4 /* rows of J per register block of pass J */
+
+/* One register block of pass J: jt rows r0 .. r0 + nj - 1, columns k .. k + nc VL - 1, the sum
+ * over the part's rows [begin, end) in order (a chain of FMAs from zero per element). */
+static inline __attribute__((always_inline)) void j_tile(const struct project *p,
+                                                         struct cpu_mat s, struct cpu_mat jt,
+                                                         int begin, int end, int r0, int nj,
+                                                         int k, int nc) {
+    vf acc[RJ][JC];
+    UNROLL
+    for (int q = 0; q < nj; q++)
+        UNROLL
+        for (int c = 0; c < nc; c++) acc[q][c] = (vf){0};
+    for (int i = begin; i < end; i++) {
+        const float *xr = cpu_row(s, i) + k, *hr = cpu_row(p->h, i) + r0;
+        vf xv[JC];
+        UNROLL
+        for (int c = 0; c < nc; c++) xv[c] = vload(xr + c * VL);
+        UNROLL
+        for (int q = 0; q < nj; q++) {
+            vf hv = vsplat(hr[q]);
+            UNROLL
+            for (int c = 0; c < nc; c++) acc[q][c] = vfma(acc[q][c], hv, xv[c]);
+        }
+    }
+    UNROLL
+    for (int q = 0; q < nj; q++)
+        UNROLL
+        for (int c = 0; c < nc; c++) vstore(cpu_row(jt, r0 + q) + k + c * VL, acc[q][c]);
+}
+
+static inline __attribute__((always_inline)) void j_rows(const struct project *p,
+                                                         struct cpu_mat s, struct cpu_mat jt,
+                                                         int begin, int end, int r0, int nj) {
+    int dk = s.cols, k = 0;
+    for (; k + JC * VL <= dk; k += JC * VL) j_tile(p, s, jt, begin, end, r0, nj, k, JC);
+    for (; k + VL <= dk; k += VL) j_tile(p, s, jt, begin, end, r0, nj, k, 1);
+    for (int q = 0; q < nj; q++) {
+        for (int c = k; c < dk; c++) {
+            float a = 0;
+            for (int i = begin; i < end; i++) a += cpu_row(p->h, i)[r0 + q] * cpu_row(s, i)[c];
+            cpu_row(jt, r0 + q)[c] = a;
+        }
+        if (s.cols < p->x.cols) { /* the ones: column sums of h */
+            float a = 0;
+            for (int i = begin; i < end; i++) a += cpu_row(p->h, i)[r0 + q];
+            cpu_row(jt, r0 + q)[dk] = a;
+        }
+    }
+}
+
+/* Pass J over a part's rows [begin, end) (h done, x0 not yet overwritten): jt = h^T x0 there,
+ * register blocks of 4 rows of J x JC vectors of columns, the rows of x0 streaming from L2. */
+static void j_part(const struct project *p, struct cpu_mat jt, int begin, int end) {
+    const struct cpu_mat s = p->src.data ? p->src : p->x;
+    int R = p->w.rows, r0 = 0;
+    for (; r0 + RJ <= R; r0 += RJ) j_rows(p, s, jt, begin, end, r0, RJ);
+    for (; r0 < R; r0++) j_rows(p, s, jt, begin, end, r0, 1);
 }
 
 /* Part k's sum: j itself for part 0, else the scratch slot k - 1 (R rows). */
@@ -342,13 +363,17 @@ static void project_j_task(void *arg, int t, int num) {
     int k0, k1;
     parallel_part(p->parts, t, num, 1, &k0, &k1);
     for (int k = k0; k < k1; k++) {
-        struct project q = *p;
         int begin, end;
         parallel_part(p->x.rows, k, p->parts, RB, &begin, &end);
-        q.jt = part_sum(p, k);
-        for (int r = 0; r < q.jt.rows; r++) memset(cpu_row(q.jt, r), 0, (size_t)q.jt.cols * sizeof(float));
+        struct cpu_mat jt = part_sum(p, k);
+        struct project q = *p;
+        q.h_only = 1; /* pass 1 for the part, then J from h and x0 (still in L2), then pass 2 */
         project_rows(&q, begin, end);
-        if (t == 0 && k > 0) add_rows(p->j, q.jt, 0, p->j.rows);
+        j_part(p, jt, begin, end);
+        q.h_only = 0;
+        q.have_h = 1;
+        project_rows(&q, begin, end);
+        if (t == 0 && k > 0) add_rows(p->j, jt, 0, p->j.rows);
     }
 }
 
@@ -368,7 +393,7 @@ static void project_fold_task(void *arg, int t, int num) {
 void cpu_project_out_j(struct cpu_mat x, struct cpu_mat h, struct cpu_mat j, struct cpu_mat w,
                        struct cpu_mat src, float *in_sq, float *out_sq, struct cpu_mat scratch) {
     int parts = cpu_project_parts(x.rows);
-    struct project p = {x, h, w, src, 0, in_sq, out_sq, j, scratch, parts, {0}};
+    struct project p = {x, h, w, src, 0, in_sq, out_sq, j, scratch, parts, 0};
     if (x.rows == 0) {
         for (int r = 0; r < j.rows; r++) memset(cpu_row(j, r), 0, (size_t)j.cols * sizeof(float));
         return;

@@ -96,6 +96,8 @@ void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix 
 
 int matrix_project_out_j_scratch(int n, int rank) { return (cpu_project_parts(n) - 1) * rank; }
 
+int matrix_project_out_j_preferred(int rank) { return cpu_project_j_preferred(rank); }
+
 void matrix_project_out_j(struct matrix *x, struct matrix *h, struct matrix *j,
                           const struct matrix *w, const struct matrix *src, struct vector *in_sq,
                           struct vector *out_sq, struct matrix *scratch) {

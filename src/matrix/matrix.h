@@ -238,6 +238,9 @@ void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix 
  * a CPU matrix of at least matrix_project_out_j_scratch(N, R) rows of D columns (NULL if that
  * is 0, and on the GPU, where it is not used). j must not overlap x, h, w or src. */
 int matrix_project_out_j_scratch(int n, int rank);
+/* 1 where matrix_project_out_j on the CPU is faster than its three products done separately
+ * (OpenBLAS H and J, then matrix_project_out with have_h): measured, per build and rank. */
+int matrix_project_out_j_preferred(int rank);
 void matrix_project_out_j(struct matrix *x, struct matrix *h, struct matrix *j,
                           const struct matrix *w, const struct matrix *src, struct vector *in_sq,
                           struct vector *out_sq, struct matrix *scratch);

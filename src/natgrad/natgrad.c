@@ -453,12 +453,20 @@ static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int u
         matrix_project_out(x, &h, &w, 0, NULL, NULL, row_sq);
         return 0;
     }
-    /* H = X W^T, J = H^T X, Xhat = X - H W with the old W (§6) and the row norms, in one pass
-     * on the CPU (matrix_project_out_j); H, J kept (J in wj), W no longer needed. */
-    int js_rows = p->device == MATRIX_CPU ? matrix_project_out_j_scratch(N, R) : 0;
-    struct matrix js = {0};
-    if (js_rows > 0) js = natgrad_rows(p, &p->js, js_rows, D);
-    matrix_project_out_j(x, &h, &j, &w, NULL, NULL, row_sq, js_rows > 0 ? &js : NULL);
+    /* H = X W^T, J = H^T X, Xhat = X - H W with the old W (§6) and the row norms; H, J kept (J
+     * in wj), W no longer needed. In one pass on the CPU (matrix_project_out_j) where that is
+     * the faster way (a build and rank it measured faster for); else the products one by one. */
+    int cpu = p->device == MATRIX_CPU;
+    if (!cpu || matrix_project_out_j_preferred(R)) {
+        int js_rows = cpu ? matrix_project_out_j_scratch(N, R) : 0;
+        struct matrix js = {0};
+        if (js_rows > 0) js = natgrad_rows(p, &p->js, js_rows, D);
+        matrix_project_out_j(x, &h, &j, &w, NULL, NULL, row_sq, js_rows > 0 ? &js : NULL);
+    } else {
+        matrix_add_mat_mat(&h, 1.0f, x, MATRIX_NO_TRANS, &w, MATRIX_TRANS, 0.0f); /* H = X W^T */
+        matrix_add_mat_mat(&j, 1.0f, &h, MATRIX_TRANS, x, MATRIX_NO_TRANS, 0.0f); /* J = H^T X */
+        matrix_project_out(x, &h, &w, 1, NULL, NULL, row_sq);                      /* Xhat */
+    }
     if (N > D) { /* [L; K] = [W; J] J^T in one product (L = W J^T = H^T H) */
         matrix_add_mat_mat(&p->kl, 1.0f, &wj, MATRIX_NO_TRANS, &j, MATRIX_TRANS, 0.0f);
     } else {
