@@ -5,7 +5,9 @@
  * being the figure least disturbed by other load): blas_h_j = OpenBLAS H = X W^T and J = H^T X,
  * then matrix_project_out with have_h (X - H W and row norms); fused_j = matrix_project_out_j
  * (all three in one pass); fused_hx = matrix_project_out (H and X - H W, an ordinary call);
- * blas_j = J alone; gemm_NxDxD = a layer-sized GEMM (N x D times D x D) for the rate ratio.
+ * blas_j = J alone; gemm_NxDxD = a layer-sized GEMM (N x D times D x D) for the rate ratio;
+ * w_new = W' = A [W; J] (R x 2R times 2R x D); k_l = K and L as natgrad_step forms them
+ * ([W; J] J^T if N > D, else J J^T and H^T H as symmetric products, counted as half).
  * Build: cc -std=c11 -D_GNU_SOURCE -O2 -march=native -pthread -Isrc bench/project-rate.c \
  *        lib/libparnet.a $(make -s print-ldlibs) -o project-rate */
 #include <stdio.h>
@@ -37,9 +39,14 @@ int main(int argc, char **argv) {
     matrix_init(&js, sr > 0 ? sr : 1, d);
     struct vector sq; vector_init(&sq, n);
     struct matrix gout, gw; matrix_init(&gout, n, d); matrix_init(&gw, d, d); matrix_set_randn(&gw, &g, 0.03f);
-    double *t[5]; for (int v = 0; v < 5; v++) t[v] = malloc(reps * sizeof(double));
+    struct matrix am, wj, wn, kl;
+    matrix_init(&am, r, 2 * r); matrix_set_randn(&am, &g, 0.1f);
+    matrix_init(&wj, 2 * r, d); matrix_set_randn(&wj, &g, 0.1f);
+    matrix_init(&wn, r, d); matrix_init(&kl, 2 * r, r);
+    struct matrix jv = matrix_rows(&wj, r, r), kk = matrix_rows(&kl, r, r), ll = matrix_rows(&kl, 0, r);
+    double *t[7]; for (int v = 0; v < 7; v++) t[v] = malloc(reps * sizeof(double));
     for (int it = 0; it < reps; it++)
-        for (int v = 0; v < 5; v++) {
+        for (int v = 0; v < 7; v++) {
             matrix_copy(&x, &x0);
             double a = now();
             if (v == 0) {
@@ -48,6 +55,15 @@ int main(int argc, char **argv) {
                 matrix_project_out(&x, &h, &w, 1, NULL, NULL, &sq);
             } else if (v == 2) {
                 matrix_project_out(&x, &h, &w, 0, NULL, NULL, &sq);
+            } else if (v == 5) { /* W' = A [W; J] */
+                matrix_add_mat_mat(&wn, 1.0f, &am, MATRIX_NO_TRANS, &wj, MATRIX_NO_TRANS, 0.0f);
+            } else if (v == 6) { /* K, L as natgrad_step */
+                if (n > d) {
+                    matrix_add_mat_mat(&kl, 1.0f, &wj, MATRIX_NO_TRANS, &jv, MATRIX_TRANS, 0.0f);
+                } else {
+                    matrix_sym_add_mat_mat(&kk, 1.0f, &jv, MATRIX_NO_TRANS, 0.0f);
+                    matrix_sym_add_mat_mat(&ll, 1.0f, &h, MATRIX_TRANS, 0.0f);
+                }
             } else if (v == 4) {
                 matrix_add_mat_mat(&gout, 1.0f, &x, MATRIX_NO_TRANS, &gw, MATRIX_TRANS, 0.0f);
             } else if (v == 3) {
@@ -58,9 +74,10 @@ int main(int argc, char **argv) {
             t[v][it] = now() - a;
         }
     double fl = 6.0 * n * d * r;
-    const char *nm[5] = {"blas_h_j", "fused_j ", "fused_hx", "blas_j  ", "gemm_NxDxD"};
-    double fv[5] = {fl, fl, fl * 2 / 3, fl / 3, 2.0 * n * d * d};
-    for (int v = 0; v < 5; v++) {
+    const char *nm[7] = {"blas_h_j", "fused_j ", "fused_hx", "blas_j  ", "gemm_NxDxD", "w_new   ", "k_l     "};
+    double fv[7] = {fl, fl, fl * 2 / 3, fl / 3, 2.0 * n * d * d, 4.0 * r * r * d,
+                    n > d ? 4.0 * r * r * d : (double)r * r * d + (double)r * r * n};
+    for (int v = 0; v < 7; v++) {
         qsort(t[v], reps, sizeof(double), cmp);
         printf("N=%d D=%d R=%d thr=%d %s min %.1f us med %.1f us  (%.1f GFLOP/s at min)\n", n, d, r, thr, nm[v], 1e6 * t[v][0], 1e6 * t[v][reps / 2], fv[v] / t[v][0] * 1e-9);
     }
