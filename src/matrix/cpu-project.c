@@ -1,14 +1,20 @@
-/* cpu: the natural gradient's thin products in one blocked pass (cpu.h cpu_project_out).
+/* cpu: the natural gradient's thin products in one blocked pass (cpu.h cpu_project_out,
+ * cpu_project_out_j).
  *
- * For each block of 4 rows of X0 (src, or x itself), kept in L1 between the two products:
+ * For each block of 4 rows of X0 (src, or x itself), kept in L1 between the products:
  *   pass 1: H_b = X0_b W^T, 4 rows x 4 rows of W per register block (W streams from L2);
+ *   pass J (cpu_project_out_j only): J += H_b^T X0_b, 2 (AVX-512: 4) rows of J at a time, each
+ *           element of J a chain of FMAs over the rows in order (J streams from L2);
  *   pass 2: X_b = X0_b - H_b W, 4 rows x 4 vectors of columns per register block, with the
  *           squared row norms of X0_b and of the result taken from the registers.
  * X0's last column may be an implicit column of ones (src a column short of x): it is never
  * read, and x receives 1 - H_b w_{:,D-1} there. Every row is computed by the same sequence of
  * operations whatever rows share its block or its thread, so the result does not depend on the
- * thread split. The vectors are GCC/Clang vector extensions of the widest width the target
- * compiles for (AVX-512: 16 floats; otherwise 8, which is two SSE registers without AVX). */
+ * thread split. J, a sum over rows, is summed in fixed parts of the rows (cpu_project_parts:
+ * a function of N only) each from zero, and the parts' sums are added in part order, so it
+ * does not depend on the thread split either. The vectors are GCC/Clang vector extensions of
+ * the target's widest registers: AVX-512 16 floats, AVX 8, otherwise 4 (SSE), so that no
+ * vector wider than the target's registers crosses a function boundary (-Wpsabi). */
 #include <string.h>
 
 #include "matrix/cpu-internal.h"
@@ -19,8 +25,13 @@
 
 #if defined(__AVX512F__)
 #define VL 16
-#else
+#define JC 4 /* vectors of columns per register block of pass J (of 4 rows of J) */
+#elif defined(__AVX__)
 #define VL 8
+#define JC 2
+#else
+#define VL 4
+#define JC 2
 #endif
 typedef float vf __attribute__((vector_size(VL * sizeof(float))));
 #define UNROLL _Pragma("GCC unroll 16")
@@ -70,10 +81,7 @@ static inline float vsum(vf v) { /* a fixed tree of adds */
     q = _mm_add_ss(q, _mm_movehdup_ps(q));
     return _mm_cvtss_f32(q);
 #else
-    float s = 0;
-    UNROLL
-    for (int l = 0; l < VL; l++) s += v[l];
-    return s;
+    return (v[0] + v[2]) + (v[1] + v[3]);
 #endif
 }
 
@@ -81,6 +89,10 @@ struct project {
     struct cpu_mat x, h, w, src; /* src.data == NULL: x itself */
     int have_h;
     float *in_sq, *out_sq;
+    struct cpu_mat j;       /* J (R x D), or data NULL: none (cpu_project_out) */
+    struct cpu_mat scratch; /* (parts - 1) R rows of D: parts 1.. sum here, then into j */
+    int parts;
+    int h_only; /* blocks do pass 1 only */
 };
 
 /* Pass 1 for rows x0[0..nr) (row pointers), columns [0, dk) read, plus ones: h[i][r]. */
@@ -207,6 +219,7 @@ static inline __attribute__((always_inline)) void block(const struct project *p,
     }
     int dk = s.cols, ones = s.cols < p->x.cols;
     if (!p->have_h) pass_h(p, x0, h, nr, dk, ones);
+    if (p->h_only) return;
     pass_x(p, x0, x, (const float *const *)h, nr, dk, ones, p->in_sq ? p->in_sq + r : NULL,
            p->out_sq ? p->out_sq + r : NULL);
 }
@@ -231,10 +244,168 @@ static void project_task(void *arg, int t, int num) {
 
 void cpu_project_out(struct cpu_mat x, struct cpu_mat h, struct cpu_mat w, int have_h,
                      struct cpu_mat src, float *in_sq, float *out_sq) {
-    struct project p = {x, h, w, src, have_h, in_sq, out_sq};
+    struct project p = {x, h, w, src, have_h, in_sq, out_sq, {0}, {0}, 0, 0};
     if (x.rows == 0) return;
     if (parallel_threads() > 1 && x.rows > RB && (long)x.rows * x.cols >= CPU_SPLIT_MIN_ELEMS)
         parallel_run(project_task, &p);
     else
         project_rows(&p, 0, x.rows);
+}
+
+/* ---- with J = H^T X0 (cpu_project_out_j) ---- */
+
+/* Measured (docs/BENCHMARKS.md, "Issue 17, third pass"): against OpenBLAS's H and J this pass
+ * wins on AVX-512 at rank 20 (5-6% on 1 thread, 22-28% on 2) and loses at rank 80 (up to 12%:
+ * pass 1 streams the R x D W from L2 for every 4 rows, OpenBLAS packs it) and on AVX2 at
+ * every rank (6-20%: pass 1's 16 accumulators spill there). So it is preferred below this rank
+ * on AVX-512 only; a build may set it (-DCPU_PROJECT_J_MAX_RANK=1000: always). */
+#ifndef CPU_PROJECT_J_MAX_RANK
+#if VL == 16
+#define CPU_PROJECT_J_MAX_RANK 40
+#else
+#define CPU_PROJECT_J_MAX_RANK 0
+#endif
+#endif
+
+int cpu_project_j_preferred(int rank) { return rank < CPU_PROJECT_J_MAX_RANK; }
+
+#define PART_ROWS 64 /* rows per part of J's sum, up to MAX_PARTS parts */
+#define MAX_PARTS 8
+
+int cpu_project_parts(int n) {
+    int parts = (n + PART_ROWS - 1) / PART_ROWS;
+    return parts < 1 ? 1 : parts > MAX_PARTS ? MAX_PARTS : parts;
+}
+
+#define RJ 4 /* rows of J per register block of pass J */
+
+/* One register block of pass J: jt rows r0 .. r0 + nj - 1, columns k .. k + nc VL - 1, the sum
+ * over the part's rows [begin, end) in order (a chain of FMAs from zero per element). */
+static inline __attribute__((always_inline)) void j_tile(const struct project *p,
+                                                         struct cpu_mat s, struct cpu_mat jt,
+                                                         int begin, int end, int r0, int nj,
+                                                         int k, int nc) {
+    vf acc[RJ][JC];
+    UNROLL
+    for (int q = 0; q < nj; q++)
+        UNROLL
+        for (int c = 0; c < nc; c++) acc[q][c] = (vf){0};
+    for (int i = begin; i < end; i++) {
+        const float *xr = cpu_row(s, i) + k, *hr = cpu_row(p->h, i) + r0;
+        vf xv[JC];
+        UNROLL
+        for (int c = 0; c < nc; c++) xv[c] = vload(xr + c * VL);
+        UNROLL
+        for (int q = 0; q < nj; q++) {
+            vf hv = vsplat(hr[q]);
+            UNROLL
+            for (int c = 0; c < nc; c++) acc[q][c] = vfma(acc[q][c], hv, xv[c]);
+        }
+    }
+    UNROLL
+    for (int q = 0; q < nj; q++)
+        UNROLL
+        for (int c = 0; c < nc; c++) vstore(cpu_row(jt, r0 + q) + k + c * VL, acc[q][c]);
+}
+
+static inline __attribute__((always_inline)) void j_rows(const struct project *p,
+                                                         struct cpu_mat s, struct cpu_mat jt,
+                                                         int begin, int end, int r0, int nj) {
+    int dk = s.cols, k = 0;
+    for (; k + JC * VL <= dk; k += JC * VL) j_tile(p, s, jt, begin, end, r0, nj, k, JC);
+    for (; k + VL <= dk; k += VL) j_tile(p, s, jt, begin, end, r0, nj, k, 1);
+    for (int q = 0; q < nj; q++) {
+        for (int c = k; c < dk; c++) {
+            float a = 0;
+            for (int i = begin; i < end; i++) a += cpu_row(p->h, i)[r0 + q] * cpu_row(s, i)[c];
+            cpu_row(jt, r0 + q)[c] = a;
+        }
+        if (s.cols < p->x.cols) { /* the ones: column sums of h */
+            float a = 0;
+            for (int i = begin; i < end; i++) a += cpu_row(p->h, i)[r0 + q];
+            cpu_row(jt, r0 + q)[dk] = a;
+        }
+    }
+}
+
+/* Pass J over a part's rows [begin, end) (h done, x0 not yet overwritten): jt = h^T x0 there,
+ * register blocks of 4 rows of J x JC vectors of columns, the rows of x0 streaming from L2. */
+static void j_part(const struct project *p, struct cpu_mat jt, int begin, int end) {
+    const struct cpu_mat s = p->src.data ? p->src : p->x;
+    int R = p->w.rows, r0 = 0;
+    for (; r0 + RJ <= R; r0 += RJ) j_rows(p, s, jt, begin, end, r0, RJ);
+    for (; r0 < R; r0++) j_rows(p, s, jt, begin, end, r0, 1);
+}
+
+/* Part k's sum: j itself for part 0, else the scratch slot k - 1 (R rows). */
+static struct cpu_mat part_sum(const struct project *p, int k) {
+    if (k == 0) return p->j;
+    struct cpu_mat s = p->scratch;
+    s.data = cpu_row(p->scratch, (long)(k - 1) * p->j.rows);
+    s.rows = p->j.rows;
+    return s;
+}
+
+/* dst += src, elementwise, rows [r0, r1) */
+static void add_rows(struct cpu_mat dst, struct cpu_mat src, int r0, int r1) {
+    for (int r = r0; r < r1; r++) {
+        float *d = cpu_row(dst, r);
+        const float *s = cpu_row(src, r);
+        for (int c = 0; c < dst.cols; c++) d[c] += s[c];
+    }
+}
+
+/* Thread t takes parts [k0, k1) (the first thread part 0), each summed from zero in row order;
+ * the first thread adds its parts into j as it goes, in part order (the part's sum still in
+ * L2); the other threads' parts stay in their slots for project_fold_task. */
+static void project_j_task(void *arg, int t, int num) {
+    const struct project *p = arg;
+    int k0, k1;
+    parallel_part(p->parts, t, num, 1, &k0, &k1);
+    for (int k = k0; k < k1; k++) {
+        int begin, end;
+        parallel_part(p->x.rows, k, p->parts, RB, &begin, &end);
+        struct cpu_mat jt = part_sum(p, k);
+        struct project q = *p;
+        q.h_only = 1; /* pass 1 for the part, then J from h and x0 (still in L2), then pass 2 */
+        project_rows(&q, begin, end);
+        j_part(p, jt, begin, end);
+        q.h_only = 0;
+        q.have_h = 1;
+        project_rows(&q, begin, end);
+        if (t == 0 && k > 0) add_rows(p->j, jt, 0, p->j.rows);
+    }
+}
+
+struct fold {
+    const struct project *p;
+    int k0; /* the first part not yet in j */
+};
+
+/* j += the sums of parts k0, k0 + 1, ... in that order, rows of j split over the pool. */
+static void project_fold_task(void *arg, int t, int num) {
+    const struct fold *f = arg;
+    int r0, r1;
+    parallel_part(f->p->j.rows, t, num, 1, &r0, &r1);
+    for (int k = f->k0; k < f->p->parts; k++) add_rows(f->p->j, part_sum(f->p, k), r0, r1);
+}
+
+void cpu_project_out_j(struct cpu_mat x, struct cpu_mat h, struct cpu_mat j, struct cpu_mat w,
+                       struct cpu_mat src, float *in_sq, float *out_sq, struct cpu_mat scratch) {
+    int parts = cpu_project_parts(x.rows);
+    struct project p = {x, h, w, src, 0, in_sq, out_sq, j, scratch, parts, 0};
+    if (x.rows == 0) {
+        for (int r = 0; r < j.rows; r++) memset(cpu_row(j, r), 0, (size_t)j.cols * sizeof(float));
+        return;
+    }
+    int num = parallel_threads();
+    if (num > 1 && parts > 1 && (long)x.rows * x.cols >= CPU_SPLIT_MIN_ELEMS) {
+        parallel_run(project_j_task, &p);
+        int k0, k1; /* the first thread's parts (none if there are fewer parts than threads) */
+        parallel_part(parts, 0, num, 1, &k0, &k1);
+        struct fold f = {&p, k1 > 1 ? k1 : 1}; /* part 0 is j itself */
+        if (f.k0 < parts) parallel_run(project_fold_task, &f);
+    } else {
+        project_j_task(&p, 0, 1);
+    }
 }

@@ -140,6 +140,13 @@ void cpu_row_argmax(struct cpu_mat m, int *out);
  * x.cols; h: x.rows x R. src does not overlap x unless it is x. */
 void cpu_project_out(struct cpu_mat x, struct cpu_mat h, struct cpu_mat w, int have_h,
                      struct cpu_mat src, float *in_sq, float *out_sq);
+/* matrix.h matrix_project_out_j: cpu_project_out (h computed) and j = h^T x0 (R x x.cols), in
+ * the same pass; j's sum over rows is taken in cpu_project_parts(x.rows) fixed parts of the
+ * rows, parts 1.. in scratch ((parts - 1) R rows of x.cols), and added in part order. */
+int cpu_project_parts(int n);
+int cpu_project_j_preferred(int rank); /* matrix.h matrix_project_out_j_preferred */
+void cpu_project_out_j(struct cpu_mat x, struct cpu_mat h, struct cpu_mat j, struct cpu_mat w,
+                       struct cpu_mat src, float *in_sq, float *out_sq, struct cpu_mat scratch);
 
 /* ---- splicing and sparse access (cpu-splice.c); indices already checked ---- */
 void cpu_splice(struct cpu_mat dst, struct cpu_mat src, const int *offsets, int num_offsets);

@@ -45,36 +45,76 @@ void vector_row_sq_norms(struct vector *v, const struct matrix *m) {
     DISPATCH(GPU2(v, m), cuda_row_sq_norms(v->data, CM(m)), cpu_row_sq_norms(v->data, KM(m)));
 }
 
-void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix *w, int have_h,
-                        const struct matrix *src, struct vector *in_sq, struct vector *out_sq) {
+/* The GPU's matrix_project_out(_j): the same operations one after the other. */
+static void project_out_composed(struct matrix *x, struct matrix *h, struct matrix *j,
+                                 const struct matrix *w, int have_h, const struct matrix *src,
+                                 struct vector *in_sq, struct vector *out_sq) {
+    int n = x->rows;
+    if (src) {
+        ASSERT(src->device == x->device);
+        struct matrix xs = matrix_view(x, 0, n, 0, src->cols);
+        matrix_copy(&xs, src);
+        if (src->cols < x->cols) {
+            struct matrix one = matrix_view(x, 0, n, src->cols, 1);
+            matrix_set_const(&one, 1.0f);
+        }
+    }
+    if (in_sq) vector_row_sq_norms(in_sq, x);
+    if (!have_h) matrix_add_mat_mat(h, 1.0f, x, MATRIX_NO_TRANS, w, MATRIX_TRANS, 0.0f);
+    if (j) matrix_add_mat_mat(j, 1.0f, h, MATRIX_TRANS, x, MATRIX_NO_TRANS, 0.0f);
+    matrix_add_mat_mat(x, -1.0f, h, MATRIX_NO_TRANS, w, MATRIX_NO_TRANS, 1.0f);
+    if (out_sq) vector_row_sq_norms(out_sq, x);
+}
+
+static void project_out_check(const struct matrix *x, const struct matrix *h,
+                              const struct matrix *w, const struct matrix *src,
+                              const struct vector *in_sq, const struct vector *out_sq) {
     int n = x->rows;
     ASSERT(w->rows >= 1 && w->cols == x->cols && h->rows == n && h->cols == w->rows);
     ASSERT(!src || (src->rows == n && (src->cols == x->cols || src->cols == x->cols - 1)));
-    ASSERT(!have_h || !src);
     ASSERT(!in_sq || in_sq->dim == n);
     ASSERT(!out_sq || out_sq->dim == n);
-    if (GPU3(x, h, w)) { /* no fused kernel there: the same operations one after the other */
-        if (src) {
-            ASSERT(src->device == x->device);
-            struct matrix xs = matrix_view(x, 0, n, 0, src->cols);
-            matrix_copy(&xs, src);
-            if (src->cols < x->cols) {
-                struct matrix one = matrix_view(x, 0, n, src->cols, 1);
-                matrix_set_const(&one, 1.0f);
-            }
-        }
-        if (in_sq) vector_row_sq_norms(in_sq, x);
-        if (!have_h) matrix_add_mat_mat(h, 1.0f, x, MATRIX_NO_TRANS, w, MATRIX_TRANS, 0.0f);
-        matrix_add_mat_mat(x, -1.0f, h, MATRIX_NO_TRANS, w, MATRIX_NO_TRANS, 1.0f);
-        if (out_sq) vector_row_sq_norms(out_sq, x);
+    if (!matrix_on_gpu(x->device, h->device, w->device, -1)) {
+        if (src) ASSERT(src->device == MATRIX_CPU);
+        if (in_sq) ASSERT(in_sq->device == MATRIX_CPU);
+        if (out_sq) ASSERT(out_sq->device == MATRIX_CPU);
+    }
+}
+
+void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix *w, int have_h,
+                        const struct matrix *src, struct vector *in_sq, struct vector *out_sq) {
+    project_out_check(x, h, w, src, in_sq, out_sq);
+    ASSERT(!have_h || !src);
+    if (GPU3(x, h, w)) { /* no fused kernel there */
+        project_out_composed(x, h, NULL, w, have_h, src, in_sq, out_sq);
         return;
     }
     struct cpu_mat none = {0};
-    if (src) ASSERT(src->device == MATRIX_CPU);
-    if (in_sq) ASSERT(in_sq->device == MATRIX_CPU);
-    if (out_sq) ASSERT(out_sq->device == MATRIX_CPU);
     cpu_project_out(KM(x), KM(h), KM(w), have_h, src ? KM(src) : none, in_sq ? in_sq->data : NULL,
                     out_sq ? out_sq->data : NULL);
+}
+
+int matrix_project_out_j_scratch(int n, int rank) { return (cpu_project_parts(n) - 1) * rank; }
+
+int matrix_project_out_j_preferred(int rank) { return cpu_project_j_preferred(rank); }
+
+void matrix_project_out_j(struct matrix *x, struct matrix *h, struct matrix *j,
+                          const struct matrix *w, const struct matrix *src, struct vector *in_sq,
+                          struct vector *out_sq, struct matrix *scratch) {
+    project_out_check(x, h, w, src, in_sq, out_sq);
+    ASSERT(j->rows == w->rows && j->cols == x->cols && j->device == x->device);
+    if (GPU3(x, h, w)) {
+        project_out_composed(x, h, j, w, 0, src, in_sq, out_sq);
+        return;
+    }
+    int need = matrix_project_out_j_scratch(x->rows, w->rows);
+    struct cpu_mat none = {0};
+    if (need > 0)
+        ASSERT(scratch && scratch->device == MATRIX_CPU && scratch->rows >= need &&
+               scratch->cols == x->cols);
+    cpu_project_out_j(KM(x), KM(h), KM(j), KM(w), src ? KM(src) : none,
+                      in_sq ? in_sq->data : NULL, out_sq ? out_sq->data : NULL,
+                      need > 0 ? KM(scratch) : none);
 }
 
 /* Drawn on the host in row order whatever the device (as matrix_set_randn), then uploaded. */

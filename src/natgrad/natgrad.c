@@ -35,6 +35,7 @@ struct natgrad {
     struct matrix sq; /* (R, R): O, then the re-orthogonalization transform */
     struct matrix x0; /* (capacity, D): the first minibatch, copied for each init pass */
     struct vector in_sq; /* (capacity): squared row norms of X (natgrad_precondition_copy) */
+    struct matrix js;    /* (matrix_project_out_j_scratch rows, D): J's partial sums, CPU */
     /* Host. */
     float *kl_host; /* 2R x R */
     float *a_host;  /* R x 2R; also R x R for sq */
@@ -127,6 +128,7 @@ void natgrad_free(struct natgrad *p) {
     matrix_release(&p->a);
     matrix_release(&p->sq);
     matrix_release(&p->x0);
+    matrix_release(&p->js);
     vector_release(&p->in_sq);
     free(p->d);
     free(p->kl_host);
@@ -311,13 +313,6 @@ static int natgrad_reorthogonalize(struct natgrad *p, const double *d1, double r
     return 0;
 }
 
-/* X -= H W (computing H = X W^T first unless have_h), and row_sq if wanted: one pass over X
- * (matrix_project_out: on the CPU a fused kernel split by rows over the pool). */
-static void natgrad_apply(struct matrix *x, struct matrix *h, const struct matrix *w, int have_h,
-                          struct vector *row_sq) {
-    matrix_project_out(x, h, w, have_h, NULL, NULL, row_sq);
-}
-
 /* The host part of the update of §1.4, from K, L (kl_host), d, rho, up_n and up_tr_xx: Z, its
  * eigendecomposition, d' (vec + 3R), rho' (up_rho1), the re-orthogonalization flag and A
  * (a_host). Host memory only, so it may run on the helper thread. 0, or -1 (error_set). */
@@ -453,13 +448,25 @@ static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int u
     struct matrix w = matrix_rows(&wj, 0, R), j = matrix_rows(&wj, R, R);
     struct matrix h = natgrad_rows(p, &p->h, N, R);
 
-    *row_sq_done = row_sq != NULL; /* natgrad_apply fills it */
-    if (!update) { /* H = X W^T, Xhat = X - H W */
-        natgrad_apply(x, &h, &w, 0, row_sq);
+    *row_sq_done = row_sq != NULL; /* matrix_project_out(_j) fills it */
+    if (!update) { /* H = X W^T, Xhat = X - H W: one pass (on the CPU a fused kernel) */
+        matrix_project_out(x, &h, &w, 0, NULL, NULL, row_sq);
         return 0;
     }
-    matrix_add_mat_mat(&h, 1.0f, x, MATRIX_NO_TRANS, &w, MATRIX_TRANS, 0.0f); /* H = X W^T */
-    matrix_add_mat_mat(&j, 1.0f, &h, MATRIX_TRANS, x, MATRIX_NO_TRANS, 0.0f); /* J = H^T X */
+    /* H = X W^T, J = H^T X, Xhat = X - H W with the old W (§6) and the row norms; H, J kept (J
+     * in wj), W no longer needed. In one pass on the CPU (matrix_project_out_j) where that is
+     * the faster way (a build and rank it measured faster for); else the products one by one. */
+    int cpu = p->device == MATRIX_CPU;
+    if (!cpu || matrix_project_out_j_preferred(R)) {
+        int js_rows = cpu ? matrix_project_out_j_scratch(N, R) : 0;
+        struct matrix js = {0};
+        if (js_rows > 0) js = natgrad_rows(p, &p->js, js_rows, D);
+        matrix_project_out_j(x, &h, &j, &w, NULL, NULL, row_sq, js_rows > 0 ? &js : NULL);
+    } else {
+        matrix_add_mat_mat(&h, 1.0f, x, MATRIX_NO_TRANS, &w, MATRIX_TRANS, 0.0f); /* H = X W^T */
+        matrix_add_mat_mat(&j, 1.0f, &h, MATRIX_TRANS, x, MATRIX_NO_TRANS, 0.0f); /* J = H^T X */
+        matrix_project_out(x, &h, &w, 1, NULL, NULL, row_sq);                      /* Xhat */
+    }
     if (N > D) { /* [L; K] = [W; J] J^T in one product (L = W J^T = H^T H) */
         matrix_add_mat_mat(&p->kl, 1.0f, &wj, MATRIX_NO_TRANS, &j, MATRIX_TRANS, 0.0f);
     } else {
@@ -468,8 +475,6 @@ static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int u
         matrix_sym_add_mat_mat(&l, 1.0f, &h, MATRIX_TRANS, 0.0f);
     }
     matrix_to_host(&p->kl, p->kl_host);
-    /* Xhat with the old W (§6); H, W no longer needed, J is kept in wj. */
-    natgrad_apply(x, &h, &w, 1, row_sq);
 
     p->up_n = N;
     p->up_tr_xx = tr_xx;

@@ -18,7 +18,8 @@
  *
  * Cost. About 3 N D R multiply-adds on update steps and 2 N D R otherwise, all through matrix.h
  * (so on the GPU when X lives there; on the CPU H = X W^T and X - H W are one fused pass,
- * matrix_project_out), plus an R x R eigenproblem on the host in double. That eigenproblem and
+ * matrix_project_out, and on update calls, where matrix_project_out_j_preferred says it is
+ * faster, J = H^T X joins that pass: matrix_project_out_j), plus an R x R eigenproblem on the host in double. That eigenproblem and
  * the rest of an update's host work are needed only by the next call (Xhat uses the old W), so
  * on the CPU, for R >= 40, they run on a helper thread started by the update call and joined
  * by the next call on the same object, which then forms the new W: the same arithmetic in the

@@ -1194,6 +1194,93 @@ static void test_project_out(void) {
         }
 }
 
+/* matrix_project_out_j (an update call's pass): x, h and the norms bit for bit those of
+ * matrix_project_out; j = h^T x0 against a double loop; 1, 2 and 3 threads bitwise equal
+ * (J's sum is taken in fixed parts of the rows: N from one part to the most, 8). */
+static void test_project_out_j(void) {
+    const int shapes[][3] = {{1, 1, 1}, {3, 7, 2}, {5, 33, 5},     {64, 17, 3},  {65, 40, 7},
+                             {130, 785, 20}, {37, 441, 80}, {600, 130, 9}, {513, 24, 11},
+                             {100, 400, 6}}; /* 2 parts: on 3 threads the first has none */
+    for (int k = 0; k < 10; k++)
+        for (int mode = 0; mode < 3; mode++) { /* 0 in place, 1 src, 2 src + ones */
+            int n = shapes[k][0], d = shapes[k][1], r = shapes[k][2];
+            if (mode == 2 && d < 2) continue;
+            struct tmat x[3], h[3], j[3], xr, hr, w, src;
+            for (int t = 0; t < 3; t++) {
+                tmat_init(&x[t], n, d, t != 1);
+                tmat_init(&h[t], n, r, t != 2);
+                tmat_init(&j[t], r, d, 1);
+            }
+            tmat_init(&xr, n, d, 0);
+            tmat_init(&hr, n, r, 0);
+            tmat_init(&w, r, d, 1);
+            matrix_scale(&w.m, 1.0f / (float)d);
+            tmat_init(&src, n, mode == 2 ? d - 1 : d, 1);
+            const struct matrix *sp = mode ? &src.m : NULL;
+            for (int t = 1; t < 3; t++) matrix_copy(&x[t].m, &x[0].m);
+            matrix_copy(&xr.m, &x[0].m);
+            double *jw = xmalloc(((size_t)r * d + 1) * sizeof *jw);
+            struct vector vi[3], vo[3], vir, vor;
+            for (int t = 0; t < 3; t++) {
+                vector_init(&vi[t], n);
+                vector_init(&vo[t], n);
+            }
+            vector_init(&vir, n);
+            vector_init(&vor, n);
+            struct matrix scratch;
+            int srows = matrix_project_out_j_scratch(n, r);
+            matrix_init(&scratch, srows > 0 ? srows : 1, d);
+            matrix_set_const(&scratch, NAN); /* every slot used is written before it is read */
+            matrix_project_out(&xr.m, &hr.m, &w.m, 0, sp, &vir, &vor);
+            /* J in double from h (as computed) and x0 */
+            for (int q = 0; q < r; q++)
+                for (int c = 0; c < d; c++) {
+                    double s = 0;
+                    for (int i = 0; i < n; i++) {
+                        double x0 = sp ? (c < sp->cols ? at(sp, i, c) : 1.0) : at(&x[0].m, i, c);
+                        s += (double)at(&hr.m, i, q) * x0;
+                    }
+                    jw[(long)q * d + c] = s;
+                }
+            for (int t = 0; t < 3; t++) {
+                matrix_set_num_threads(t + 1);
+                matrix_project_out_j(&x[t].m, &h[t].m, &j[t].m, &w.m, sp, &vi[t], &vo[t],
+                                     srows > 0 ? &scratch : NULL);
+            }
+            matrix_set_num_threads(1);
+            for (int t = 0; t < 3; t++)
+                CHECK(tmat_border_ok(&x[t]) && tmat_border_ok(&h[t]) && tmat_border_ok(&j[t]));
+            for (int q = 0; q < r; q++)
+                for (int c = 0; c < d; c++) {
+                    double want = jw[(long)q * d + c];
+                    CHECK_NEAR(at(&j[0].m, q, c), want, 1e-4 * (1 + fabs(want)));
+                    CHECK(at(&j[0].m, q, c) == at(&j[1].m, q, c));
+                    CHECK(at(&j[0].m, q, c) == at(&j[2].m, q, c));
+                }
+            for (int t = 0; t < 3; t++) {
+                for (int i = 0; i < n; i++) {
+                    for (int c = 0; c < d; c++) CHECK(at(&x[t].m, i, c) == at(&xr.m, i, c));
+                    for (int q = 0; q < r; q++) CHECK(at(&h[t].m, i, q) == at(&hr.m, i, q));
+                    CHECK(vi[t].data[i] == vir.data[i] && vo[t].data[i] == vor.data[i]);
+                }
+                vector_release(&vi[t]);
+                vector_release(&vo[t]);
+                tmat_release(&x[t]);
+                tmat_release(&h[t]);
+                tmat_release(&j[t]);
+            }
+            free(jw);
+            matrix_release(&scratch);
+            vector_release(&vir);
+            vector_release(&vor);
+            tmat_release(&xr);
+            tmat_release(&hr);
+            tmat_release(&w);
+            tmat_release(&src);
+            if (test_failed_now) return;
+        }
+}
+
 int main(void) {
     rng_seed(&rng, 20240611);
     matrix_set_num_threads(1);
@@ -1217,5 +1304,6 @@ int main(void) {
     TEST_RUN(test_split_matches_serial);
     TEST_RUN(test_split_gemm);
     TEST_RUN(test_project_out);
+    TEST_RUN(test_project_out_j);
     TEST_MAIN_END();
 }
