@@ -4,9 +4,17 @@
 # through the user's path with all of parnet's defaults (tests/prog/robustness_run.sh: csv_to_data,
 # get_egs.sh, train.sh, test accuracy), next to a PyTorch baseline on standardised inputs with the
 # same network shape and epochs (bench/robustness_torch.py).
-#   bench/robustness.sh [--full] [work-dir]     (from the repository root, after make)
-size=--small
-[ "$1" = --full ] && { size=; shift; }
+#   bench/robustness.sh [--full] [--precision fp32|bf16] [--srand N] [work-dir]
+# (from the repository root, after make; --precision and --srand go to robustness_run.sh, for
+# parnet's column only: the PyTorch baseline stays fp32 with its own seed)
+size=--small run_opts=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --full) size=; shift ;;
+        --precision|--srand) run_opts="$run_opts $1 $2"; shift 2 ;;
+        *) break ;;
+    esac
+done
 work=${1:-/tmp/parnet-robustness}
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd $top || exit 1
@@ -19,7 +27,7 @@ printf "|---|---|---|---|---|\n"
 while read -r line; do
     name=${line%%:*}
     shape=$(echo "$line" | awk '{ printf "%s x %s, %s", $2, $6, $8 }')
-    out=$(bash tests/prog/robustness_run.sh $work/csv/$name $work/$name)
+    out=$(bash tests/prog/robustness_run.sh $run_opts $work/csv/$name $work/$name)
     acc=$(echo "$out" | sed -n 's/.*accuracy=\([^ ]*\).*/\1/p')
     maj=$(echo "$out" | sed -n 's/.*majority=\([^ ]*\).*/\1/p')
     torch_acc=$($PY bench/robustness_torch.py $work/csv/$name 2>/dev/null)

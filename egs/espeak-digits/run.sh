@@ -7,6 +7,7 @@
 # final combination -> priors from the training label counts -> pseudo-likelihoods -> Viterbi
 # word-loop decoding -> frame accuracy and WER on the held-out voices.
 #   egs/espeak-digits/run.sh [--stage N] [--cmd utils/run.pl] [--num-jobs 2] [--size default|tiny]
+#                            [--precision fp32|bf16] [--srand N] [--dir exp/nnet]
 # Set-up on a fresh machine: tools/install-deps.sh; make -j2 (builds espeak-synth-align).
 cd "$(dirname "$0")"
 . ./path.sh
@@ -18,12 +19,15 @@ nj=2                 # feature-extraction jobs
 num_jobs=2           # training jobs (parameter averaging)
 num_epochs=6
 size=default         # default | large (96 training speakers) | tiny (40 utterances, for CI)
-seed=0
+seed=0               # of the corpus (stage 0)
+srand=0              # of training (steps/train.sh --srand: initialisation and example order)
+precision=fp32       # of the layer products in training: bf16 needs AMX or AVX512-BF16 (oneDNN)
 samples_per_iter=20000
 minibatch_size=128
 initial_learning_rate=0.008
 final_learning_rate=0.0008
-train_opts=          # extra options for steps/train.sh (e.g. "--averaging agreement")
+train_opts=          # extra options for steps/train.sh (e.g. "--averaging agreement"; its own
+                     # --train-opts there would replace the one that carries --precision)
 config=conf/nnet.config
 acoustic_scales="0.05 0.1 0.2"     # decoder settings tried on the validation utterances
 word_insertion_penalties="0 2 4 6 8"
@@ -33,6 +37,8 @@ beam=16
 data=data
 exp=exp
 feat_dir=fbank      # feature and label archives
+dir=                # the model and its decodes (default: $exp/nnet); stages 4-7 only, so that
+                    # several trainings can share one corpus and one set of examples
 # End configuration section.
 help_message="Usage: $0 [options]
 e.g.: $0 --stage 0 --cmd utils/run.pl --num-jobs 2
@@ -44,6 +50,10 @@ Options:
   --num-jobs <n>       training jobs averaged each iteration (default: 2)
   --num-epochs <n>     (default: 6)
   --size <s>           default | large (twice the training speakers) | tiny (default: default)
+  --seed <n>           of the corpus synthesis, stage 0 (default: 0)
+  --srand <n>          of training, stage 4 (default: 0)
+  --precision <p>      fp32 | bf16: of the layer products in training (default: fp32)
+  --dir <dir>          model and decoding directory (default: \$exp/nnet)
   --acoustic-scales <list>            tried on the validation data (default: \"0.05 0.1 0.2\")
   --word-insertion-penalties <list>   tried on the validation data (default: \"0 2 4 6 8\")"
 . utils/parse_options.sh || exit 1
@@ -58,7 +68,7 @@ case $size in
     *) echo "$0: unknown --size '$size'" >&2; exit 1 ;;
 esac
 : ${num_utts_subset:=40}
-dir=$exp/nnet
+: ${dir:=$exp/nnet}
 egs_dir=$exp/egs
 mkdir -p $feat_dir
 feat_dir=$(cd $feat_dir && pwd)   # scp files name the archives by absolute path
@@ -119,7 +129,8 @@ if [ $stage -le 4 ]; then
     sed "s/NUM_PDFS/$num_pdfs/g" $config > $dir/nnet.config
     steps/train.sh --cmd "$cmd" --num-jobs $num_jobs --num-epochs $num_epochs \
         --minibatch-size $minibatch_size --initial-learning-rate $initial_learning_rate \
-        --final-learning-rate $final_learning_rate $train_opts $egs_dir $dir/nnet.config $dir
+        --final-learning-rate $final_learning_rate --srand $srand \
+        --train-opts "--precision=$precision" $train_opts $egs_dir $dir/nnet.config $dir
 fi
 
 if [ $stage -le 5 ]; then

@@ -2,10 +2,21 @@
 # One data set of tests/prog/robustness_data.py through the user's path with parnet's defaults:
 # utils/csv_to_data.sh -> steps/get_egs.sh -> steps/train.sh (a config in the README's shape:
 # NaturalGradientAffine + ReLU, zero-initialised output layer) -> nnet-compute-prob on test.csv.
-#   robustness_run.sh <csv-dir> <work-dir> [train.sh options]
+#   robustness_run.sh [--precision fp32|bf16] [--srand N] <csv-dir> <work-dir> [train.sh options]
+# --precision: of the layer products in training (nnet-train --precision; default fp32);
+# --srand: train.sh's seed (initialisation and example order; default 0, train.sh's own).
 # Prints "accuracy=A majority=M" on stdout (test set); exits with train.sh's status.
 # Runs from the repository root (steps/, utils/ and bin/ on PATH).
 set -o pipefail
+precision=fp32 srand=0
+while [ $# -gt 0 ]; do
+    case $1 in
+        --precision) precision=$2; shift 2 ;;
+        --srand) srand=$2; shift 2 ;;
+        *) break ;;
+    esac
+done
+[ $# -ge 2 ] || { echo "Usage: $0 [--precision fp32|bf16] [--srand N] <csv-dir> <work-dir> [train.sh options]" >&2; exit 1; }
 csv=$1 work=$2
 shift 2
 mkdir -p $work || exit 1
@@ -27,7 +38,7 @@ SoftmaxComponent dim=$classes
 CFG
 steps/get_egs.sh --num-jobs 2 --num-utts-subset $subset $work/data/train $work/egs \
     >$work/get_egs.log 2>&1 || { echo "robustness_run.sh: get_egs.sh failed ($work/get_egs.log)"; exit 1; }
-steps/train.sh --num-jobs 2 "$@" $work/egs $work/nnet.config $work/nnet >$work/train.log 2>&1
+steps/train.sh --num-jobs 2 --srand $srand --train-opts "--precision=$precision" "$@" $work/egs $work/nnet.config $work/nnet >$work/train.log 2>&1
 rc=$?
 if [ $rc -eq 0 ]; then
     nnet-get-egs scp:$work/data/test/feats.scp scp:$work/data/test/labels.scp ark:$work/test.egs \

@@ -36,6 +36,24 @@ awk -v a="$acc" 'BEGIN { exit !(a > 20) }' && pass "frame accuracy $acc% > 20%" 
 nw=$(awk '{n += NF - 1} END {print n}' data/test/text)
 expect_eq "every test word scored" "$(grep -o '/ [0-9]*,' exp/nnet/decode_test/wer | tr -dc 0-9)" "$nw"
 expect_eq "every test utterance decoded" "$(wc -l < exp/nnet/decode_test/hyp.txt)" 10
+grep -q -- "--srand=0 .*--precision=fp32 " exp/nnet/log/train.0.1.log && \
+    pass "run.sh defaults: --srand 0, nnet-train --precision=fp32" || \
+    fail "run.sh defaults not in $(head -n 1 exp/nnet/log/train.0.1.log)"
+# Stages 4-7 again on the same corpus and examples into another --dir, in bf16 with another seed
+# (how docs/EXPERIMENTS.md compares the precisions); exp/nnet stays as it was.
+before=$(md5sum < exp/nnet/final.mdl)
+$recipe/run.sh --size tiny --num-epochs 1 --stage 4 --precision bf16 --srand 3 --dir $t/exp/nnet-bf16 \
+    --acoustic-scales 0.1 --word-insertion-penalties 0 \
+    --data $t/data --exp $t/exp --feat-dir $t/fbank >run-bf16.out 2>&1; rc=$?
+if [ $rc -ne 0 ] && grep -rq "cannot run here" exp/nnet-bf16/log; then
+    echo "SKIP run.sh --precision bf16: $(grep -rho 'cannot run here: .*' exp/nnet-bf16/log | head -n 1)"
+elif [ $rc -eq 0 ] && grep -q -- "--srand=3 .*--precision=bf16 " exp/nnet-bf16/log/train.0.1.log \
+    && grep -q "held-out voices: frame accuracy" run-bf16.out; then
+    pass "run.sh --stage 4 --precision bf16 --srand 3 --dir: $(grep -o 'frame accuracy [0-9.]*%' run-bf16.out)"
+else
+    fail "run.sh --precision bf16: rc $rc; $(tail -n 2 run-bf16.out); $(head -n 1 exp/nnet-bf16/log/train.0.1.log)"
+fi
+expect_eq "--dir leaves exp/nnet alone" "$(md5sum < exp/nnet/final.mdl)" "$before"
 # Reproducible: the same seed gives the same corpus.
 PATH=$PARNET_TOP/bin:$PATH $recipe/local/make_corpus.py --num-train-speakers 6 \
     --num-test-speakers 2 --utts-per-speaker 5 again 2>/dev/null

@@ -45,6 +45,21 @@ for d in $sets; do
         fail "$d with all defaults: rc $rc, test accuracy '$acc' (need $t, majority $maj); $(tail -n 2 work/$d/train.log)"
     fi
 done
+grep -q -- "--srand=0 .*--precision=fp32 " work/wine/nnet/log/train.0.1.log && \
+    pass "robustness_run.sh defaults: train.sh --srand 0, nnet-train --precision=fp32" || \
+    fail "robustness_run.sh defaults not in $(head -n 1 work/wine/nnet/log/train.0.1.log)"
+# --precision and --srand reach nnet-train (the bf16 figures of docs/EXPERIMENTS.md use them).
+out=$(bash $run --precision bf16 --srand 5 csv/wine work/wine-bf16); rc=$?
+acc=$(echo "$out" | sed -n 's/.*accuracy=\([^ ]*\).*/\1/p')
+if [ $rc -ne 0 ] && grep -rq "cannot run here" work/wine-bf16/nnet/log; then
+    echo "SKIP robustness_run.sh --precision bf16: $(grep -rho 'cannot run here: .*' work/wine-bf16/nnet/log | head -n 1)"
+elif [ $rc -eq 0 ] && grep -q -- "--srand=5 .*--precision=bf16 " work/wine-bf16/nnet/log/train.0.1.log \
+    && awk -v a="$acc" -v t=$(threshold wine) 'BEGIN { exit !(a >= t) }'; then
+    pass "robustness_run.sh --precision bf16 --srand 5 on wine: test accuracy $acc"
+else
+    fail "robustness_run.sh --precision bf16 --srand 5: rc $rc, accuracy '$acc'; $(head -n 1 work/wine-bf16/nnet/log/train.0.1.log)"
+fi
+expect_status "robustness_run.sh without its two directories" 1 bash $run --precision bf16 csv/wine
 
 # Absurd learning rates: they train (max-change holds the step) or stop with "diverged", exit 1.
 for lr in 10 100; do
