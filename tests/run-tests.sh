@@ -58,11 +58,14 @@ run_one() { # index: output in $log/i.out, then "status seconds" in $log/i.rc
     echo "$rc $((SECONDS - t0))" >"$log/$1.rc.tmp" && mv "$log/$1.rc.tmp" "$log/$1.rc"
 }
 next=0
-report() { # the finished tests, in order
+report() { # the finished tests, in order (the serial ones are reported after the rest)
     local rc secs
-    while [ $next -lt ${#names[@]} ] && [ -f "$log/$next.rc" ]; do
-        read -r rc secs <"$log/$next.rc"
-        count "${names[$next]}" "$log/$next.out" "$rc" "$secs"
+    while [ $next -lt ${#names[@]} ]; do
+        if ! [[ ${names[$next]} =~ $serial ]]; then
+            [ -f "$log/$next.rc" ] || break
+            read -r rc secs <"$log/$next.rc"
+            count "${names[$next]}" "$log/$next.out" "$rc" "$secs"
+        fi
         next=$((next + 1))
     done
 }
@@ -74,10 +77,12 @@ for i in "${!names[@]}"; do
     running=$((running + 1))
 done
 wait
-for i in "${!names[@]}"; do
-    report
-    [[ ${names[$i]} =~ $serial ]] && run_one "$i"
-done
 report
+for i in "${!names[@]}"; do
+    [[ ${names[$i]} =~ $serial ]] || continue
+    run_one "$i"
+    read -r rc secs <"$log/$i.rc"
+    count "${names[$i]}" "$log/$i.out" "$rc" "$secs"
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
