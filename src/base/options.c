@@ -164,6 +164,16 @@ static int set_option(const char *arg, const struct option_spec *specs, int n) {
     return 0;
 }
 
+/* A config file's lines hold its string options' values for the rest of the program: kept
+ * reachable here for as long as it runs (they are never freed, and are not leaks). */
+static char **config_lines;
+static size_t num_config_lines;
+
+static char *keep_config_line(const char *line) {
+    config_lines = xrealloc(config_lines, (num_config_lines + 1) * sizeof *config_lines);
+    return config_lines[num_config_lines++] = xstrdup(line);
+}
+
 static int read_config(const char *path, const struct option_spec *specs, int n) {
     FILE *f = fopen(path, "r");
     if (!f) return error_set("cannot open config file '%s': %s", path, strerror(errno));
@@ -189,8 +199,7 @@ static int read_config(const char *path, const struct option_spec *specs, int n)
             return error_set("config file '%s' line %d: expected --name=value, got '%s'", path,
                              lineno, p);
         }
-        /* Values from a config file must outlive this buffer. */
-        if (set_option(xstrdup(p + 2), specs, n)) {
+        if (set_option(keep_config_line(p + 2), specs, n)) {
             fclose(f);
             return error_wrap("config file '%s' line %d: ", path, lineno);
         }
