@@ -4,7 +4,11 @@
 # training step alone (bench/train-step.c: the same step on examples in memory), against PyTorch on the CPU (Debian's python3-torch, its fastest setting:
 # torch.set_num_threads(1), OpenBLAS with the given threads) and against the OpenBLAS sgemm bound
 # (the three GEMMs per layer of one step, bench/sgemm-bound.c), for ReLU MLPs, minibatch sizes and
-# thread counts. Each figure is the median of --repeats runs.
+# thread counts. Each rate is the median of --repeats rounds, the configurations interleaved
+# within a round; each ratio is the median over rounds of the ratio within a round (this VM's
+# speed drifts by 10-20% between runs seconds apart, which ratios of medians inherit). The step
+# figures come from one process training the Affine and the NG network in turns of 0.25 s
+# (bench/train-step.c with a second model): its "step NG cost" is the median over turns.
 #   bench/train-throughput.sh [--repeats 3] [--seconds 4] [--quick]
 # Needs: make, python3-torch (tools/install-deps.sh --bench). Prints a Markdown table.
 set -euo pipefail
@@ -31,14 +35,21 @@ have_torch=true
 /usr/bin/python3 -c 'import torch' 2>/dev/null || have_torch=false
 
 . "$top/bench/lib.sh"
+field() { sed -n "s/.*\<$1=\([0-9.-]*\).*/\1/p"; } # field NAME < "a=1 NAME=2"
 
 # nnet-train's rate covers its whole run, the first minibatch included (page faults, the
 # natural-gradient initialisation): the archive is read `passes` times so that the run lasts
 # about `seconds`, like the PyTorch and sgemm figures (a short run understated NG by ~10%).
+# Prints "whole steady": the whole run's rate, and the rate after the first 5 minibatches (from
+# the progress lines of 5-minibatch phases), which is what train-step's figure compares with.
 parnet_rate() { # model egs mb threads passes
-    nnet-train --minibatch-size=$3 --num-threads=$4 --minibatches-per-phase=0 --max-change=0 $1 \
-        "ark:for i in \$(seq $5); do cat $2; done |" $work/out.mdl 2>&1 \
-        | grep -o '[0-9]* frames/s' | awk '{print $1}'
+    nnet-train --minibatch-size=$3 --num-threads=$4 --minibatches-per-phase=5 --max-change=0 $1 \
+        "ark:for i in \$(seq $5); do cat $2; done |" $work/out.mdl 2>$work/log
+    local whole steady
+    whole=$(grep -o '[0-9]* frames/s; accuracy' $work/log | awk '{print $1}')
+    steady=$(sed -n 's/.*Minibatches \([0-9]*\)-.* over \([0-9.]*\) frames, \([0-9.]*\) frames\/s.*/\1 \2 \3/p' \
+        $work/log | awk '$1 > 0 { f += $2; t += $2 / $3 } END { printf "%.1f", (t > 0 ? f / t : 0) }')
+    echo "$whole $steady"
 }
 
 nets=("784 1024 1024 1024 10" "440 1024 1024 1024 1024 2000")
@@ -46,8 +57,8 @@ mbs=(128 512)
 threads=(1 2)
 $quick && { mbs=(512); threads=(2); repeats=1; }
 
-echo "| network | mb | threads | parnet Affine | parnet NG | step Affine | step NG | PyTorch | sgemm bound | Affine/PyTorch | NG/PyTorch | Affine/bound | step/bound | NG cost | step NG cost |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| network | mb | threads | parnet Affine | parnet NG | step Affine | step NG | PyTorch | sgemm bound | Affine/PyTorch | NG/PyTorch | Affine/bound | step/bound | e2e/step Affine | e2e/step NG | steady e2e/step Affine | steady e2e/step NG | NG cost | step NG cost |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for net in "${nets[@]}"; do
     read -r -a d <<<"$net"
     name=$(echo "$net" | tr ' ' '-')
@@ -61,32 +72,38 @@ for net in "${nets[@]}"; do
         for t in "${threads[@]}"; do
             # examples for about `seconds` at a rough rate (samples/s per thread)
             passes=$(( (seconds * t * (d[0] > 500 ? 6000 : 3000) + count - 1) / count ))
-            a=() g=() p=() b=() sa=() sg=()
+            a=() g=() as=() gs=() p=() b=() sa=() sg=() sc=()
             for r in $(seq $repeats); do
-                a+=("$(parnet_rate $work/affine.mdl $work/data.egs $mb $t $passes)")
-                g+=("$(parnet_rate $work/ng.mdl $work/data.egs $mb $t $passes)")
-                sa+=("$("$top/build/bench/train-step" $work/affine.mdl $mb $t $seconds | sed 's/samples_per_sec=\([0-9.]*\).*/\1/')")
-                sg+=("$("$top/build/bench/train-step" $work/ng.mdl $mb $t $seconds | sed 's/samples_per_sec=\([0-9.]*\).*/\1/')")
+                v=$(parnet_rate $work/affine.mdl $work/data.egs $mb $t $passes); a+=("${v% *}") as+=("${v#* }")
+                v=$(parnet_rate $work/ng.mdl $work/data.egs $mb $t $passes); g+=("${v% *}") gs+=("${v#* }")
+                "$top/build/bench/train-step" $work/affine.mdl $mb $t $seconds no fp32 $work/ng.mdl >$work/step
+                sa+=("$(field samples_per_sec <$work/step)") sg+=("$(field samples_per_sec2 <$work/step)")
+                sc+=("$(field cost_median <$work/step)")
                 if $have_torch; then
                     p+=("$(OPENBLAS_NUM_THREADS=$t /usr/bin/python3 $top/bench/torch_mlp.py \
                         --dims $(echo $net | tr ' ' ,) --minibatch $mb --threads 1 --seconds $seconds \
-                        | sed 's/samples_per_sec=\([0-9.]*\).*/\1/')")
+                        | field samples_per_sec)")
                 fi
-                b+=("$($top/build/bench/sgemm-bound $mb $t $(echo $net | tr ' ' ,) $seconds | sed 's/samples_per_sec=\([0-9.]*\).*/\1/')")
+                b+=("$($top/build/bench/sgemm-bound $mb $t $(echo $net | tr ' ' ,) $seconds | field samples_per_sec)")
             done
-            A=$(printf '%s\n' "${a[@]}" | median) G=$(printf '%s\n' "${g[@]}" | median)
-            B=$(printf '%s\n' "${b[@]}" | median)
-            SA=$(printf '%s\n' "${sa[@]}" | median) SG=$(printf '%s\n' "${sg[@]}" | median)
+            med() { printf '%s\n' "$@" | median | awk '{ printf "%.0f", $1 }'; }
+            # median over rounds of a_r / b_r (two space-separated lists); n/a without b
+            rmed() { [ -z "$2" ] && { echo n/a; return; }
+                     paste <(printf '%s\n' $1) <(printf '%s\n' $2) | awk '{ print $1 / $2 }' | median \
+                         | awk '{ printf "%.2f", $1 }'; }
+            pct() { awk -v x=$1 'BEGIN { printf "%+.0f%%", (x - 1) * 100 }'; }
             P=n/a
-            $have_torch && P=$(printf '%s\n' "${p[@]}" | median)
-            ratio() { [ "$2" = n/a ] && echo n/a || awk -v a=$1 -v b=$2 'BEGIN { printf "%.2f", a / b }'; }
-            cost=$(awk -v a=$A -v g=$G 'BEGIN { printf "%+.0f%%", (a / g - 1) * 100 }')
-            scost=$(awk -v a=$SA -v g=$SG 'BEGIN { printf "%+.0f%%", (a / g - 1) * 100 }')
-            printf "| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %s | %.0f | %s | %s | %s | %s | %s | %s |\n" \
-                $name $mb $t $A $G $SA $SG "$( [ $P = n/a ] && echo n/a || printf %.0f $P)" $B \
-                "$(ratio $A $P)" "$(ratio $G $P)" "$(ratio $A $B)" "$(ratio $SA $B)" "$cost" "$scost"
+            $have_torch && P=$(med "${p[@]}")
+            printf "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" \
+                $name $mb $t $(med "${a[@]}") $(med "${g[@]}") $(med "${sa[@]}") $(med "${sg[@]}") $P \
+                $(med "${b[@]}") "$(rmed "${a[*]}" "${p[*]}")" "$(rmed "${g[*]}" "${p[*]}")" \
+                "$(rmed "${a[*]}" "${b[*]}")" "$(rmed "${sa[*]}" "${b[*]}")" \
+                "$(rmed "${a[*]}" "${sa[*]}")" "$(rmed "${g[*]}" "${sg[*]}")" \
+                "$(rmed "${as[*]}" "${sa[*]}")" "$(rmed "${gs[*]}" "${sg[*]}")" \
+                "$(pct $(rmed "${a[*]}" "${g[*]}"))" \
+                "$(printf '%s\n' "${sc[@]}" | median | awk '{ printf "%+.0f%%", $1 * 100 }')"
         done
     done
 done
 echo
-echo "samples/s, median of $repeats; step = bench/train-step.c (the step alone, examples in memory); NG cost = time per sample of NG over Affine; $(nproc) cores, $(date -u +%F)"
+echo "samples/s, median of $repeats rounds; ratios: median over rounds of the ratio within a round; step = bench/train-step.c (the step alone, examples in memory; Affine and NG in turns of 0.25 s in one process); NG cost = time per sample of NG over Affine (step: median over turns); steady = nnet-train after its first 5 minibatches; $(nproc) cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%F)"
