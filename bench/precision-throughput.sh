@@ -57,9 +57,14 @@ parnet_rate() { # model egs mb threads passes precision
     cpu=$(sed -n 's/cpu_seconds=\([0-9.]*\) \([0-9.]*\)/\1 \2/p' $work/time | awk '{print $1 + $2}')
     echo "$wall $(awk -v f=$frames -v c=$cpu -v t=$4 'BEGIN { printf "%.1f", f * t / c }')"
 }
+# PyTorch's fastest setting of each: fp32 on OpenBLAS's threads with one intra-op thread; bf16
+# autocast runs its products on oneDNN, which uses the intra-op threads (at 2 threads 1.5-1.8x
+# the rate of one intra-op thread).
 torch_rate() { # dims mb threads autocast
+    local intra=1
+    [ $4 = bf16 ] && intra=$3
     OPENBLAS_NUM_THREADS=$3 /usr/bin/python3 $top/bench/torch_mlp.py --dims $1 --minibatch $2 \
-        --threads 1 --cpu-threads $3 --seconds $seconds --autocast $4 >$work/t
+        --threads $intra --cpu-threads $3 --seconds $seconds --autocast $4 >$work/t
     echo "$(field samples_per_sec <$work/t) $(field cpu_samples_per_sec <$work/t)"
 }
 bound_rate() { # engine mb threads dims
