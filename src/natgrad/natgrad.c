@@ -35,7 +35,7 @@ struct natgrad {
     struct matrix sq; /* (R, R): O, then the re-orthogonalization transform */
     struct matrix x0; /* (capacity, D): the first minibatch, copied for each init pass */
     struct vector in_sq; /* (capacity): squared row norms of X (natgrad_precondition_copy) */
-    struct matrix js;    /* (matrix_project_out_j_scratch rows, D): J's partial sums, CPU */
+    struct matrix js;    /* (matrix_project_out_j_scratch rows, D): J's partial sums */
     /* Host. */
     float *kl_host; /* 2R x R */
     float *a_host;  /* R x 2R; also R x R for sq */
@@ -454,19 +454,11 @@ static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int u
         return 0;
     }
     /* H = X W^T, J = H^T X, Xhat = X - H W with the old W (§6) and the row norms; H, J kept (J
-     * in wj), W no longer needed. In one pass on the CPU (matrix_project_out_j) where that is
-     * the faster way (a build and rank it measured faster for); else the products one by one. */
-    int cpu = p->device == MATRIX_CPU;
-    if (!cpu || matrix_project_out_j_preferred(R)) {
-        int js_rows = cpu ? matrix_project_out_j_scratch(N, R) : 0;
-        struct matrix js = {0};
-        if (js_rows > 0) js = natgrad_rows(p, &p->js, js_rows, D);
-        matrix_project_out_j(x, &h, &j, &w, NULL, NULL, row_sq, js_rows > 0 ? &js : NULL);
-    } else {
-        matrix_add_mat_mat(&h, 1.0f, x, MATRIX_NO_TRANS, &w, MATRIX_TRANS, 0.0f); /* H = X W^T */
-        matrix_add_mat_mat(&j, 1.0f, &h, MATRIX_TRANS, x, MATRIX_NO_TRANS, 0.0f); /* J = H^T X */
-        matrix_project_out(x, &h, &w, 1, NULL, NULL, row_sq);                      /* Xhat */
-    }
+     * in wj), W no longer needed. matrix_project_out_j does them the faster way for the device
+     * and rank (on the CPU one pass, or the products one by one). */
+    int js_rows = matrix_project_out_j_scratch(x, R);
+    struct matrix js = js_rows > 0 ? natgrad_rows(p, &p->js, js_rows, D) : (struct matrix){0};
+    matrix_project_out_j(x, &h, &j, &w, NULL, NULL, row_sq, js_rows > 0 ? &js : NULL);
     if (N > D) { /* [L; K] = [W; J] J^T in one product (L = W J^T = H^T H) */
         matrix_add_mat_mat(&p->kl, 1.0f, &wj, MATRIX_NO_TRANS, &j, MATRIX_TRANS, 0.0f);
     } else {
