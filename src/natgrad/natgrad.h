@@ -85,8 +85,10 @@ void natgrad_precondition_rows(struct natgrad *p, struct matrix *x, float *scale
 /* natgrad_precondition_rows on a copy: x (N x dim) receives src (N x dim, or N x (dim - 1) and
  * then a last column of ones: an affine layer's input) and is preconditioned in place; src is
  * left alone. The same result as copying and calling natgrad_precondition_rows (row_sq may be
- * NULL), but on the CPU an ordinary (non-update) call makes one pass over the rows, block by
- * block across the pool: copy, norms of X, H = X W^T, X - H W and the norms of the result. */
+ * NULL), to float roundoff, but on the CPU with row_sq, once the estimate exists (not on the
+ * first minibatch), a call makes one pass over the rows, block by block across the pool: copy,
+ * norms of X, H = X W^T, on update calls J = H^T X (where the matrix layer fuses it), X - H W and
+ * the norms of the result; tr(X^T X) for the update is the sum of X's row norms. */
 void natgrad_precondition_copy(struct natgrad *p, const struct matrix *src, struct matrix *x,
                                float *scale, struct vector *row_sq);
 /* The rank in use: R after the reduction above, 0 for the identity. */
