@@ -7,7 +7,7 @@
  * forced to its fused kernel (matrix-internal.h matrix_project_j_path: all three in one pass);
  * fused_hx = matrix_project_out (H and X - H W, an ordinary call);
  * blas_j = J alone; gemm_NxDxD = a layer-sized GEMM (N x D times D x D) for the rate ratio;
- * w_new = W' = A [W; J] (R x 2R times 2R x D); k_l = K and L as natgrad_step forms them
+ * w_new = W' = A [W; J] (R x 2R times 2R x D); k_l = K and L as natgrad_update forms them
  * ([W; J] J^T if N > D, else J J^T and H^T H as symmetric products, counted as half).
  * Build: cc -std=c11 -D_GNU_SOURCE -O2 -march=native -pthread -Isrc bench/project-rate.c \
  *        lib/libparnet.a $(make -s print-ldlibs) -o project-rate */
@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
                 matrix_project_out(&x, &h, &w, 0, NULL, NULL, &sq);
             } else if (v == 5) { /* W' = A [W; J] */
                 matrix_add_mat_mat(&wn, 1.0f, &am, MATRIX_NO_TRANS, &wj, MATRIX_NO_TRANS, 0.0f);
-            } else if (v == 6) { /* K, L as natgrad_step */
+            } else if (v == 6) { /* K, L as natgrad_update */
                 if (n > d) {
                     matrix_add_mat_mat(&kl, 1.0f, &wj, MATRIX_NO_TRANS, &jv, MATRIX_TRANS, 0.0f);
                 } else {
