@@ -4,9 +4,10 @@
  * times, interleaved, `reps` times each (wall clock per call; min and median printed, the min
  * being the figure least disturbed by other load): blas_h_j = OpenBLAS H = X W^T and J = H^T X,
  * then matrix_project_out with have_h (X - H W and row norms); fused_j = matrix_project_out_j
- * (all three in one pass); fused_hx = matrix_project_out (H and X - H W, an ordinary call);
+ * forced to its fused kernel (matrix-internal.h matrix_project_j_path: all three in one pass);
+ * fused_hx = matrix_project_out (H and X - H W, an ordinary call);
  * blas_j = J alone; gemm_NxDxD = a layer-sized GEMM (N x D times D x D) for the rate ratio;
- * w_new = W' = A [W; J] (R x 2R times 2R x D); k_l = K and L as natgrad_step forms them
+ * w_new = W' = A [W; J] (R x 2R times 2R x D); k_l = K and L as natgrad_update forms them
  * ([W; J] J^T if N > D, else J J^T and H^T H as symmetric products, counted as half).
  * Build: cc -std=c11 -D_GNU_SOURCE -O2 -march=native -pthread -Isrc bench/project-rate.c \
  *        lib/libparnet.a $(make -s print-ldlibs) -o project-rate */
@@ -14,7 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "base/base.h"
-#include "matrix/matrix.h"
+#include "matrix/matrix-internal.h"
 static double now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec; }
 static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return x < y ? -1 : x > y; }
 int main(int argc, char **argv) {
@@ -30,12 +31,13 @@ int main(int argc, char **argv) {
         return 2;
     }
     matrix_set_num_threads(thr);
+    matrix_project_j_path = 1; /* fused_j: the fused kernel at every rank */
     struct rng g; rng_seed(&g, 1);
     struct matrix x0, x, h, j, w, js;
     matrix_init(&x0, n, d); matrix_set_randn(&x0, &g, 1.0f);
     matrix_init(&x, n, d); matrix_init(&h, n, r); matrix_init(&j, r, d);
     matrix_init(&w, r, d); matrix_set_randn(&w, &g, 0.03f);
-    int sr = matrix_project_out_j_scratch(n, r);
+    int sr = matrix_project_out_j_scratch(&x, r);
     matrix_init(&js, sr > 0 ? sr : 1, d);
     struct vector sq; vector_init(&sq, n);
     struct matrix gout, gw; matrix_init(&gout, n, d); matrix_init(&gw, d, d); matrix_set_randn(&gw, &g, 0.03f);
@@ -57,7 +59,7 @@ int main(int argc, char **argv) {
                 matrix_project_out(&x, &h, &w, 0, NULL, NULL, &sq);
             } else if (v == 5) { /* W' = A [W; J] */
                 matrix_add_mat_mat(&wn, 1.0f, &am, MATRIX_NO_TRANS, &wj, MATRIX_NO_TRANS, 0.0f);
-            } else if (v == 6) { /* K, L as natgrad_step */
+            } else if (v == 6) { /* K, L as natgrad_update */
                 if (n > d) {
                     matrix_add_mat_mat(&kl, 1.0f, &wj, MATRIX_NO_TRANS, &jv, MATRIX_TRANS, 0.0f);
                 } else {

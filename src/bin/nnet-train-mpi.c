@@ -165,9 +165,9 @@ int main(int argc, char **argv) {
     options_parse(&argc, argv, usage, specs, num_specs);
     if (argc != 4) options_usage_exit(usage, specs, num_specs);
     if (train_sync_cli_check(&c)) die("%s", error_get());
-    const char *precision = c.train.mc.precision;
-    matrix_set_num_threads(c.train.mc.num_threads);
-    if (matrix_set_precision(precision)) die("%s", error_get());
+    struct matrix_cli mc = c.train.mc;
+    mc.use_gpu = "no"; /* each rank's device once MPI runs: select_devices */
+    if (matrix_cli_apply(&mc)) die("%s", error_get());
 
     MPI_Init(&argc, &argv);
     struct mpi_ctx ctx = {.comm = MPI_COMM_WORLD};
@@ -181,7 +181,7 @@ int main(int argc, char **argv) {
 #if HAVE_CUDA
     if (matrix_default_device == MATRIX_GPU && nccl_setup(&ctx, comm.rank, comm.size))
         die_alone("rank %d: %s", comm.rank, error_get());
-    if (matrix_set_precision(precision)) die_alone("rank %d: %s", comm.rank, error_get());
+    if (matrix_set_precision(mc.precision)) die_alone("rank %d: %s", comm.rank, error_get());
 #endif
     char *egs = replace_job(argv[2], comm.rank + 1);
     char *state_rx = *c.state_in ? replace_job(c.state_in, comm.rank + 1) : NULL;

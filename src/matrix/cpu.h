@@ -144,7 +144,9 @@ void cpu_project_out(struct cpu_mat x, struct cpu_mat h, struct cpu_mat w, int h
  * the same pass; j's sum over rows is taken in cpu_project_parts(x.rows) fixed parts of the
  * rows, parts 1.. in scratch ((parts - 1) R rows of x.cols), and added in part order. */
 int cpu_project_parts(int n);
-int cpu_project_j_preferred(int rank); /* matrix.h matrix_project_out_j_preferred */
+/* 1 where cpu_project_out_j is faster than its products one by one (cpu_gemm for h and j, then
+ * cpu_project_out with have_h): measured, per build and rank; matrix_project_out_j's choice. */
+int cpu_project_j_preferred(int rank);
 void cpu_project_out_j(struct cpu_mat x, struct cpu_mat h, struct cpu_mat j, struct cpu_mat w,
                        struct cpu_mat src, float *in_sq, float *out_sq, struct cpu_mat scratch);
 

@@ -89,6 +89,11 @@ static inline struct cuda_mat cuda_vec_of(const struct vector *v) {
 #define CV(v) cuda_vec_of(v)
 #endif
 
+/* For tests and benchmarks (matrix-ops.c): how matrix_project_out_j goes on the CPU. -1, the
+ * default: the fused kernel where cpu_project_j_preferred says so, else the products one by one;
+ * 1: always the fused kernel; 0: always the products. matrix_project_out_j_scratch follows it. */
+extern int matrix_project_j_path;
+
 #define SAME_SHAPE(a, b) ASSERT((a)->rows == (b)->rows && (a)->cols == (b)->cols)
 
 static inline int matrix_contiguous(const struct matrix *m) {

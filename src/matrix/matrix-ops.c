@@ -45,7 +45,10 @@ void vector_row_sq_norms(struct vector *v, const struct matrix *m) {
     DISPATCH(GPU2(v, m), cuda_row_sq_norms(v->data, CM(m)), cpu_row_sq_norms(v->data, KM(m)));
 }
 
-/* The GPU's matrix_project_out(_j): the same operations one after the other. */
+/* matrix_project_out(_j) composed of the ordinary operations: x = x0 (copied from src), h = x w^T
+ * (unless have_h), j = h^T x (if j), then x - h w with the norms; on the CPU that last step is
+ * cpu_project_out with h given (one pass, the norms from its registers). The GPU's way, and the
+ * CPU's for matrix_project_out_j where the fused kernel is not the faster (project_j_fused). */
 static void project_out_composed(struct matrix *x, struct matrix *h, struct matrix *j,
                                  const struct matrix *w, int have_h, const struct matrix *src,
                                  struct vector *in_sq, struct vector *out_sq) {
@@ -59,9 +62,15 @@ static void project_out_composed(struct matrix *x, struct matrix *h, struct matr
             matrix_set_const(&one, 1.0f);
         }
     }
-    if (in_sq) vector_row_sq_norms(in_sq, x);
     if (!have_h) matrix_add_mat_mat(h, 1.0f, x, MATRIX_NO_TRANS, w, MATRIX_TRANS, 0.0f);
     if (j) matrix_add_mat_mat(j, 1.0f, h, MATRIX_TRANS, x, MATRIX_NO_TRANS, 0.0f);
+    if (!GPU3(x, h, w)) {
+        struct cpu_mat none = {0};
+        cpu_project_out(KM(x), KM(h), KM(w), 1, none, in_sq ? in_sq->data : NULL,
+                        out_sq ? out_sq->data : NULL);
+        return;
+    }
+    if (in_sq) vector_row_sq_norms(in_sq, x);
     matrix_add_mat_mat(x, -1.0f, h, MATRIX_NO_TRANS, w, MATRIX_NO_TRANS, 1.0f);
     if (out_sq) vector_row_sq_norms(out_sq, x);
 }
@@ -94,20 +103,28 @@ void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix 
                     out_sq ? out_sq->data : NULL);
 }
 
-int matrix_project_out_j_scratch(int n, int rank) { return (cpu_project_parts(n) - 1) * rank; }
+int matrix_project_j_path = -1;
 
-int matrix_project_out_j_preferred(int rank) { return cpu_project_j_preferred(rank); }
+/* 1 if matrix_project_out_j runs the fused kernel for x (on the CPU) and this rank. */
+static int project_j_fused(const struct matrix *x, int rank) {
+    if (GPU1(x)) return 0;
+    return matrix_project_j_path < 0 ? cpu_project_j_preferred(rank) : matrix_project_j_path;
+}
+
+int matrix_project_out_j_scratch(const struct matrix *x, int rank) {
+    return project_j_fused(x, rank) ? (cpu_project_parts(x->rows) - 1) * rank : 0;
+}
 
 void matrix_project_out_j(struct matrix *x, struct matrix *h, struct matrix *j,
                           const struct matrix *w, const struct matrix *src, struct vector *in_sq,
                           struct vector *out_sq, struct matrix *scratch) {
     project_out_check(x, h, w, src, in_sq, out_sq);
     ASSERT(j->rows == w->rows && j->cols == x->cols && j->device == x->device);
-    if (GPU3(x, h, w)) {
+    if (!project_j_fused(x, w->rows)) {
         project_out_composed(x, h, j, w, 0, src, in_sq, out_sq);
         return;
     }
-    int need = matrix_project_out_j_scratch(x->rows, w->rows);
+    int need = matrix_project_out_j_scratch(x, w->rows);
     struct cpu_mat none = {0};
     if (need > 0)
         ASSERT(scratch && scratch->device == MATRIX_CPU && scratch->rows >= need &&

@@ -250,15 +250,16 @@ void matrix_add_vec_vec(struct matrix *m, float alpha, const struct vector *a,
 void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix *w, int have_h,
                         const struct matrix *src, struct vector *in_sq, struct vector *out_sq);
 /* matrix_project_out (h computed) for an update call of the natural gradient: also
- * j = h^T x0 (R x D; the implicit ones give its last column h's column sums), in the same
- * pass on the CPU. j's sum over the rows is taken in fixed parts of the rows, whatever the
- * thread count (so the result does not depend on it), parts after the first summed in scratch:
- * a CPU matrix of at least matrix_project_out_j_scratch(N, R) rows of D columns (NULL if that
- * is 0, and on the GPU, where it is not used). j must not overlap x, h, w or src. */
-int matrix_project_out_j_scratch(int n, int rank);
-/* 1 where matrix_project_out_j on the CPU is faster than its three products done separately
- * (OpenBLAS H and J, then matrix_project_out with have_h): measured, per build and rank. */
-int matrix_project_out_j_preferred(int rank);
+ * j = h^T x0 (R x D; the implicit ones give its last column h's column sums). On the CPU, where
+ * it is the faster way (measured per build and rank: cpu.h cpu_project_j_preferred), one fused
+ * pass whose sum over the rows is taken in fixed parts of the rows whatever the thread count (so
+ * the result does not depend on it), parts after the first summed in scratch; elsewhere, and on
+ * the GPU, the products one by one (h = x0 w^T and j = h^T x0 by BLAS, x0 copied into x first
+ * when it is src, then x - h w as matrix_project_out with have_h): the same results to float
+ * roundoff, not bit for bit. scratch: a CPU matrix of at least matrix_project_out_j_scratch(x, R)
+ * rows of D columns, or NULL if that is 0 (the GPU, the products one by one). j must not overlap
+ * x, h, w or src. */
+int matrix_project_out_j_scratch(const struct matrix *x, int rank);
 void matrix_project_out_j(struct matrix *x, struct matrix *h, struct matrix *j,
                           const struct matrix *w, const struct matrix *src, struct vector *in_sq,
                           struct vector *out_sq, struct matrix *scratch);

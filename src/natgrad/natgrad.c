@@ -35,13 +35,13 @@ struct natgrad {
     struct matrix sq; /* (R, R): O, then the re-orthogonalization transform */
     struct matrix x0; /* (capacity, D): the first minibatch, copied for each init pass */
     struct vector in_sq; /* (capacity): squared row norms of X (natgrad_precondition_copy) */
-    struct matrix js;    /* (matrix_project_out_j_scratch rows, D): J's partial sums, CPU */
+    struct matrix js;    /* (matrix_project_out_j_scratch rows, D): J's partial sums */
     /* Host. */
     float *kl_host; /* 2R x R */
     float *a_host;  /* R x 2R; also R x R for sq */
     double *z;      /* R x R: Z, then its eigenvectors as rows; O when re-orthogonalizing */
     double *tmp;    /* R x R: eigenvalues of Z; C^{-1} when re-orthogonalizing */
-    double *vec;    /* 8 R: c, e, ... (see natgrad_step) */
+    double *vec;    /* 8 R: c, e, ... (see natgrad_update_host) */
     float *gs_host; /* R x D, only if Gram-Schmidt was ever needed */
     double *gs;     /* R x D */
     /* An update's host part (natgrad_update_host: Z, its eigenproblem, d', rho' and A), which
@@ -438,35 +438,35 @@ static void natgrad_join(struct natgrad *p) {
     }
 }
 
-/* One call of §1.4 on x (N x D, N >= 1) in place, tr_xx = ||x||_F^2. Always leaves Xhat in x.
- * With update, also replaces the estimate by F_{t+1}; returns -1 (error_set) if that failed,
- * and then the estimate is unchanged. */
-static int natgrad_step(struct natgrad *p, struct matrix *x, double tr_xx, int update, int defer,
-                        struct vector *row_sq, int *row_sq_done) {
-    int N = x->rows, D = p->dim, R = p->rank;
+/* The products of one call of §1.4 with the old W (§6): x (N x D, N >= 1) receives Xhat =
+ * X0 - H W, row_sq (may be NULL) its squared row norms; on update calls H and J = H^T X0 are
+ * kept (J in wj) for natgrad_update. X0 = src when src is not NULL (N x D, or N x (D - 1) and a
+ * last column of ones), with the squared norms of its rows in in_sq; else x itself. */
+static void natgrad_project(struct natgrad *p, struct matrix *x, const struct matrix *src,
+                            struct vector *in_sq, int update, struct vector *row_sq) {
+    int N = x->rows, R = p->rank;
     struct matrix wj = p->wj[p->cur];
     struct matrix w = matrix_rows(&wj, 0, R), j = matrix_rows(&wj, R, R);
     struct matrix h = natgrad_rows(p, &p->h, N, R);
-
-    *row_sq_done = row_sq != NULL; /* matrix_project_out(_j) fills it */
     if (!update) { /* H = X W^T, Xhat = X - H W: one pass (on the CPU a fused kernel) */
-        matrix_project_out(x, &h, &w, 0, NULL, NULL, row_sq);
-        return 0;
+        matrix_project_out(x, &h, &w, 0, src, in_sq, row_sq);
+        return;
     }
-    /* H = X W^T, J = H^T X, Xhat = X - H W with the old W (§6) and the row norms; H, J kept (J
-     * in wj), W no longer needed. In one pass on the CPU (matrix_project_out_j) where that is
-     * the faster way (a build and rank it measured faster for); else the products one by one. */
-    int cpu = p->device == MATRIX_CPU;
-    if (!cpu || matrix_project_out_j_preferred(R)) {
-        int js_rows = cpu ? matrix_project_out_j_scratch(N, R) : 0;
-        struct matrix js = {0};
-        if (js_rows > 0) js = natgrad_rows(p, &p->js, js_rows, D);
-        matrix_project_out_j(x, &h, &j, &w, NULL, NULL, row_sq, js_rows > 0 ? &js : NULL);
-    } else {
-        matrix_add_mat_mat(&h, 1.0f, x, MATRIX_NO_TRANS, &w, MATRIX_TRANS, 0.0f); /* H = X W^T */
-        matrix_add_mat_mat(&j, 1.0f, &h, MATRIX_TRANS, x, MATRIX_NO_TRANS, 0.0f); /* J = H^T X */
-        matrix_project_out(x, &h, &w, 1, NULL, NULL, row_sq);                      /* Xhat */
-    }
+    /* and J = H^T X, W no longer needed: matrix_project_out_j does them the faster way for the
+     * device and rank (on the CPU one pass, or the products one by one). */
+    int js_rows = matrix_project_out_j_scratch(x, R);
+    struct matrix js = js_rows > 0 ? natgrad_rows(p, &p->js, js_rows, p->dim) : (struct matrix){0};
+    matrix_project_out_j(x, &h, &j, &w, src, in_sq, row_sq, js_rows > 0 ? &js : NULL);
+}
+
+/* The rest of an update after natgrad_project (H and J of a minibatch of N rows with
+ * tr(X^T X) = tr_xx): replaces the estimate by F_{t+1}, or, with defer, leaves the host part to
+ * the helper thread and natgrad_join. Returns -1 (error_set) if that failed, and then the
+ * estimate is unchanged. */
+static int natgrad_update(struct natgrad *p, int N, double tr_xx, int defer) {
+    int D = p->dim, R = p->rank;
+    struct matrix wj = p->wj[p->cur];
+    struct matrix j = matrix_rows(&wj, R, R), h = matrix_rows(&p->h, 0, N);
     if (N > D) { /* [L; K] = [W; J] J^T in one product (L = W J^T = H^T H) */
         matrix_add_mat_mat(&p->kl, 1.0f, &wj, MATRIX_NO_TRANS, &j, MATRIX_TRANS, 0.0f);
     } else {
@@ -496,13 +496,29 @@ static int natgrad_init(struct natgrad *p, const struct matrix *x) {
     for (int i = 0; i < passes; i++) {
         matrix_copy(&x0, x);
         double norm = matrix_frobenius_norm(&x0);
-        int done;
-        if (natgrad_step(p, &x0, norm * norm, 1, 0, NULL, &done) < 0) {
+        natgrad_project(p, &x0, NULL, NULL, 1, NULL);
+        if (natgrad_update(p, x->rows, norm * norm, 0) < 0) {
             natgrad_init_default(p);
             return -1;
         }
     }
     return 0;
+}
+
+/* Whether this call updates the estimate (§1.5 schedule). */
+static int natgrad_update_due(const struct natgrad *p) {
+    return p->initialized && (p->t <= NATGRAD_INITIAL_UPDATES ||
+                              (p->t - NATGRAD_INITIAL_UPDATES) % p->o.update_period == 0);
+}
+
+/* The end of a call whose products are done: the update if due (a failure warned, and the
+ * estimate initialized again from the next minibatch), then the schedule moves on. */
+static void natgrad_end_call(struct natgrad *p, int N, double tr_xx, int update) {
+    if (update && natgrad_update(p, N, tr_xx, 1) < 0) {
+        WARN("natural gradient: update discarded, re-initializing (%s)", error_get());
+        p->initialized = 0;
+    }
+    p->t++;
 }
 
 void natgrad_precondition(struct natgrad *p, struct matrix *x, float *scale) {
@@ -533,16 +549,10 @@ void natgrad_precondition_rows(struct natgrad *p, struct matrix *x, float *scale
         else
             WARN("natural gradient: initialization failed (%s)", error_get());
     }
-    int update = p->initialized && (p->t <= NATGRAD_INITIAL_UPDATES ||
-                                    (p->t - NATGRAD_INITIAL_UPDATES) % p->o.update_period == 0);
-    int row_sq_done = 0;
-    if (natgrad_step(p, x, tr_xx, update, 1, row_sq, &row_sq_done) < 0) {
-        WARN("natural gradient: update discarded, re-initializing (%s)", error_get());
-        p->initialized = 0;
-    }
-    p->t++;
-    /* The row norms, when wanted, give tr(Xhat Xhat^T) too: one pass over Xhat instead of two. */
-    if (row_sq && !row_sq_done) vector_row_sq_norms(row_sq, x);
+    int update = natgrad_update_due(p);
+    /* The row norms, when wanted, come from the pass and give tr(Xhat Xhat^T) too. */
+    natgrad_project(p, x, NULL, NULL, update, row_sq);
+    natgrad_end_call(p, x->rows, tr_xx, update);
     if (tr_xx > 0) { /* §1.3: gamma = sqrt(tr(X X^T) / tr(Xhat Xhat^T)), 1 if either is 0 */
         double out = row_sq ? sqrt(vector_sum(row_sq)) : matrix_frobenius_norm(x);
         if (out > 0 && isfinite(out)) *scale = (float)(norm / out);
@@ -565,26 +575,23 @@ void natgrad_precondition_copy(struct natgrad *p, const struct matrix *src, stru
     ASSERT(src->cols == p->dim || src->cols == p->dim - 1);
     ASSERT(!row_sq || row_sq->dim == x->rows);
     natgrad_join(p);
-    int N = x->rows, R = p->rank;
-    int update = p->initialized && (p->t <= NATGRAD_INITIAL_UPDATES ||
-                                    (p->t - NATGRAD_INITIAL_UPDATES) % p->o.update_period == 0);
-    if (R == 0 || N == 0 || !p->initialized || update || x->device != MATRIX_CPU ||
+    int N = x->rows;
+    if (p->rank == 0 || N == 0 || !p->initialized || x->device != MATRIX_CPU ||
         src->device != MATRIX_CPU || !row_sq) {
         natgrad_copy_in(x, src); /* the general way: copy, then natgrad_precondition_rows */
         natgrad_precondition_rows(p, x, scale, row_sq);
         return;
     }
-    /* An ordinary call on the CPU: copy, norms, H, Xhat and the row norms in one pass. */
+    /* On the CPU with an estimate: copy, norms of X, the products (H, Xhat; J on update calls)
+     * and the row norms of Xhat in one pass; tr(X^T X) from the norms after it. */
     *scale = 1.0f;
-    struct matrix wj = p->wj[p->cur];
-    struct matrix w = matrix_rows(&wj, 0, R);
-    struct matrix h = natgrad_rows(p, &p->h, N, R);
     if (p->in_sq.dim < N) {
         vector_release(&p->in_sq);
         vector_init_on(&p->in_sq, N, MATRIX_CPU);
     }
     struct vector in_sq = vector_range(&p->in_sq, 0, N);
-    matrix_project_out(x, &h, &w, 0, src, &in_sq, row_sq);
+    int update = natgrad_update_due(p);
+    natgrad_project(p, x, src, &in_sq, update, row_sq);
     double tr_xx = 0, out = 0;
     for (int i = 0; i < N; i++) {
         tr_xx += in_sq.data[i];
@@ -595,7 +602,7 @@ void natgrad_precondition_copy(struct natgrad *p, const struct matrix *src, stru
         vector_row_sq_norms(row_sq, x);
         return;
     }
-    p->t++;
+    natgrad_end_call(p, N, tr_xx, update);
     out = sqrt(out);
     if (tr_xx > 0 && out > 0 && isfinite(out)) *scale = (float)(sqrt(tr_xx) / out);
 }

@@ -18,12 +18,12 @@
  *
  * Cost. About 3 N D R multiply-adds on update steps and 2 N D R otherwise, all through matrix.h
  * (so on the GPU when X lives there; on the CPU H = X W^T and X - H W are one fused pass,
- * matrix_project_out, and on update calls, where matrix_project_out_j_preferred says it is
- * faster, J = H^T X joins that pass: matrix_project_out_j), plus an R x R eigenproblem on the host in double. That eigenproblem and
- * the rest of an update's host work are needed only by the next call (Xhat uses the old W), so
- * on the CPU, for R >= 40, they run on a helper thread started by the update call and joined
- * by the next call on the same object, which then forms the new W: the same arithmetic in the
- * same order as solving them at once, so the same results, bit for bit.
+ * matrix_project_out; on update calls matrix_project_out_j, where J = H^T X joins that pass when
+ * the matrix layer finds it faster), plus an R x R eigenproblem on the host in double. That
+ * eigenproblem and the rest of an update's host work are needed only by the next call (Xhat
+ * uses the old W), so on the CPU, for R >= 40, they run on a helper thread started by the update
+ * call and joined by the next call on the same object, which then forms the new W: the same
+ * arithmetic in the same order as solving them at once, so the same results, bit for bit.
  *
  * Rank. R >= D is reduced to D - 1 with a warning; D == 1 gives R == 0, the identity (X is left
  * alone, *scale = 1), as Kaldi does. Kaldi's components choose rank = min(20 or 80, (dim+1)/2);
@@ -85,8 +85,10 @@ void natgrad_precondition_rows(struct natgrad *p, struct matrix *x, float *scale
 /* natgrad_precondition_rows on a copy: x (N x dim) receives src (N x dim, or N x (dim - 1) and
  * then a last column of ones: an affine layer's input) and is preconditioned in place; src is
  * left alone. The same result as copying and calling natgrad_precondition_rows (row_sq may be
- * NULL), but on the CPU an ordinary (non-update) call makes one pass over the rows, block by
- * block across the pool: copy, norms of X, H = X W^T, X - H W and the norms of the result. */
+ * NULL), to float roundoff, but on the CPU with row_sq, once the estimate exists (not on the
+ * first minibatch), a call makes one pass over the rows, block by block across the pool: copy,
+ * norms of X, H = X W^T, on update calls J = H^T X (where the matrix layer fuses it), X - H W and
+ * the norms of the result; tr(X^T X) for the update is the sum of X's row norms. */
 void natgrad_precondition_copy(struct natgrad *p, const struct matrix *src, struct matrix *x,
                                float *scale, struct vector *row_sq);
 /* The rank in use: R after the reduction above, 0 for the identity. */

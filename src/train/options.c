@@ -109,8 +109,6 @@ int train_cli_check(struct train_cli *c) {
     struct train_options *o = c->o;
     if ((c->groups & TRAIN_CLI_COMMON) && o->minibatch_size < 1)
         return error_set("--minibatch-size must be at least 1");
-    if ((c->groups & TRAIN_CLI_COMMON) && c->mc.num_threads < 1)
-        return error_set("--num-threads=%d: must be at least 1", c->mc.num_threads);
     if (c->groups & TRAIN_CLI_GAF) {
         if (o->gaf_microbatches < 0 || !(o->gaf_threshold >= 0))
             return error_set("--gaf-microbatches and --gaf-threshold must not be negative");

@@ -109,7 +109,9 @@ void train_options_default(struct train_options *o);
  * nnet-train and nnet-train-mpi share these groups: train_cli_register puts their entries into the
  * program's option table, bound to a struct train_options and to the string and program values
  * of struct train_cli; after options_parse, train_cli_check turns the strings into o's enums and
- * checks every range (one message naming the option: the program dies with it, exit 1).
+ * checks every range (one message naming the option: the program dies with it, exit 1) but those
+ * of the matrix_cli part (--num-threads, --precision, --use-gpu), which matrix_cli_apply checks
+ * as it applies them (both trainers call it).
  *   TRAIN_CLI_COMMON    --minibatch-size, --srand, --num-threads, --precision, --use-gpu,
  *                       --minibatches-per-phase, --max-change, --binary
  *   TRAIN_CLI_GAF       --gaf-microbatches, --gaf-threshold, --gaf-fusion, --gaf-on, --gaf-scale

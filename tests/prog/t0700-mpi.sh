@@ -128,6 +128,8 @@ expect_err "names the model" "cannot read model 'nosuch.mdl'"
 [ ! -e x.mdl ] && pass "no model written after failures" || fail "model written after a failure"
 expect_status "bad --mode" 1 nnet-train-mpi --mode=sideways ng.mdl ark:egs.JOB.ark x.mdl
 expect_status "usage error" 2 nnet-train-mpi ng.mdl
+expect_status "--num-threads=0" 1 nnet-train-mpi --num-threads=0 ng.mdl ark:egs.JOB.ark x.mdl
+expect_err "names the option" "ERROR .*--num-threads=0: must be at least 1"
 
 # --use-gpu as nnet-train's. A bad value fails on every rank with one line.
 expect_status "--use-gpu=maybe" 1 mpi nnet-train-mpi --use-gpu=maybe ng.mdl ark:egs.JOB.ark x.mdl

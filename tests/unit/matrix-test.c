@@ -2,6 +2,7 @@
  * (empty ones included), on views with stride != cols whose surroundings must stay untouched, and
  * backward passes against finite differences. */
 #include "matrix/matrix.h"
+#include "matrix/matrix-internal.h" /* matrix_project_j_path */
 #include "test.h"
 
 #include <stdlib.h>
@@ -1194,14 +1195,53 @@ static void test_project_out(void) {
         }
 }
 
-/* matrix_project_out_j (an update call's pass): x, h and the norms bit for bit those of
- * matrix_project_out; j = h^T x0 against a double loop; 1, 2 and 3 threads bitwise equal
- * (J's sum is taken in fixed parts of the rows: N from one part to the most, 8). */
+/* matrix_project_out_j's result for x0 (n x d, double) and w against a double loop: x, h, j,
+ * the norms (tolerances as test_project_out's). */
+static void check_project_j(const struct matrix *x, const struct matrix *h, const struct matrix *j,
+                            const struct vector *vi, const struct vector *vo, const double *x0,
+                            const struct matrix *w) {
+    int n = x->rows, d = x->cols, r = w->rows;
+    double *hw = xmalloc(((size_t)n * r + 1) * sizeof *hw);
+    for (int i = 0; i < n; i++)
+        for (int q = 0; q < r; q++) {
+            double s = 0;
+            for (int c = 0; c < d; c++) s += x0[(long)i * d + c] * at(w, q, c);
+            hw[(long)i * r + q] = s;
+            CHECK_NEAR(at(h, i, q), s, 1e-4);
+        }
+    for (int i = 0; i < n; i++) {
+        double in = 0, out = 0;
+        for (int c = 0; c < d; c++) {
+            double v = x0[(long)i * d + c];
+            in += v * v;
+            for (int q = 0; q < r; q++) v -= hw[(long)i * r + q] * at(w, q, c);
+            out += v * v;
+            CHECK_NEAR(at(x, i, c), v, 1e-4);
+        }
+        CHECK_NEAR(vi->data[i], in, 1e-4 * (1 + in));
+        CHECK_NEAR(vo->data[i], out, 1e-4 * (1 + out));
+    }
+    for (int q = 0; q < r; q++)
+        for (int c = 0; c < d; c++) {
+            double s = 0;
+            for (int i = 0; i < n; i++) s += hw[(long)i * r + q] * x0[(long)i * d + c];
+            CHECK_NEAR(at(j, q, c), s, 1e-4 * (1 + fabs(s)));
+        }
+    free(hw);
+}
+
+/* matrix_project_out_j (an update call's pass). Its fused kernel (forced, at every rank): x, h
+ * and the norms bit for bit those of matrix_project_out; j = h^T x0 against a double loop; 1, 2
+ * and 3 threads bitwise equal (J's sum is taken in fixed parts of the rows: N from one part to
+ * the most, 8). Then the call as dispatched (the fused kernel or the products one by one, by
+ * rank), and the products one by one forced, at every rank on 1 and 3 threads: x, h, j and the
+ * norms against a double loop. */
 static void test_project_out_j(void) {
     const int shapes[][3] = {{1, 1, 1}, {3, 7, 2}, {5, 33, 5},     {64, 17, 3},  {65, 40, 7},
                              {130, 785, 20}, {37, 441, 80}, {600, 130, 9}, {513, 24, 11},
-                             {100, 400, 6}}; /* 2 parts: on 3 threads the first has none */
-    for (int k = 0; k < 10; k++)
+                             {100, 400, 6},   /* 2 parts: on 3 threads the first has none */
+                             {96, 300, 40}};
+    for (int k = 0; k < 11; k++)
         for (int mode = 0; mode < 3; mode++) { /* 0 in place, 1 src, 2 src + ones */
             int n = shapes[k][0], d = shapes[k][1], r = shapes[k][2];
             if (mode == 2 && d < 2) continue;
@@ -1219,6 +1259,11 @@ static void test_project_out_j(void) {
             const struct matrix *sp = mode ? &src.m : NULL;
             for (int t = 1; t < 3; t++) matrix_copy(&x[t].m, &x[0].m);
             matrix_copy(&xr.m, &x[0].m);
+            double *x0 = xmalloc(((size_t)n * d + 1) * sizeof *x0);
+            for (int i = 0; i < n; i++)
+                for (int c = 0; c < d; c++)
+                    x0[(long)i * d + c] =
+                        sp ? (c < sp->cols ? at(sp, i, c) : 1.0) : at(&x[0].m, i, c);
             double *jw = xmalloc(((size_t)r * d + 1) * sizeof *jw);
             struct vector vi[3], vo[3], vir, vor;
             for (int t = 0; t < 3; t++) {
@@ -1227,8 +1272,10 @@ static void test_project_out_j(void) {
             }
             vector_init(&vir, n);
             vector_init(&vor, n);
+            matrix_project_j_path = 1;
             struct matrix scratch;
-            int srows = matrix_project_out_j_scratch(n, r);
+            int srows = matrix_project_out_j_scratch(&x[0].m, r);
+            CHECK(n <= 64 || srows > 0); /* scratch follows the forced path */
             matrix_init(&scratch, srows > 0 ? srows : 1, d);
             matrix_set_const(&scratch, NAN); /* every slot used is written before it is read */
             matrix_project_out(&xr.m, &hr.m, &w.m, 0, sp, &vir, &vor);
@@ -1236,10 +1283,7 @@ static void test_project_out_j(void) {
             for (int q = 0; q < r; q++)
                 for (int c = 0; c < d; c++) {
                     double s = 0;
-                    for (int i = 0; i < n; i++) {
-                        double x0 = sp ? (c < sp->cols ? at(sp, i, c) : 1.0) : at(&x[0].m, i, c);
-                        s += (double)at(&hr.m, i, q) * x0;
-                    }
+                    for (int i = 0; i < n; i++) s += (double)at(&hr.m, i, q) * x0[(long)i * d + c];
                     jw[(long)q * d + c] = s;
                 }
             for (int t = 0; t < 3; t++) {
@@ -1257,18 +1301,43 @@ static void test_project_out_j(void) {
                     CHECK(at(&j[0].m, q, c) == at(&j[1].m, q, c));
                     CHECK(at(&j[0].m, q, c) == at(&j[2].m, q, c));
                 }
-            for (int t = 0; t < 3; t++) {
+            for (int t = 0; t < 3; t++)
                 for (int i = 0; i < n; i++) {
                     for (int c = 0; c < d; c++) CHECK(at(&x[t].m, i, c) == at(&xr.m, i, c));
                     for (int q = 0; q < r; q++) CHECK(at(&h[t].m, i, q) == at(&hr.m, i, q));
                     CHECK(vi[t].data[i] == vir.data[i] && vo[t].data[i] == vor.data[i]);
                 }
+            /* dispatched (-1) and the products one by one (0), from fresh outputs (x[0] back to
+             * its x0 when in place; h and j random) */
+            for (int path = -1; path <= 0; path++)
+                for (int threads = 1; threads <= 3; threads += 2) {
+                    matrix_project_j_path = path;
+                    matrix_set_num_threads(threads);
+                    for (int i = 0; i < n; i++)
+                        for (int c = 0; c < d; c++)
+                            x[0].m.data[(long)i * x[0].m.stride + c] =
+                                sp ? NAN : (float)x0[(long)i * d + c];
+                    matrix_set_randn(&h[0].m, &rng, 1.0f);
+                    matrix_set_randn(&j[0].m, &rng, 1.0f);
+                    for (int i = 0; i < n; i++) vi[0].data[i] = vo[0].data[i] = NAN;
+                    int sr = matrix_project_out_j_scratch(&x[0].m, r);
+                    if (path == 0) CHECK(sr == 0);
+                    if (sr > 0) matrix_set_const(&scratch, NAN);
+                    matrix_project_out_j(&x[0].m, &h[0].m, &j[0].m, &w.m, sp, &vi[0], &vo[0],
+                                         sr > 0 ? &scratch : NULL);
+                    matrix_set_num_threads(1);
+                    CHECK(tmat_border_ok(&x[0]) && tmat_border_ok(&h[0]) && tmat_border_ok(&j[0]));
+                    CALL(check_project_j(&x[0].m, &h[0].m, &j[0].m, &vi[0], &vo[0], x0, &w.m));
+                }
+            matrix_project_j_path = -1;
+            for (int t = 0; t < 3; t++) {
                 vector_release(&vi[t]);
                 vector_release(&vo[t]);
                 tmat_release(&x[t]);
                 tmat_release(&h[t]);
                 tmat_release(&j[t]);
             }
+            free(x0);
             free(jw);
             matrix_release(&scratch);
             vector_release(&vir);

@@ -2,6 +2,7 @@
  * forms F, S, T, Y, Z and G^{-1} explicitly (reference/natural-gradient.md §1.2-1.3, §1.5), plus
  * the guards (zero and non-finite input, dim 1, rank reduction), the schedule and determinism. */
 #include "natgrad/natgrad.h"
+#include "matrix/matrix-internal.h" /* matrix_project_j_path */
 #include "test.h"
 
 #include <stdlib.h>
@@ -281,14 +282,17 @@ static double rel_diff(int n, const double *a, const double *b) {
 static int is_update_call(int t, int period) { return t <= 10 || (t - 10) % period == 0; }
 
 /* Runs num_batches minibatches through the fast object and the reference side by side;
- * zero_at: a minibatch index that is all zeros (-1: none). Returns the worst relative errors. */
+ * zero_at: a minibatch index that is all zeros (-1: none); copy: through
+ * natgrad_precondition_copy (from a source a column short when ones_col) with row norms, else
+ * natgrad_precondition. Returns the worst relative errors (the row norms' within xhat's). */
 struct run_result {
     double xhat, gamma, fisher, rho;
     int checked;
 };
 
 static struct run_result run_against_reference(int D, int rank, int N, int period, float history,
-                                               int ones_col, int num_batches, int zero_at) {
+                                               int ones_col, int num_batches, int zero_at,
+                                               int copy) {
     struct run_result res = {0, 0, 0, 0, 0};
     struct natgrad_options o;
     natgrad_options_default(&o);
@@ -308,8 +312,13 @@ static struct run_result run_against_reference(int D, int rank, int N, int perio
     double *xfast = calloc((size_t)N * D, sizeof *xfast);
     double *ff = calloc((size_t)D * D, sizeof *ff), *fr = calloc((size_t)D * D, sizeof *fr);
     double *d = calloc((size_t)R, sizeof *d), rho;
-    struct matrix m;
+    int S = copy && ones_col ? D - 1 : D; /* the columns of the source */
+    float *xs = calloc((size_t)N * S, sizeof *xs), *sq = calloc((size_t)N, sizeof *sq);
+    struct matrix m, ms;
+    struct vector vs;
     matrix_init(&m, N, D);
+    matrix_init(&ms, N, S);
+    vector_init(&vs, N);
     for (int t = 0; t < num_batches; t++) {
         if (t == zero_at)
             memset(x, 0, (size_t)N * D * sizeof *x);
@@ -322,12 +331,32 @@ static struct run_result run_against_reference(int D, int rank, int N, int perio
         if (is_update_call(t, period)) ref_update(&f, N, x);
 
         float gamma;
-        matrix_from_host(&m, x);
-        natgrad_precondition(p, &m, &gamma);
+        if (copy) {
+            for (int i = 0; i < N; i++)
+                memcpy(xs + (size_t)i * S, x + (size_t)i * D, (size_t)S * sizeof *xs);
+            matrix_from_host(&ms, xs);
+            natgrad_precondition_copy(p, &ms, &m, &gamma, &vs);
+        } else {
+            matrix_from_host(&m, x);
+            natgrad_precondition(p, &m, &gamma);
+        }
         matrix_to_host(&m, xh);
         for (int i = 0; i < N * D; i++)
             xfast[i] = xh[i];
         double ex = rel_diff(N * D, xfast, xref), eg = fabs(gamma - gref) / gref;
+        if (copy) { /* the row norms of Xhat */
+            vector_to_host(&vs, sq);
+            double num = 0, den = 0;
+            for (int i = 0; i < N; i++) {
+                double want = 0;
+                for (int c = 0; c < D; c++)
+                    want += xref[(size_t)i * D + c] * xref[(size_t)i * D + c];
+                num += (sq[i] - want) * (sq[i] - want);
+                den += want * want;
+            }
+            double en = den > 0 ? sqrt(num / den) : sqrt(num);
+            if (!(en <= ex)) ex = en;
+        }
         if (!(ex <= res.xhat)) res.xhat = ex;
         if (!(eg <= res.gamma)) res.gamma = eg;
         if (fast_fisher(p, D, o.alpha, ff, d, &rho) != R) {
@@ -341,6 +370,10 @@ static struct run_result run_against_reference(int D, int rank, int N, int perio
         res.checked++;
     }
     matrix_release(&m);
+    matrix_release(&ms);
+    vector_release(&vs);
+    free(xs);
+    free(sq);
     free(x);
     free(xh);
     free(xref);
@@ -365,20 +398,20 @@ static struct run_result run_against_reference(int D, int rank, int N, int perio
 
 /* N > D (the combined [W; J] J^T product), update_period 2, a column of ones. */
 static void test_reference_large_minibatch(void) {
-    CHECK_RUN(run_against_reference(30, 8, 64, 2, 2000.0f, 1, 16, -1), 16, 1e-4);
+    CHECK_RUN(run_against_reference(30, 8, 64, 2, 2000.0f, 1, 16, -1, 0), 16, 1e-4);
 }
 
 /* N <= D (separate K and L), a short history so that the estimate moves fast. */
 static void test_reference_small_minibatch(void) {
-    CHECK_RUN(run_against_reference(48, 10, 24, 3, 100.0f, 0, 16, -1), 16, 1e-4);
+    CHECK_RUN(run_against_reference(48, 10, 24, 3, 100.0f, 0, 16, -1, 0), 16, 1e-4);
 }
 
 /* The CPU pass split over a pool of 3 threads (N = 300; natgrad-internal-test checks many row
  * blocks per thread). */
 static void test_reference_threads(void) {
     matrix_set_num_threads(3);
-    CHECK_RUN(run_against_reference(30, 8, 300, 2, 2000.0f, 1, 12, -1), 12, 1e-4);
-    CHECK_RUN(run_against_reference(48, 10, 24, 3, 100.0f, 0, 16, -1), 16, 1e-4);
+    CHECK_RUN(run_against_reference(30, 8, 300, 2, 2000.0f, 1, 12, -1, 0), 12, 1e-4);
+    CHECK_RUN(run_against_reference(48, 10, 24, 3, 100.0f, 0, 16, -1, 0), 16, 1e-4);
     matrix_set_num_threads(1);
 }
 
@@ -389,12 +422,31 @@ static void test_reference_threads(void) {
  * of it: errors of 1e-2 (xhat, F) to 3e-2 (rho) were measured with OpenBLAS, against 1e-6 in the
  * other runs; hence the loose tolerance here (Kaldi's own test allows about 1e-2). */
 static void test_reference_tiny_minibatch_and_zeros(void) {
-    CHECK_RUN(run_against_reference(24, 10, 6, 1, 50.0f, 0, 14, 5), 14, 0.1);
+    CHECK_RUN(run_against_reference(24, 10, 6, 1, 50.0f, 0, 14, 5, 0), 14, 0.1);
 }
 
 /* All-zero first minibatch: the epsilon floor keeps everything finite (§1.5). */
 static void test_reference_zero_first(void) {
-    CHECK_RUN(run_against_reference(20, 5, 16, 1, 200.0f, 0, 8, 0), 8, 1e-4);
+    CHECK_RUN(run_against_reference(20, 5, 16, 1, 200.0f, 0, 8, 0, 0), 8, 1e-4);
+}
+
+/* The same runs through natgrad_precondition_copy (on the CPU one pass of copy, norms and
+ * products, on update calls too; from a source a column short on the ones side), its row norms
+ * checked too, with matrix_project_out_j as dispatched, forced to its fused kernel and forced to
+ * the products one by one; and rank 40 (N > D; the host part of updates on the helper thread). */
+static void test_reference_copy(void) {
+    for (int path = -1; path <= 1; path++) {
+        matrix_project_j_path = path;
+        printf("    matrix_project_j_path %d\n", path);
+        CHECK_RUN(run_against_reference(30, 8, 64, 2, 2000.0f, 1, 16, -1, 1), 16, 1e-4);
+        CHECK_RUN(run_against_reference(48, 10, 24, 3, 100.0f, 0, 16, -1, 1), 16, 1e-4);
+        matrix_set_num_threads(3);
+        CHECK_RUN(run_against_reference(30, 8, 300, 2, 2000.0f, 1, 12, -1, 1), 12, 1e-4);
+        matrix_set_num_threads(1);
+        CHECK_RUN(run_against_reference(90, 40, 128, 2, 2000.0f, 1, 14, -1, 1), 14, 1e-4);
+        CHECK_RUN(run_against_reference(90, 40, 128, 2, 2000.0f, 1, 14, -1, 0), 14, 1e-4);
+    }
+    matrix_project_j_path = -1;
 }
 
 static void precondition_host(struct natgrad *p, int n, int dim, float *x, float *scale) {
@@ -547,18 +599,31 @@ static void test_deterministic(void) {
     natgrad_free(p2);
 }
 
-/* natgrad_precondition_copy (the fused CPU pass on ordinary calls) against a copy followed by
- * natgrad_precondition_rows: the same Xhat, gamma and row norms (to float roundoff: the norms
- * are summed in another order), with and without the column of ones, over update and ordinary
- * calls, on 1 and 3 threads; a minibatch with a NaN is left as the copy, the state untouched. */
+/* max |a - b| over max |b| (0 if b is all 0) */
+static double max_rel(int n, const float *a, const float *b) {
+    double e = 0, m = 0;
+    for (int i = 0; i < n; i++) {
+        e = fmax(e, fabs(a[i] - b[i]));
+        m = fmax(m, fabs(b[i]));
+    }
+    return m > 0 ? e / m : e;
+}
+
+/* natgrad_precondition_copy (on the CPU one pass of copy, norms and products, ordinary and
+ * update calls) against a copy followed by natgrad_precondition_rows: the same Xhat, gamma, row
+ * norms and estimate (W, d, rho) after every call, to float roundoff (the norms and tr(X^T X)
+ * are summed in another order), with and without the column of ones, on 1 and 3 threads; a
+ * minibatch with a NaN, on an ordinary and on an update call, is left as the copy, gamma 1, the
+ * estimate untouched and the schedule not advanced. */
 static void test_precondition_copy(void) {
+    enum { D = 40, N = 150, R = 9 };
     for (int threads = 1; threads <= 3; threads += 2)
         for (int ones = 0; ones <= 1; ones++) {
             matrix_set_num_threads(threads);
             struct natgrad_options o;
             natgrad_options_default(&o);
-            o.rank = 9;
-            const int D = 40, N = 150, S = D - ones;
+            o.rank = R;
+            const int S = D - ones;
             struct natgrad *p1 = natgrad_new(D, &o, 2), *p2 = natgrad_new(D, &o, 2);
             struct rng r;
             rng_seed(&r, 31);
@@ -569,13 +634,18 @@ static void test_precondition_copy(void) {
             matrix_init(&x2, N, D);
             vector_init(&n1, N);
             vector_init(&n2, N);
-            float *h = xmalloc(sizeof(float) * N * D), *g1 = xmalloc(sizeof(float) * N * D),
-                  *g2 = xmalloc(sizeof(float) * N * D), v1[N], v2[N];
+            static float h[N * D], g1[N * D], g2[N * D], w1[R * D], w2[R * D], w0[R * D];
+            float v1[N], v2[N];
+            double d1[R], d2[R], d0[R], rho1, rho2, rho0;
+            int calls = 0; /* the calls that counted (not the NaN ones) */
             for (int t = 0; t < 24; t++) {
+                int nan = t == 17 || t == 19; /* an ordinary call, then an update call */
+                if (nan) CHECK(is_update_call(calls, o.update_period) == (t == 19));
                 for (int i = 0; i < N * S; i++) h[i] = rng_gauss(&r) * (1 + i % 5);
-                if (t == 17) h[3 * S + 1] = NAN;
+                if (nan) h[3 * S + 1] = NAN;
                 matrix_from_host(&src, h);
                 float s1, s2;
+                int had = natgrad_get_state(p1, w0, d0, &rho0);
                 natgrad_precondition_copy(p1, &src, &x1, &s1, &n1);
                 struct matrix xs = matrix_view(&x2, 0, N, 0, S);
                 matrix_copy(&xs, &src);
@@ -588,29 +658,32 @@ static void test_precondition_copy(void) {
                 matrix_to_host(&x2, g2);
                 vector_to_host(&n1, v1);
                 vector_to_host(&n2, v2);
-                double e = 0, m = 0;
-                for (int i = 0; i < N * D; i++)
-                    if (!(i / D == 3 && t == 17)) {
-                        e = fmax(e, fabs(g1[i] - g2[i]));
-                        m = fmax(m, fabs(g2[i]));
-                    }
-                if (!(e <= 1e-5 * m)) printf("    t %d threads %d ones %d: %g of %g\n", t, threads, ones, e, m);
-                CHECK(e <= 1e-5 * m);
-                CHECK(fabs(s1 - s2) <= 1e-5 * s2);
-                for (int i = 0; i < N; i++)
-                    if (!(i == 3 && t == 17)) CHECK(fabs(v1[i] - v2[i]) <= 1e-5 * v2[i] + 1e-30);
-                if (t == 17) { /* the copy as it was, gamma 1 */
-                    CHECK(s1 == 1.0f && isnan(g1[3 * D + 1]));
+                if (nan) { /* the copy as it was, gamma 1, the estimate as before */
+                    CHECK(s1 == 1.0f && s2 == 1.0f && isnan(g1[3 * D + 1]));
                     for (int i = 0; i < N * D; i++) {
                         int c = i % D;
                         float want = c < S ? h[(i / D) * S + c] : 1.0f;
                         if (i != 3 * D + 1) CHECK(g1[i] == want);
                     }
+                    for (int i = 0; i < N; i++) {
+                        double want = 0;
+                        for (int c = 0; c < D; c++) want += (double)g1[i * D + c] * g1[i * D + c];
+                        if (i != 3) CHECK_NEAR(v1[i], want, 1e-5);
+                    }
+                    CHECK(had == R && natgrad_get_state(p1, w1, d1, &rho1) == R);
+                    CHECK(!memcmp(w0, w1, sizeof w0) && !memcmp(d0, d1, sizeof d0) && rho0 == rho1);
+                    continue;
                 }
+                calls++;
+                CHECK(max_rel(N * D, g1, g2) <= 1e-5);
+                CHECK(fabs(s1 - s2) <= 1e-5 * s2);
+                for (int i = 0; i < N; i++) CHECK(fabs(v1[i] - v2[i]) <= 1e-5 * v2[i] + 1e-30);
+                CHECK(natgrad_get_state(p1, w1, d1, &rho1) == R);
+                CHECK(natgrad_get_state(p2, w2, d2, &rho2) == R);
+                CHECK(max_rel(R * D, w1, w2) <= 1e-4);
+                for (int i = 0; i < R; i++) CHECK(fabs(d1[i] - d2[i]) <= 1e-4 * d2[i]);
+                CHECK(fabs(rho1 - rho2) <= 1e-6 * rho2);
             }
-            free(h);
-            free(g1);
-            free(g2);
             matrix_release(&src);
             matrix_release(&x1);
             matrix_release(&x2);
@@ -774,6 +847,7 @@ int main(void) {
     TEST_RUN(test_reference_threads);
     TEST_RUN(test_reference_tiny_minibatch_and_zeros);
     TEST_RUN(test_reference_zero_first);
+    TEST_RUN(test_reference_copy);
     TEST_RUN(test_zero_input_finite);
     TEST_RUN(test_rank1_damped);
     TEST_RUN(test_scale_restores_norm);
