@@ -11,8 +11,9 @@
  *       the three products of every layer of one step (the first layer's input derivative left
  *       out), as bench/sgemm-bound.c; prints "samples_per_sec=S gflops=G". bf16 operands are
  *       converted once, outside the timing: the bound of the engine, not of parnet.
- * Threads: parnet's pool, each thread one share of C (as the library splits its products), every
- * engine single-threaded under it.
+ * Threads: parnet's pool, each thread one share of C (as the library splits its products:
+ * cpu_gemm's split for OpenBLAS, onednn_gemm_split for oneDNN), every engine single-threaded
+ * under it.
  * Built by bench/train-throughput.sh against lib/libparnet.a. */
 #include <cblas.h>
 #include <stdio.h>
@@ -46,7 +47,7 @@ struct prod {
 static int lda_of(const struct prod *p) { return p->ta ? p->m : p->k; }
 static int ldb_of(const struct prod *p) { return p->tb ? p->k : p->n; }
 
-/* Rows [lo, hi) of C (or columns when m < n), as the library splits. */
+/* OpenBLAS: rows [lo, hi) of C (or columns when m < n), as cpu_gemm splits. */
 static void prod_share(void *arg, int t, int num) {
     struct prod *p = arg;
     int by_rows = p->m >= p->n, lo, hi;
@@ -57,19 +58,8 @@ static void prod_share(void *arg, int t, int num) {
     long boff = by_rows ? 0 : (p->tb ? (long)lo * ldb : lo);
     int m = by_rows ? hi - lo : p->m, n = by_rows ? p->n : hi - lo;
     float *c = p->c + (by_rows ? (long)lo * p->n : lo);
-    if (p->engine == E_OPENBLAS) {
-        cblas_sgemm(CblasRowMajor, p->ta ? CblasTrans : CblasNoTrans,
-                    p->tb ? CblasTrans : CblasNoTrans, m, n, p->k, 1.0f, p->a + aoff, lda,
-                    p->b + boff, ldb, 0.0f, c, p->n);
-        return;
-    }
-    struct cpu_mat cv = {c, m, n, p->n};
-    if (p->engine == E_DNNL_F32)
-        onednn_gemm_raw(cv, 1.0f, ONEDNN_TYPE_F32, p->a + aoff, lda, p->ta, p->b + boff, ldb,
-                         p->tb, p->k, 0.0f);
-    else
-        onednn_gemm_raw(cv, 1.0f, ONEDNN_TYPE_BF16, p->a16 + aoff, lda, p->ta, p->b16 + boff,
-                         ldb, p->tb, p->k, 0.0f);
+    cblas_sgemm(CblasRowMajor, p->ta ? CblasTrans : CblasNoTrans, p->tb ? CblasTrans : CblasNoTrans,
+                m, n, p->k, 1.0f, p->a + aoff, lda, p->b + boff, ldb, 0.0f, c, p->n);
 }
 
 static void prod_run(struct prod *p) {
@@ -82,7 +72,17 @@ static void prod_run(struct prod *p) {
         matrix_add_mat_mat_layer(&c, 1.0f, &a, p->ta, &b, p->tb, 0.0f);
         return;
     }
-    parallel_run(prod_share, p);
+    if (p->engine == E_OPENBLAS) {
+        parallel_run(prod_share, p);
+        return;
+    }
+    struct cpu_mat c = {p->c, p->m, p->n, p->n}; /* oneDNN: split as onednn_gemm splits */
+    if (p->engine == E_DNNL_F32)
+        onednn_gemm_split(c, 1.0f, ONEDNN_TYPE_F32, p->a, lda_of(p), p->ta, p->b, ldb_of(p),
+                          p->tb, p->k, 0.0f);
+    else
+        onednn_gemm_split(c, 1.0f, ONEDNN_TYPE_BF16, p->a16, lda_of(p), p->ta, p->b16,
+                          ldb_of(p), p->tb, p->k, 0.0f);
 }
 
 static void prod_init(struct prod *p, int m, int n, int k, int ta, int tb) {

@@ -181,15 +181,12 @@ static uint16_t *kept_find(struct cpu_mat m, int keep, struct kept **slot) {
     return NULL;
 }
 
+/* The conversions of a bf16 layer product's operands. */
 struct bf16_job {
     struct cpu_mat a, b;        /* as stored (before op) */
     uint16_t *a16, *b16;        /* contiguous copies: ld = a->cols, b->cols */
     int conv_a, conv_b;         /* whether they still have to be made */
     float scale_a, scale_b;     /* what a conversion multiplies by (alpha folded in, or 1) */
-    struct cpu_mat c;
-    float alpha, beta;
-    int trans_a, trans_b, k, by_rows;
-    const float *bias; /* NULL, or added to every row of c (c.cols floats) */
 };
 
 static struct cpu_mat sub(struct cpu_mat m, int r0, int rows, int c0, int cols) {
@@ -213,71 +210,117 @@ static void convert_part(void *p, int t, int num) {
 
 enum { BF16_SPLIT_ALIGN = 32 };
 
-/* The bf16 product with a bias row added to c (bias NULL: onednn_gemm_raw), below. */
-static void gemm_bias(struct cpu_mat c, float alpha, const uint16_t *a, int lda, int trans_a,
-                      const uint16_t *b, int ldb, int trans_b, int k, const float *bias,
-                      float beta);
+/* onednn_gemm_raw with a bias row (c.cols floats, or NULL) added to every row of c; below. */
+static void gemm_run(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
+                     const void *b, int ldb, int trans_b, int k, const float *bias, float beta);
 
-/* Share t of num of j's product, split by C's rows (they are op(A)'s) or columns (op(B)'s): C's
- * part, the element offsets into A and B (leading dimensions lda, ldb) and the first column of the
- * share (0 by rows: a bias row's offset). 0 when the share is empty. */
-static int share(const struct bf16_job *j, int t, int num, int lda, int ldb, struct cpu_mat *c,
-                 long *off_a, long *off_b, int *col0) {
-    int lo, hi;
-    parallel_part(j->by_rows ? j->c.rows : j->c.cols, t, num, BF16_SPLIT_ALIGN, &lo, &hi);
-    if (lo >= hi) return 0;
-    *off_a = *off_b = 0;
-    *col0 = 0;
-    if (j->by_rows) {
-        *off_a = j->trans_a ? lo : (long)lo * lda;
-        *c = sub(j->c, lo, hi - lo, 0, j->c.cols);
-    } else {
-        *off_b = j->trans_b ? (long)lo * ldb : lo;
-        *col0 = lo;
-        *c = sub(j->c, 0, j->c.rows, lo, hi - lo);
+/* A product on operands already in their engine type, to be split over the pool. */
+struct split_job {
+    struct cpu_mat c;
+    float alpha, beta;
+    int type; /* enum onednn_type of a and b */
+    const void *a, *b;
+    int lda, ldb, trans_a, trans_b, k;
+    const float *bias; /* NULL, or c.cols floats added to every row (bf16 only) */
+};
+
+/* The calling thread's dense copy of its share of a transposed A (below). */
+static _Thread_local struct {
+    void *p;
+    size_t bytes;
+} share_copy;
+
+static void *share_copy_get(size_t bytes) {
+    if (bytes > share_copy.bytes) {
+        free(share_copy.p);
+        share_copy.bytes = bytes + bytes / 4;
+        share_copy.p = xmalloc(share_copy.bytes);
     }
-    return 1;
+    return share_copy.p;
 }
 
-/* One oneDNN bf16 product per share. */
-static void gemm_part(void *p, int t, int num) {
-    const struct bf16_job *j = p;
-    int lda = j->a.cols, ldb = j->b.cols, col0;
-    long oa, ob;
-    struct cpu_mat c;
-    if (!share(j, t, num, lda, ldb, &c, &oa, &ob, &col0)) return;
-    gemm_bias(c, j->alpha, j->a16 + oa, lda, j->trans_a, j->b16 + ob, ldb, j->trans_b, j->k,
-              j->bias ? j->bias + col0 : NULL, j->beta);
+/* Share t of num: rows of C. oneDNN 2.6 runs its AMX (and AVX-512 brgemm) kernels only on dense
+ * operands, so shares are by rows (a share by columns would have a C whose rows are longer than
+ * its own: gemm:jit, measured 2-6x slower at these shapes), and a transposed A (the weight
+ * gradient's dY^T), whose share is then a column slice, is copied dense first: K x m elements,
+ * against the share's 2 K m n operations. A C of fewer than 64 rows (the 10-class layer's weight
+ * gradient) is not split: one dense product on one thread was faster than two strided ones. */
+static void split_part(void *p, int t, int num) {
+    const struct split_job *j = p;
+    int lo, hi;
+    parallel_part(j->c.rows, t, num, BF16_SPLIT_ALIGN, &lo, &hi);
+    if (lo >= hi) return;
+    size_t es = j->type == ONEDNN_TYPE_BF16 ? sizeof(uint16_t) : sizeof(float);
+    const char *a = j->a;
+    int lda = j->lda;
+    if (!j->trans_a) {
+        a += (size_t)lo * lda * es;
+    } else if (hi - lo < j->c.rows) { /* (the whole of A is as dense as it is stored) */
+        int m = hi - lo;
+        char *d = share_copy_get((size_t)j->k * m * es);
+        for (int r = 0; r < j->k; r++)
+            memcpy(d + (size_t)r * m * es, a + ((size_t)r * lda + lo) * es, (size_t)m * es);
+        a = d;
+        lda = m;
+    }
+    gemm_run(sub(j->c, lo, hi - lo, 0, j->c.cols), j->alpha, j->type, a, lda, j->trans_a, j->b,
+             j->ldb, j->trans_b, j->k, j->bias, j->beta);
 }
 
-/* oneDNN fp32 with alpha given at run time (below; alpha 1: none): the thin products' alpha is
- * natural gradient's scale, new every minibatch, and their kernels are gemm:jit whatever. */
-static void gemm_f32_runtime_alpha(struct cpu_mat c, float alpha, const float *a, int lda,
-                                   int trans_a, const float *b, int ldb, int trans_b, int k,
-                                   float beta);
+static void split_run(const struct split_job *j) {
+    if (j->c.rows >= 2 * BF16_SPLIT_ALIGN)
+        parallel_run(split_part, (void *)j);
+    else
+        split_part((void *)j, 0, 1);
+}
 
-/* The same split on fp32 operands as stored (onednn_gemm_f32). */
-static void gemm_f32_part(void *p, int t, int num) {
-    const struct bf16_job *j = p;
-    int lda = j->a.stride, ldb = j->b.stride, col0;
-    long oa, ob;
-    struct cpu_mat c;
-    if (!share(j, t, num, lda, ldb, &c, &oa, &ob, &col0)) return;
-    gemm_f32_runtime_alpha(c, j->alpha, j->a.data + oa, lda, j->trans_a, j->b.data + ob, ldb,
-                           j->trans_b, j->k, j->beta);
+void onednn_gemm_split(struct cpu_mat c, float alpha, int type, const void *a, int lda,
+                       int trans_a, const void *b, int ldb, int trans_b, int k, float beta) {
+    ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
+    struct split_job j = {c, alpha, beta, type, a, b, lda, ldb, trans_a, trans_b, k, NULL};
+    split_run(&j);
+}
+
+/* The calling thread's scaled copy of a thin fp32 operand (onednn_gemm_f32). */
+static _Thread_local struct {
+    float *p;
+    size_t n;
+} f32_scaled;
+
+/* m scaled by alpha into the calling thread's scratch, dense (ld = m.cols). */
+static struct cpu_mat scaled_copy(struct cpu_mat m, float alpha) {
+    size_t n = (size_t)m.rows * m.cols;
+    if (n > f32_scaled.n) {
+        free(f32_scaled.p);
+        f32_scaled.n = n + n / 4;
+        f32_scaled.p = xmalloc(f32_scaled.n * sizeof *f32_scaled.p);
+    }
+    struct cpu_mat d = {f32_scaled.p, m.rows, m.cols, m.cols};
+    for (int r = 0; r < m.rows; r++)
+        for (int i = 0; i < m.cols; i++)
+            d.data[(long)r * d.stride + i] = alpha * m.data[(long)r * m.stride + i];
+    return d;
 }
 
 void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
                      struct cpu_mat b, int trans_b, float beta) {
     int k = trans_a ? a.rows : a.cols;
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
-    struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f, c, alpha, beta, trans_a, trans_b,
-                         k, c.rows >= c.cols, NULL};
     onednn_forget(c);
-    if ((j.by_rows ? c.rows : c.cols) >= 2 * BF16_SPLIT_ALIGN)
-        parallel_run(gemm_f32_part, &j);
-    else
-        gemm_f32_part(&j, 0, 1);
+    /* alpha (a learning rate, or natural gradient's scale, new every call) goes into a scaled
+     * copy of the smaller operand, which is thin here (a side or the sum is under 32 long):
+     * oneDNN 2.6 gives a run-time alpha a scalar pass over C, and a constant one a primitive per
+     * value. */
+    if (alpha != 1.0f) {
+        if ((long)a.rows * a.cols <= (long)b.rows * b.cols)
+            a = scaled_copy(a, alpha);
+        else
+            b = scaled_copy(b, alpha);
+        alpha = 1.0f;
+    }
+    struct split_job j = {c, alpha, beta, ONEDNN_TYPE_F32, a.data, b.data, a.stride, b.stride,
+                          trans_a, trans_b, k, NULL};
+    split_run(&j);
 }
 
 /* The bf16 copy of m for a product: kept (found, or made into a free slot) or in scratch;
@@ -308,8 +351,7 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
                  struct cpu_mat b, int trans_b, int keep_b, const float *bias, float beta) {
     int k = trans_a ? a.rows : a.cols;
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
-    struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f, c, alpha, beta, trans_a, trans_b,
-                         k, c.rows >= c.cols, bias};
+    struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f};
     onednn_forget(c);
     j.a16 = operand(a, keep_a, &lp.scratch_a, &j.conv_a);
     j.b16 = operand(b, keep_b, &lp.scratch_b, &j.conv_b);
@@ -322,13 +364,12 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
         if (fold_b) fold_a = 0;
         if (fold_a) j.scale_a = alpha;
         if (fold_b) j.scale_b = alpha;
-        if (fold_a || fold_b) j.alpha = 1.0f;
+        if (fold_a || fold_b) alpha = 1.0f;
     }
     if (j.conv_a || j.conv_b) parallel_run(convert_part, &j);
-    if ((j.by_rows ? c.rows : c.cols) >= 2 * BF16_SPLIT_ALIGN)
-        parallel_run(gemm_part, &j);
-    else
-        gemm_part(&j, 0, 1);
+    struct split_job sj = {c, alpha, beta, ONEDNN_TYPE_BF16, j.a16, j.b16, a.cols, b.cols,
+                           trans_a, trans_b, k, bias};
+    split_run(&sj);
 }
 
 #if HAVE_DNNL
@@ -387,7 +428,6 @@ int onednn_bf16_check(char *isa, size_t isa_len) {
  * component's learning rate, so a handful of entries per shape. */
 struct gemm_key {
     int type, m, n, k, trans_a, trans_b, lda, ldb, ldc;
-    int runtime_alpha; /* 1: alpha given at run time (the fp32 thin products: gemm:jit anyway) */
     int bias;          /* 1: a bias row (1 x n fp32) is added */
     float alpha, beta;
 };
@@ -395,7 +435,7 @@ struct gemm_key {
 struct gemm_entry {
     struct gemm_key key;
     dnnl_primitive_t prim;
-    dnnl_memory_t a, b, c, scale, bias, scratch;
+    dnnl_memory_t a, b, c, bias, scratch;
     size_t scratch_bytes;
 };
 
@@ -419,7 +459,6 @@ static void entry_release(struct gemm_entry *e) {
     dnnl_memory_destroy(e->a);
     dnnl_memory_destroy(e->b);
     dnnl_memory_destroy(e->c);
-    if (e->scale) dnnl_memory_destroy(e->scale);
     if (e->bias) dnnl_memory_destroy(e->bias);
     dnnl_memory_destroy(e->scratch);
     memset(e, 0, sizeof *e);
@@ -492,10 +531,7 @@ static void entry_create(struct gemm_entry *e, const struct gemm_key *key) {
     dnnl_primitive_attr_t attr;
     DNNL_CHECK(dnnl_primitive_attr_create(&attr));
     DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
-    const float runtime = DNNL_RUNTIME_F32_VAL;
-    if (key->runtime_alpha)
-        DNNL_CHECK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &runtime));
-    else if (key->alpha != 1.0f)
+    if (key->alpha != 1.0f)
         DNNL_CHECK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &key->alpha));
     if (key->beta != 0.0f) {
         dnnl_post_ops_t po;
@@ -514,12 +550,6 @@ static void entry_create(struct gemm_entry *e, const struct gemm_key *key) {
     DNNL_CHECK(dnnl_memory_create(&e->b, &bd, engine, DNNL_MEMORY_NONE));
     DNNL_CHECK(dnnl_memory_create(&e->c, &cd, engine, DNNL_MEMORY_NONE));
     if (key->bias) DNNL_CHECK(dnnl_memory_create(&e->bias, &biasd, engine, DNNL_MEMORY_NONE));
-    if (key->runtime_alpha) {
-        dnnl_memory_desc_t sd;
-        dnnl_dims_t one = {1};
-        DNNL_CHECK(dnnl_memory_desc_init_by_tag(&sd, 1, one, dnnl_f32, dnnl_a));
-        DNNL_CHECK(dnnl_memory_create(&e->scale, &sd, engine, DNNL_MEMORY_NONE));
-    }
     DNNL_CHECK(dnnl_memory_create(&e->scratch, &scd, engine, DNNL_MEMORY_NONE));
     dnnl_primitive_desc_destroy(pd);
     e->key = *key;
@@ -545,9 +575,8 @@ static struct gemm_entry *entry_get(struct thread_cache *t, const struct gemm_ke
     return e;
 }
 
-static void gemm_run(struct cpu_mat c, float alpha, int runtime_alpha, int type, const void *a,
-                     int lda, int trans_a, const void *b, int ldb, int trans_b, int k,
-                     const float *bias, float beta) {
+static void gemm_run(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
+                     const void *b, int ldb, int trans_b, int k, const float *bias, float beta) {
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
     ASSERT(type == ONEDNN_TYPE_F32 || type == ONEDNN_TYPE_BF16);
     struct gemm_key key;
@@ -561,9 +590,8 @@ static void gemm_run(struct cpu_mat c, float alpha, int runtime_alpha, int type,
     key.lda = lda;
     key.ldb = ldb;
     key.ldc = c.stride;
-    key.runtime_alpha = runtime_alpha;
     key.bias = bias != NULL;
-    key.alpha = runtime_alpha ? 0.0f : alpha;
+    key.alpha = alpha;
     key.beta = beta;
     struct thread_cache *t = cache_get();
     struct gemm_entry *e = entry_get(t, &key);
@@ -578,10 +606,6 @@ static void gemm_run(struct cpu_mat c, float alpha, int runtime_alpha, int type,
                               {0, NULL},
                               {0, NULL}};
     int nargs = 4;
-    if (runtime_alpha) {
-        DNNL_CHECK(dnnl_memory_set_data_handle(e->scale, &alpha));
-        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_OUTPUT_SCALES, e->scale};
-    }
     if (bias) {
         DNNL_CHECK(dnnl_memory_set_data_handle(e->bias, (void *)bias));
         args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, e->bias};
@@ -592,20 +616,7 @@ static void gemm_run(struct cpu_mat c, float alpha, int runtime_alpha, int type,
 
 void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
                      const void *b, int ldb, int trans_b, int k, float beta) {
-    gemm_run(c, alpha, 0, type, a, lda, trans_a, b, ldb, trans_b, k, NULL, beta);
-}
-
-static void gemm_bias(struct cpu_mat c, float alpha, const uint16_t *a, int lda, int trans_a,
-                      const uint16_t *b, int ldb, int trans_b, int k, const float *bias,
-                      float beta) {
-    gemm_run(c, alpha, 0, ONEDNN_TYPE_BF16, a, lda, trans_a, b, ldb, trans_b, k, bias, beta);
-}
-
-static void gemm_f32_runtime_alpha(struct cpu_mat c, float alpha, const float *a, int lda,
-                                   int trans_a, const float *b, int ldb, int trans_b, int k,
-                                   float beta) {
-    gemm_run(c, alpha, alpha != 1.0f, ONEDNN_TYPE_F32, a, lda, trans_a, b, ldb, trans_b, k, NULL,
-             beta);
+    gemm_run(c, alpha, type, a, lda, trans_a, b, ldb, trans_b, k, NULL, beta);
 }
 
 #else /* !HAVE_DNNL */
@@ -623,16 +634,9 @@ void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int
     die("onednn_gemm_raw: parnet was built without oneDNN");
 }
 
-static void gemm_f32_runtime_alpha(struct cpu_mat c, float alpha, const float *a, int lda,
-                                   int trans_a, const float *b, int ldb, int trans_b, int k,
-                                   float beta) {
-    die("onednn_gemm_f32: parnet was built without oneDNN");
-}
-
-static void gemm_bias(struct cpu_mat c, float alpha, const uint16_t *a, int lda, int trans_a,
-                      const uint16_t *b, int ldb, int trans_b, int k, const float *bias,
-                      float beta) {
-    die("onednn_gemm: parnet was built without oneDNN");
+static void gemm_run(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
+                     const void *b, int ldb, int trans_b, int k, const float *bias, float beta) {
+    die("onednn: parnet was built without oneDNN");
 }
 
 #endif

@@ -13,9 +13,10 @@
  * operand is the same memory with its strides swapped, so no copy is made for op(). bf16 values
  * are IEEE fp32's upper 16 bits (round to nearest even), stored as uint16_t.
  *
- * Threads. onednn_gemm splits a product over parnet's pool like cpu_gemm (along C's longer side,
- * one oneDNN matmul per share, oneDNN's own OpenMP threads kept at one per caller) after
- * converting both operands, split by rows, into bf16. onednn_gemm_raw works on the calling thread
+ * Threads. onednn_gemm splits a product over parnet's pool (by C's rows wherever it has 64 or
+ * more, so that every share is a dense matmul, which oneDNN 2.6's AMX kernels need; one oneDNN
+ * matmul per share, oneDNN's own OpenMP threads kept at one per caller) after converting both
+ * operands, split by rows, into bf16. onednn_gemm_raw works on the calling thread
  * only. Each thread keeps its own small cache of matmul primitives keyed by shape, strides,
  * transposes, data type, alpha and beta (constants of a primitive: oneDNN 2.6 runs its AMX
  * kernels only without a run-time scale), its own stream and scratchpad.
@@ -52,6 +53,10 @@ void onednn_from_bf16(struct cpu_mat dst, const uint16_t *src, int ld);
 void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
                    const void *b, int ldb, int trans_b, int k, float beta);
 
+/* onednn_gemm_raw split over the pool as onednn_gemm splits it (for bench/gemm-rates.c's bound,
+ * on operands converted beforehand). */
+void onednn_gemm_split(struct cpu_mat c, float alpha, int type, const void *a, int lda,
+                       int trans_a, const void *b, int ldb, int trans_b, int k, float beta);
 /* The bf16 layer product: c = alpha op(a) op(b) + beta c with fp32 a, b rounded to bf16 (kept
  * copies reused, see below), split over the pool. keep_a, keep_b: enum matrix_keep (matrix.h).
  * m, n, k >= 1, c overlaps neither operand. alpha != 1 is folded into the rounding of an operand

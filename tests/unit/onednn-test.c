@@ -354,11 +354,11 @@ static void test_changing_alpha(void) {
 }
 
 /* The affine forward with its bias fused into the product (bf16), serial and split over 3
- * threads (by columns: out is wider than tall), against the rounded product plus the bias. */
+ * threads (by rows, 32 each), against the rounded product plus the bias. */
 static void test_layer_affine(void) {
     if (!bf16_ok) return;
     CHECK(matrix_set_precision("bf16") == 0);
-    enum { M = 48, K = 288, N = 200 };
+    enum { M = 96, K = 288, N = 200 };
     struct smat x, w, out, zero;
     smat_init(&x, M, K, 3);
     smat_init(&w, N, K, 5);
