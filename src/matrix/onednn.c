@@ -222,21 +222,23 @@ struct split_job {
     const void *a, *b;
     int lda, ldb, trans_a, trans_b, k;
     const float *bias; /* NULL, or c.cols floats added to every row (bf16 only) */
+    char *a_dense;     /* a transposed A split over the pool: room for its shares' dense copies */
 };
 
-/* The calling thread's dense copy of its share of a transposed A (below). */
+/* The calling thread's room for the dense copies of a transposed A's shares (split_run), grown
+ * as needed and kept: owned by the caller, not by the pool's threads, which come and go. */
 static _Thread_local struct {
-    void *p;
+    char *p;
     size_t bytes;
-} share_copy;
+} share_copies;
 
-static void *share_copy_get(size_t bytes) {
-    if (bytes > share_copy.bytes) {
-        free(share_copy.p);
-        share_copy.bytes = bytes + bytes / 4;
-        share_copy.p = xmalloc(share_copy.bytes);
+static char *share_copies_get(size_t bytes) {
+    if (bytes > share_copies.bytes) {
+        free(share_copies.p);
+        share_copies.bytes = bytes + bytes / 4;
+        share_copies.p = xmalloc(share_copies.bytes);
     }
-    return share_copy.p;
+    return share_copies.p;
 }
 
 /* Share t of num: rows of C. oneDNN 2.6 runs its AMX (and AVX-512 brgemm) kernels only on dense
@@ -257,7 +259,7 @@ static void split_part(void *p, int t, int num) {
         a += (size_t)lo * lda * es;
     } else if (hi - lo < j->c.rows) { /* (the whole of A is as dense as it is stored) */
         int m = hi - lo;
-        char *d = share_copy_get((size_t)j->k * m * es);
+        char *d = j->a_dense + (size_t)j->k * lo * es; /* this share's K x m, dense */
         for (int r = 0; r < j->k; r++)
             memcpy(d + (size_t)r * m * es, a + ((size_t)r * lda + lo) * es, (size_t)m * es);
         a = d;
@@ -267,17 +269,22 @@ static void split_part(void *p, int t, int num) {
              j->ldb, j->trans_b, j->k, j->bias, j->beta);
 }
 
-static void split_run(const struct split_job *j) {
-    if (j->c.rows >= 2 * BF16_SPLIT_ALIGN)
-        parallel_run(split_part, (void *)j);
-    else
-        split_part((void *)j, 0, 1);
+static void split_run(struct split_job *j) {
+    if (j->c.rows < 2 * BF16_SPLIT_ALIGN) {
+        split_part(j, 0, 1);
+        return;
+    }
+    if (j->trans_a) {
+        size_t es = j->type == ONEDNN_TYPE_BF16 ? sizeof(uint16_t) : sizeof(float);
+        j->a_dense = share_copies_get((size_t)j->k * j->c.rows * es);
+    }
+    parallel_run(split_part, j);
 }
 
 void onednn_gemm_split(struct cpu_mat c, float alpha, int type, const void *a, int lda,
                        int trans_a, const void *b, int ldb, int trans_b, int k, float beta) {
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
-    struct split_job j = {c, alpha, beta, type, a, b, lda, ldb, trans_a, trans_b, k, NULL};
+    struct split_job j = {c, alpha, beta, type, a, b, lda, ldb, trans_a, trans_b, k, NULL, NULL};
     split_run(&j);
 }
 
@@ -319,7 +326,7 @@ void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_
         alpha = 1.0f;
     }
     struct split_job j = {c, alpha, beta, ONEDNN_TYPE_F32, a.data, b.data, a.stride, b.stride,
-                          trans_a, trans_b, k, NULL};
+                          trans_a, trans_b, k, NULL, NULL};
     split_run(&j);
 }
 
@@ -368,7 +375,7 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
     }
     if (j.conv_a || j.conv_b) parallel_run(convert_part, &j);
     struct split_job sj = {c, alpha, beta, ONEDNN_TYPE_BF16, j.a16, j.b16, a.cols, b.cols,
-                           trans_a, trans_b, k, bias};
+                           trans_a, trans_b, k, bias, NULL};
     split_run(&sj);
 }
 
