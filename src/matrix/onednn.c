@@ -113,31 +113,33 @@ void onednn_from_bf16(struct cpu_mat dst, const uint16_t *src, int ld) {
 
 /* ---- the bf16 layer product: kept copies, conversion, the split ---- */
 
-/* The calling thread's bf16 copies: one scratch pair for operands not kept, and the kept ones of
- * the open pass (matrix_layer_pass), looked up by address, shape and stride. */
-struct bf16_buf {
-    uint16_t *p;
-    size_t n;
+/* A grow-only buffer: at least `bytes` of room, kept for the next call (contents not kept). */
+struct grow_buf {
+    void *p;
+    size_t bytes;
 };
 
-static uint16_t *buf_get(struct bf16_buf *b, size_t n) {
-    if (n > b->n) {
+static void *buf_get(struct grow_buf *b, size_t bytes) {
+    if (bytes > b->bytes) {
         free(b->p);
-        b->n = n + n / 4;
-        b->p = xmalloc(b->n * sizeof *b->p);
+        b->bytes = bytes + bytes / 4;
+        b->p = xmalloc(b->bytes);
     }
     return b->p;
 }
 
+/* The calling thread's bf16 copies: one scratch pair for operands not kept, and the kept ones of
+ * the open pass (matrix_layer_pass), looked up by address, shape and stride. */
+
 struct kept {
     const float *data;
     int rows, cols, stride, keep; /* keep 0: the slot is free */
-    struct bf16_buf buf;
+    struct grow_buf buf;
 };
 enum { MAX_KEPT = 64 };
 static _Thread_local struct {
     int open;
-    struct bf16_buf scratch_a, scratch_b;
+    struct grow_buf scratch_a, scratch_b;
     struct kept k[MAX_KEPT];
 } lp;
 
@@ -214,6 +216,10 @@ enum { BF16_SPLIT_ALIGN = 32 };
 static void gemm_run(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
                      const void *b, int ldb, int trans_b, int k, const float *bias, float beta);
 
+static size_t type_size(int type) {
+    return type == ONEDNN_TYPE_BF16 ? sizeof(uint16_t) : sizeof(float);
+}
+
 /* A product on operands already in their engine type, to be split over the pool. */
 struct split_job {
     struct cpu_mat c;
@@ -227,19 +233,7 @@ struct split_job {
 
 /* The calling thread's room for the dense copies of a transposed A's shares (split_run), grown
  * as needed and kept: owned by the caller, not by the pool's threads, which come and go. */
-static _Thread_local struct {
-    char *p;
-    size_t bytes;
-} share_copies;
-
-static char *share_copies_get(size_t bytes) {
-    if (bytes > share_copies.bytes) {
-        free(share_copies.p);
-        share_copies.bytes = bytes + bytes / 4;
-        share_copies.p = xmalloc(share_copies.bytes);
-    }
-    return share_copies.p;
-}
+static _Thread_local struct grow_buf share_copies;
 
 /* Share t of num: rows of C. oneDNN 2.6 runs its AMX (and AVX-512 brgemm) kernels only on dense
  * operands, so shares are by rows (a share by columns would have a C whose rows are longer than
@@ -252,7 +246,7 @@ static void split_part(void *p, int t, int num) {
     int lo, hi;
     parallel_part(j->c.rows, t, num, BF16_SPLIT_ALIGN, &lo, &hi);
     if (lo >= hi) return;
-    size_t es = j->type == ONEDNN_TYPE_BF16 ? sizeof(uint16_t) : sizeof(float);
+    size_t es = type_size(j->type);
     const char *a = j->a;
     int lda = j->lda;
     if (!j->trans_a) {
@@ -274,10 +268,8 @@ static void split_run(struct split_job *j) {
         split_part(j, 0, 1);
         return;
     }
-    if (j->trans_a) {
-        size_t es = j->type == ONEDNN_TYPE_BF16 ? sizeof(uint16_t) : sizeof(float);
-        j->a_dense = share_copies_get((size_t)j->k * j->c.rows * es);
-    }
+    if (j->trans_a)
+        j->a_dense = buf_get(&share_copies, (size_t)j->k * j->c.rows * type_size(j->type));
     parallel_run(split_part, j);
 }
 
@@ -289,20 +281,12 @@ void onednn_gemm_split(struct cpu_mat c, float alpha, int type, const void *a, i
 }
 
 /* The calling thread's scaled copy of a thin fp32 operand (onednn_gemm_f32). */
-static _Thread_local struct {
-    float *p;
-    size_t n;
-} f32_scaled;
+static _Thread_local struct grow_buf f32_scaled;
 
 /* m scaled by alpha into the calling thread's scratch, dense (ld = m.cols). */
 static struct cpu_mat scaled_copy(struct cpu_mat m, float alpha) {
-    size_t n = (size_t)m.rows * m.cols;
-    if (n > f32_scaled.n) {
-        free(f32_scaled.p);
-        f32_scaled.n = n + n / 4;
-        f32_scaled.p = xmalloc(f32_scaled.n * sizeof *f32_scaled.p);
-    }
-    struct cpu_mat d = {f32_scaled.p, m.rows, m.cols, m.cols};
+    float *p = buf_get(&f32_scaled, (size_t)m.rows * m.cols * sizeof(float));
+    struct cpu_mat d = {p, m.rows, m.cols, m.cols};
     for (int r = 0; r < m.rows; r++)
         for (int i = 0; i < m.cols; i++)
             d.data[(long)r * d.stride + i] = alpha * m.data[(long)r * m.stride + i];
@@ -332,7 +316,7 @@ void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_
 
 /* The bf16 copy of m for a product: kept (found, or made into a free slot) or in scratch;
  * *convert says whether it still has to be made. */
-static uint16_t *operand(struct cpu_mat m, int keep, struct bf16_buf *scratch, int *convert) {
+static uint16_t *operand(struct cpu_mat m, int keep, struct grow_buf *scratch, int *convert) {
     size_t n = (size_t)m.rows * m.cols;
     *convert = 1;
     if (lp.open && keep) {
@@ -348,10 +332,10 @@ static uint16_t *operand(struct cpu_mat m, int keep, struct bf16_buf *scratch, i
             slot->cols = m.cols;
             slot->stride = m.stride;
             slot->keep = keep;
-            return buf_get(&slot->buf, n);
+            return buf_get(&slot->buf, n * sizeof(uint16_t));
         }
     }
-    return buf_get(scratch, n);
+    return buf_get(scratch, n * sizeof(uint16_t));
 }
 
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
