@@ -16,7 +16,8 @@ engine_up() {
         return 0
     fi
     local t0=$SECONDS
-    if "$engine_ctl" start >start.log 2>&1; then
+    # 9>&-: the daemons must not inherit the lock, or one left up by a killed run holds it forever.
+    if "$engine_ctl" start 9>&- >start.log 2>&1; then
         engine_started=true
         pass "$engine_name starts ($((SECONDS - t0)) s)"
         return 0
