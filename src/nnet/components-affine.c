@@ -242,6 +242,7 @@ struct ng_priv {
     struct natgrad *pre_in, *pre_out; /* created on the first training step */
     struct matrix x, y;               /* (N, in + 1), (N, out) scratch: Xhat, Yhat */
     struct vector xn, yn;             /* (N) row squared norms of Xhat, Yhat */
+    struct vector x1;                 /* (N) Xhat's last column (the bias's), contiguous */
     float scale;                      /* the step is scale * Yhat^T Xhat (ng_prepare) */
 };
 
@@ -395,9 +396,13 @@ static void ng_step_add(struct component *c, const struct matrix *in,
     struct vector dw = vector_range(dst, 0, dout * din);
     struct matrix dwm = matrix_from_vector(&dw, dout, din);
     struct vector db = vector_range(dst, dout * din, dout);
-    struct matrix dbm = matrix_from_vector(&db, dout, 1);
     matrix_add_mat_mat_layer(&dwm, p->scale, &p->y, MATRIX_TRANS, &x_in, MATRIX_NO_TRANS, beta);
-    matrix_add_mat_mat_layer(&dbm, p->scale, &p->y, MATRIX_TRANS, &x_one, MATRIX_NO_TRANS, beta);
+    /* The bias's Yhat^T xhat_1 as a product with one strided column ran 5-10x slower than a
+     * matrix-vector product on the column copied out. */
+    vector_resize(&p->x1, n);
+    struct matrix x1 = matrix_from_vector(&p->x1, n, 1);
+    matrix_copy(&x1, &x_one);
+    vector_add_mat_vec(&db, p->scale, &p->y, MATRIX_TRANS, &p->x1, beta);
 }
 
 static void ng_backprop(struct component *c, const struct matrix *in, const struct matrix *out,
@@ -445,6 +450,7 @@ static void ng_free_priv(struct component *c) {
         matrix_release(&p->y);
         vector_release(&p->xn);
         vector_release(&p->yn);
+        vector_release(&p->x1);
     }
     free(p);
     c->priv = NULL;
