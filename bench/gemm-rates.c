@@ -7,10 +7,14 @@
  *       operands to bf16 included), the engines measured in turn, round after round (3 rounds,
  *       median); then which engine is fastest for that product. GEMM_RATES_CPU_TIME=1 in the
  *       environment: rates per thread-second of process CPU time instead of wall clock.
- *   gemm-rates bound <openblas|dnnl-f32|dnnl-bf16> <mb> <threads> <d0,d1,...> [seconds]
+ *   gemm-rates bound <openblas|dnnl-f32|dnnl-bf16|dnnl-bf16-update> <mb> <threads> <d0,d1,...>
+ *                    [seconds]
  *       the three products of every layer of one step (the first layer's input derivative left
  *       out), as bench/sgemm-bound.c; prints "samples_per_sec=S gflops=G". bf16 operands are
  *       converted once, outside the timing: the bound of the engine, not of parnet.
+ *       dnnl-bf16-update: the weight gradients added into C (beta 1, oneDNN's sum post-op), as
+ *       the training step's direct update W += lr dY^T X runs them; also prints
+ *       "plain_samples_per_sec=P", dnnl-bf16 timed in alternate steps of the same run.
  * Threads: parnet's pool, each thread one share of C (as the library splits its products:
  * cpu_gemm's split for OpenBLAS, onednn_gemm_split for oneDNN), every engine single-threaded
  * under it.
@@ -42,6 +46,7 @@ struct prod {
     float *a, *b, *c;      /* fp32 operands: a stored (ta ? k x m : m x k), b (tb ? n x k : k x n) */
     uint16_t *a16, *b16;   /* the same in bf16 */
     int engine;
+    float beta;            /* C = op(A) op(B) + beta C (oneDNN engines) */
 };
 
 static int lda_of(const struct prod *p) { return p->ta ? p->m : p->k; }
@@ -79,14 +84,14 @@ static void prod_run(struct prod *p) {
     struct cpu_mat c = {p->c, p->m, p->n, p->n}; /* oneDNN: split as onednn_gemm splits */
     if (p->engine == E_DNNL_F32)
         onednn_gemm_split(c, 1.0f, ONEDNN_TYPE_F32, p->a, lda_of(p), p->ta, p->b, ldb_of(p),
-                          p->tb, p->k, 0.0f);
+                          p->tb, p->k, p->beta);
     else
         onednn_gemm_split(c, 1.0f, ONEDNN_TYPE_BF16, p->a16, lda_of(p), p->ta, p->b16,
-                          ldb_of(p), p->tb, p->k, 0.0f);
+                          ldb_of(p), p->tb, p->k, p->beta);
 }
 
 static void prod_init(struct prod *p, int m, int n, int k, int ta, int tb) {
-    p->m = m, p->n = n, p->k = k, p->ta = ta, p->tb = tb;
+    p->m = m, p->n = n, p->k = k, p->ta = ta, p->tb = tb, p->beta = 0.0f;
     size_t na = (size_t)m * k, nb = (size_t)k * n;
     p->a = malloc(na * 4), p->b = malloc(nb * 4), p->c = calloc((size_t)m * n, 4);
     p->a16 = malloc(na * 2), p->b16 = malloc(nb * 2);
@@ -189,10 +194,12 @@ static int bound_main(int argc, char **argv) {
     int mb = atoi(argv[3]), threads = atoi(argv[4]);
     int d[64], nd = parse_dims(argv[5], d, 64);
     double seconds = argc > 6 ? atof(argv[6]) : 2.0;
+    int update = !strcmp(eng, "dnnl-bf16-update");
     int engine = !strcmp(eng, "openblas") ? E_OPENBLAS
                  : !strcmp(eng, "dnnl-f32") ? E_DNNL_F32
-                 : !strcmp(eng, "dnnl-bf16") ? E_DNNL_BF16 : -1;
-    if (engine < 0) die("unknown engine '%s': openblas, dnnl-f32 or dnnl-bf16", eng);
+                 : !strcmp(eng, "dnnl-bf16") || update ? E_DNNL_BF16 : -1;
+    if (engine < 0)
+        die("unknown engine '%s': openblas, dnnl-f32, dnnl-bf16 or dnnl-bf16-update", eng);
     matrix_set_num_threads(threads);
     if (engine == E_DNNL_BF16 && matrix_bf16_supported()) die("%s", error_get());
     struct prod p[64][3];
@@ -206,25 +213,36 @@ static int bound_main(int argc, char **argv) {
         flops += (l > 0 ? 6.0 : 4.0) * mb * in * out;
         np = l + 1;
     }
+    /* With update, steps alternate between the weight gradients added into C and written (beta
+     * 0), each timed on its own: the two rates see the same drift of the machine's speed. */
     long steps = 0;
-    double start = 0, cpu_start = 0;
+    double start = 0, cpu_start = 0, el_plain = 0;
     for (int it = 0;; it++) {
         if (it == 2) {
             start = time_now();
             cpu_start = (double)clock() / CLOCKS_PER_SEC;
         }
-        for (int l = 0; l < np; l++)
-            for (int o = 0; o < 3; o++) {
-                if (o == 1 && l == 0) continue;
-                p[l][o].engine = engine;
-                prod_run(&p[l][o]);
+        for (int pass = 0; pass <= update; pass++) {
+            double t0 = time_now();
+            for (int l = 0; l < np; l++) {
+                p[l][2].beta = update && pass == 0 ? 1.0f : 0.0f;
+                for (int o = 0; o < 3; o++) {
+                    if (o == 1 && l == 0) continue;
+                    p[l][o].engine = engine;
+                    prod_run(&p[l][o]);
+                }
             }
+            if (pass == 1 && it >= 2) el_plain += time_now() - t0;
+        }
         if (it >= 2) steps++;
         if (it >= 2 && time_now() - start >= seconds) break;
     }
-    double el = time_now() - start, cpu = (double)clock() / CLOCKS_PER_SEC - cpu_start;
-    printf("samples_per_sec=%.1f gflops=%.1f cpu_samples_per_sec=%.1f\n", steps * (double)mb / el,
-           steps * flops / el / 1e9, steps * (double)mb * threads / cpu);
+    double el = time_now() - start - el_plain;
+    double cpu = (double)clock() / CLOCKS_PER_SEC - cpu_start;
+    printf("samples_per_sec=%.1f gflops=%.1f cpu_samples_per_sec=%.1f", steps * (double)mb / el,
+           steps * flops / el / 1e9, steps * (double)mb * threads / cpu * (update ? 2 : 1));
+    if (update) printf(" plain_samples_per_sec=%.1f", steps * (double)mb / el_plain);
+    printf("\n");
     for (int l = 0; l < np; l++)
         for (int o = 0; o < 3; o++)
             if (!(o == 1 && l == 0)) prod_free(&p[l][o]);
@@ -236,7 +254,8 @@ int main(int argc, char **argv) {
     if (argc >= 6 && !strcmp(argv[1], "shapes")) return shapes_main(argc, argv);
     if (argc >= 6 && !strcmp(argv[1], "bound")) return bound_main(argc, argv);
     fprintf(stderr, "usage: gemm-rates shapes <threads> <seconds> <mb,...> <d0,d1,...> ...\n"
-                    "       gemm-rates bound <openblas|dnnl-f32|dnnl-bf16> <mb> <threads> "
+                    "       gemm-rates bound <openblas|dnnl-f32|dnnl-bf16|dnnl-bf16-update> <mb> "
+                    "<threads> "
                     "<d0,d1,...> [seconds]\n");
     return 2;
 }

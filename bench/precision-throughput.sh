@@ -5,7 +5,10 @@
 # (bench/torch_mlp.py), and the GEMM bounds of one step (the three products of every layer,
 # bench/gemm-rates.c bound: OpenBLAS, oneDNN fp32, oneDNN bf16 on operands already in bf16).
 # Every figure is the median of --repeats rounds; within a round the configurations run one after
-# another (interleaved), so load from other jobs spreads over all of them.
+# another (interleaved), so load from other jobs spreads over all of them; every ratio is the
+# median over rounds of the ratio within a round (this VM's speed drifts by 10-40% over seconds).
+# "step NG cost bf16" is bench/train-step.c training the Affine and the NG network in bf16 in
+# turns of 0.25 s in one process (median over turns): the NG cost least disturbed by the drift.
 # Two figures per cell: the wall-clock rate, and the CPU-time rate (samples per `threads` seconds
 # of the process's CPU time: on a machine shared with other jobs, closer to what the run would
 # reach alone; it undercounts runs whose idle threads spin).
@@ -41,6 +44,8 @@ make -s -C "$top" all >/dev/null
 libs=$(make -s -C "$top" print-ldlibs)
 cc -std=c11 -D_GNU_SOURCE -O2 -I"$top/src" "$top/bench/gemm-rates.c" "$top/lib/libparnet.a" $libs \
     -o "$top/build/bench/gemm-rates"
+cc -std=c11 -D_GNU_SOURCE -O2 -I"$top/src" "$top/bench/train-step.c" "$top/lib/libparnet.a" $libs \
+    -o "$top/build/bench/train-step"
 /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "$0: needs python3-torch" >&2; exit 1; }
 
 . "$top/bench/lib.sh"
@@ -89,6 +94,7 @@ for net in "${netlist[@]}"; do
             # about `seconds` of bf16 training at a generous rate (samples/s per thread)
             passes=$(( (seconds * t * (d[0] > 500 ? rate : rate / 2) + count - 1) / count ))
             declare -A wall=() cpu=()
+            step_cost=()
             for r in $(seq $repeats); do
                 for c in "${cols[@]}"; do
                     case $c in
@@ -104,19 +110,24 @@ for net in "${netlist[@]}"; do
                     esac
                     wall[$c]+="${v% *} " cpu[$c]+="${v#* } "
                 done
+                "$top/build/bench/train-step" $work/affine.mdl $mb $t $seconds no bf16 $work/ng.mdl \
+                    >$work/step 2>/dev/null
+                step_cost+=("$(field cost_median <$work/step)")
             done
+            sc=$(printf '%s\n' "${step_cost[@]}" | median | awk '{ printf "%+.0f%%", $1 * 100 }')
             for kind in wall cpu; do
                 declare -n vals=$kind
                 declare -A med=()
                 for c in "${cols[@]}"; do med[$c]=$(printf '%s\n' ${vals[$c]} | median); done
-                ratio() { awk -v a=$1 -v b=$2 'BEGIN { printf "%.2f", a / b }'; }
-                cost() { awk -v a=$1 -v g=$2 'BEGIN { printf "%+.0f%%", (a / g - 1) * 100 }'; }
-                row=$(printf "| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s |" \
+                # median over rounds of x_r / y_r, and of the cost y_r / x_r - 1
+                ratio() { paste <(printf '%s\n' ${vals[$1]}) <(printf '%s\n' ${vals[$2]}) |
+                          awk '{ print $1 / $2 }' | median | awk '{ printf "%.2f", $1 }'; }
+                cost() { awk -v r=$(ratio $1 $2) 'BEGIN { printf "%+.0f%%", (r - 1) * 100 }'; }
+                row=$(printf "| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s | %s |" \
                     $name $mb $t ${med[fp32-A]} ${med[fp32-NG]} ${med[bf16-A]} ${med[bf16-NG]} \
                     ${med[torch-fp32]} ${med[torch-bf16]} ${med[bound-openblas]} ${med[bound-onednn-f32]} \
-                    ${med[bound-onednn-bf16]} "$(ratio ${med[bf16-A]} ${med[fp32-A]})" \
-                    "$(ratio ${med[bf16-A]} ${med[torch-bf16]})" "$(ratio ${med[bf16-A]} ${med[bound-onednn-bf16]})" \
-                    "$(cost ${med[fp32-A]} ${med[fp32-NG]})" "$(cost ${med[bf16-A]} ${med[bf16-NG]})")
+                    ${med[bound-onednn-bf16]} "$(ratio bf16-A fp32-A)" "$(ratio bf16-A torch-bf16)" \
+                    "$(ratio bf16-A bound-onednn-bf16)" "$(cost fp32-A fp32-NG)" "$(cost bf16-A bf16-NG)" "$sc")
                 [ $kind = wall ] && rows_wall+=("$row") || rows_cpu+=("$row")
                 echo "$kind $row" >&2
                 unset -n vals
@@ -124,8 +135,8 @@ for net in "${netlist[@]}"; do
         done
     done
 done
-head="| network | mb | threads | fp32 Affine | fp32 NG | bf16 Affine | bf16 NG | PyTorch fp32 | PyTorch bf16 autocast | bound OpenBLAS | bound oneDNN fp32 | bound oneDNN bf16 | bf16/fp32 | bf16/PyTorch bf16 | bf16/bf16 bound | NG cost fp32 | NG cost bf16 |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+head="| network | mb | threads | fp32 Affine | fp32 NG | bf16 Affine | bf16 NG | PyTorch fp32 | PyTorch bf16 autocast | bound OpenBLAS | bound oneDNN fp32 | bound oneDNN bf16 | bf16/fp32 | bf16/PyTorch bf16 | bf16/bf16 bound | NG cost fp32 | NG cost bf16 | step NG cost bf16 |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 echo "Wall-clock samples/s:"; echo; echo "$head"; printf '%s\n' "${rows_wall[@]}"; echo
 echo "CPU-time samples/s (per threads x CPU-second):"; echo; echo "$head"; printf '%s\n' "${rows_cpu[@]}"; echo
-echo "median of $repeats interleaved rounds of ~$seconds s; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $(date -u +%F)"
+echo "median of $repeats interleaved rounds of ~$seconds s; ratios and NG costs: median over rounds of the ratio within a round; step NG cost: bench/train-step.c, Affine and NG in bf16 in turns of 0.25 s; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $(date -u +%F)"
