@@ -49,7 +49,7 @@ cc -std=c11 -D_GNU_SOURCE -O2 -I"$top/src" "$top/bench/train-step.c" "$top/lib/l
 /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "$0: needs python3-torch" >&2; exit 1; }
 
 . "$top/bench/lib.sh"
-field() { sed -n "s/.*\<$1=\([0-9.]*\).*/\1/p"; } # field NAME < "a=1 NAME=2"
+field() { sed -n "s/.*\<$1=\([0-9.-]*\).*/\1/p"; } # field NAME < "a=1 NAME=-2"
 
 # nnet-train end to end: "wall cpu" rates (frames over its own clock; over user+sys CPU / threads)
 parnet_rate() { # model egs mb threads passes precision
