@@ -25,7 +25,7 @@ else
 endif
 LDLIBS := -lopenblas -lfftw3f -lz -lpthread -lm
 
-# oneDNN (Debian's libdnnl-dev): the bf16 matrix products on AMX / AVX512-BF16 (src/matrix/dnnl.c).
+# oneDNN (Debian's libdnnl-dev): the bf16 matrix products on AMX / AVX512-BF16 (src/matrix/onednn.c).
 # Used when its header and library are found; without it everything builds and runs as before and
 # --precision=bf16 says why it cannot run. oneDNN's Debian build threads with OpenMP (libgomp).
 DNNL_FOUND := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\nint main(void){return dnnl_get_effective_cpu_isa() < 0;}\n' | \
@@ -65,7 +65,7 @@ NVCCFLAGS := -O2 -g -std=c++17 -Isrc -DHAVE_CUDA=1 --extended-lambda $(CUDA_ARCH
 
 CFLAGS += $(CFLAGS_BASE) $(OPT) $(CFLAGS_CUDA) $(CFLAGS_DNNL) -MMD -MP
 
-# Layers, lowest first (STYLE.md §2): a module includes only its own layer or lower ones.
+# Layers, lowest first (docs/STYLE.md §2): a module includes only its own layer or lower ones.
 MODULES := base matrix cuda io feat natgrad egs nnet train decode
 LIB_SRC := $(foreach m,$(MODULES),$(wildcard src/$(m)/*.c))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/%.o)

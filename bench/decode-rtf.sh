@@ -6,7 +6,7 @@
 #
 # Usage: bench/decode-rtf.sh [--repeats N] [<recipe-dir>]    (after egs/espeak-digits/run.sh)
 # e.g.:  bench/decode-rtf.sh --repeats 5 egs/espeak-digits
-# The figures in docs/BENCHMARKS.md ("Decoding speed") come from it.
+# The figures in docs/BENCHMARKS.md ("Decoding") come from it.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=$top/bin:$PATH

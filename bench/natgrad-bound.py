@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """NG-SGD's FLOPs against the layer GEMMs' for the two benchmark MLPs, and the bound on its cost
-they give at measured rates (docs/BENCHMARKS.md, "Issue 17, third pass").
+they give at measured rates (docs/BENCHMARKS.md, "Natural gradient's products").
   python3 bench/natgrad-bound.py [rate_fused rate_hj rate_klw_lo rate_klw_hi]
 Rates are fractions of the layer GEMMs' rate (defaults: 0.87, 0.8, 0.6, 0.45)."""
 import sys

@@ -1,5 +1,5 @@
 /* The natural gradient's update-call products on one side, the two ways natgrad can do them, on
- * random data held in memory (docs/BENCHMARKS.md, "Issue 17, third pass"):
+ * random data held in memory (docs/BENCHMARKS.md, "Natural gradient's products"):
  *   project-rate <N> <D> <R> <reps> [threads]
  * times, interleaved, `reps` times each (wall clock per call; min and median printed, the min
  * being the figure least disturbed by other load): blas_h_j = OpenBLAS H = X W^T and J = H^T X,

@@ -2,7 +2,7 @@
  * call by call in one process (so that the VM's drift falls on both alike): natural gradient's
  * fused pass (matrix_project_out: H = X W^T, X - H W; fp32 FMAs, W streaming from L2), an
  * OpenBLAS sgemm and a oneDNN bf16 product of a layer's size. Median of 300 calls each
- * (docs/BENCHMARKS.md, "Issue 19, third round").
+ * (docs/history/2026-12-01-benchmarks.md, "Issue 19, third round").
  *   thread-scaling <D>        (N = 512, R = 80, layer 1024 wide)
  * Build: cc -std=c11 -D_GNU_SOURCE -O2 -march=native -pthread -Isrc bench/thread-scaling.c \
  *        lib/libparnet.a $(make -s print-ldlibs) -o thread-scaling */

@@ -9,7 +9,7 @@
 # Iteration 0 keeps the best job's model instead of the average (Kaldi).
 # Every model is written atomically by the programs; rerun with --stage N to resume at iteration N.
 #
-# Safety (reference/kaldi-nnet2.md; README "Safe by default"): nnet-train clips with its default
+# Safety (Kaldi nnet3's defaults; README "Safe by default"): nnet-train clips with its default
 # global max-change (2.0) and the components' default max-changes; iteration 0 trains with half the
 # minibatch and max-change/sqrt(2) (Kaldi nnet3). After every iteration the validation objective of
 # the new model is checked: when it is not finite, or falls clearly below the initial model's
@@ -29,7 +29,7 @@
 #   average    the plain average of the jobs' models (Kaldi).
 #   agreement  jobs whose change since $x.mdl disagrees with the consensus change (cosine distance
 #              > --agreement-threshold) are left out of the average (nnet-average
-#              --agreement-threshold); not in the literature, measured in docs/EXPERIMENTS.md.
+#              --agreement-threshold); not in the literature, measured in docs/history/*-experiments.md.
 #   elastic    EASGD, periodic form with one exchange per iteration: each job keeps its own replica
 #              x_j (x.j.rep.mdl); after training, the centre moves x~ <- x~ + alpha sum_j (x_j - x~)
 #              (nnet-average --elastic-alpha) and each replica is pulled x_j <- x_j - alpha (x_j - x~).

@@ -9,7 +9,7 @@
 #   status  exit 0 if the queue is usable, 3 otherwise.
 # Must run as root. Clients need SGE_ROOT=/var/lib/gridengine SGE_CELL=default (utils/queue.pl
 # sets them when they are unset).
-# Traps handled here (reference/engines.md §2): 127.0.0.1 reverse-resolves to "localhost", not to
+# Traps handled here: 127.0.0.1 reverse-resolves to "localhost", not to
 # the host name (fixed with host_aliases); min_uid 1000 rejects root's jobs; the queue's default
 # load threshold stops it on a busy machine; the init script's
 # "stop" does nothing (wrong PID file), and a second "start" launches a second qmaster.

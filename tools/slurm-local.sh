@@ -7,7 +7,7 @@
 #   stop    scontrol shutdown, then kill what is left by PID, and munged if this script started it.
 #   status  exit 0 if the node answers and is usable, 3 otherwise.
 # Must run as root. Refuses to overwrite a slurm.conf that it did not write (PARNET_FORCE=1 does).
-# Notes (reference/engines.md): no accounting (sacct does not work; finished jobs stay visible to
+# Notes: no accounting (sacct does not work; finished jobs stay visible to
 # scontrol for MinJobAge=3600 s); batch_sched_delay=0 so that jobs start within ~1 s.
 set -euo pipefail
 

@@ -10,7 +10,7 @@
 # Arrays are one sbatch --array=a-b[%max-jobs-run] job. The job script is logdir/q/<base>.sh;
 # sbatch's own output goes to logdir/q/<base>.log.
 # Waiting does not use sbatch --wait (its poll interval grows to 32 s, and with a short MinJobAge
-# it can lose a failure, reference/engines.md): squeue is polled for the job's existence, and each
+# it can lose a failure): squeue is polled for the job's existence, and each
 # task's status is read from the sync file its script writes (or its log's footer).
 # Details of the config, the job script and the waiting: utils/lib/JobQueue.pm.
 use strict;

@@ -2,7 +2,7 @@
 # Every parallel-training strategy of parnet on the same data and budget, one table:
 # test accuracy, validation log-prob, wall time and model bytes moved through the shared
 # filesystem (or MPI). Small by default (--limit 6000 images, 4 epochs, 2 jobs) so that it runs in
-# minutes on a 2-core machine; results and commands in docs/EXPERIMENTS.md.
+# minutes on a 2-core machine; results and commands in docs/history/2026-12-01-experiments.md.
 #   egs/fashion-mnist/compare.sh [--limit 6000] [--num-epochs 4] [--stage 0] [--only "name ..."]
 # Rows (each a steps/train.sh run, final.mdl = the last model unless the method says otherwise):
 #   single        1 job (examples cut for 1 job, the same examples per iteration in total), NG-SGD

@@ -7,7 +7,7 @@
  *     WARNING (...) / ERROR (...) / VLOG[2] (...)
  *   log_set_program(argv[0]) once in main; VLOG(n, ...) prints when n <= log_verbose.
  *
- * Errors, three tiers (STYLE.md §9):
+ * Errors, three tiers (docs/STYLE.md §9):
  *   - a programmer bug: ASSERT(cond) prints file:line and abort()s;
  *   - bad input inside the library: error_set() records one message for this thread and returns -1;
  *     callers add context with error_wrap() ("file 'x': key 'k': " + reason) and pass -1 up.
@@ -15,7 +15,7 @@
  *   - in main: die("cannot read '%s': %s", name, error_get()) prints the ERROR line once, exits 1.
  *
  * Memory: xmalloc/xcalloc/xrealloc abort on exhaustion (an OOM is not bad input). Readers must check
- * sizes from files against what is left before allocating (STYLE.md §7).
+ * sizes from files against what is left before allocating (docs/STYLE.md §7).
  *
  * Options: a table of struct option_spec, parsed by options_parse(), which understands
  *   --name=value, bare --flag (booleans), --config=FILE (lines "--name=value", '#' comments),

@@ -65,7 +65,7 @@ static int on_synth(short *wav, int n, espeak_EVENT *ev) {
 static void put32(FILE *f, uint32_t v) { for (int i = 0; i < 4; i++) fputc((v >> 8 * i) & 255, f); }
 static void put16(FILE *f, uint16_t v) { fputc(v & 255, f); fputc(v >> 8, f); }
 
-/* Writes a RIFF/WAVE file under a temporary name, then renames it (STYLE.md §8). */
+/* Writes a RIFF/WAVE file under a temporary name, then renames it (docs/STYLE.md §8). */
 static int write_wav(const char *path, const int16_t *pcm, long n, int rate) {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);

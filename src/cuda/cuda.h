@@ -1,7 +1,7 @@
 /* cuda: the device backend behind matrix.h (built only with `make CUDA=1`).
  *
  * Who calls this. Only the matrix layer (src/matrix/), from inside its operations, after it has
- * checked shapes and that every operand lives on the GPU (STYLE.md §4). Nothing else includes
+ * checked shapes and that every operand lives on the GPU (docs/STYLE.md §4). Nothing else includes
  * this header: programs choose the device with matrix_select_device() from matrix.h.
  *
  * Plain C, no CUDA types: the .cu files implement it with the CUDA runtime and cuBLAS, one file

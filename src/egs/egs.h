@@ -1,6 +1,6 @@
 /* egs: training examples ("egs"), their archive format, and the example-archive plumbing.
  *
- * An example is what Kaldi nnet2 calls an NnetExample (reference/kaldi-nnet2.md §2): a block of
+ * An example is what Kaldi nnet2 calls an NnetExample (Kaldi's nnet2/nnet-example.h): a block of
  * input frames, rows = L + T + R, where L = left_context input rows precede the T labelled
  * frames and R = rows - L - T follow them; and for each of the T frames a sparse list of
  * (index, weight) labels (possibly empty: a padding frame at the end of an utterance). A network

@@ -1,8 +1,8 @@
 /* io: Kaldi-compatible input/output — extended filenames, Kaldi objects, tables, zlib.
  *
  * Everything a file holds is read and written through this module, byte-compatible with Kaldi
- * (reference/kaldi-nnet2.md §3). Objects are host matrices (device MATRIX_CPU); callers move them
- * to a device themselves.
+ * (the layouts are written out below). Objects are host matrices (device MATRIX_CPU); callers
+ * move them to a device themselves.
  *
  * ---- Streams ----
  * struct kin reads an rxfilename:

@@ -254,7 +254,7 @@ void cpu_project_out(struct cpu_mat x, struct cpu_mat h, struct cpu_mat w, int h
 
 /* ---- with J = H^T X0 (cpu_project_out_j) ---- */
 
-/* Measured (docs/BENCHMARKS.md, "Issue 17, third pass"): against OpenBLAS's H and J this pass
+/* Measured (docs/BENCHMARKS.md, "Natural gradient's products"): against OpenBLAS's H and J this pass
  * wins on AVX-512 at rank 20 (5-6% on 1 thread, 22-28% on 2) and loses at rank 80 (up to 12%:
  * pass 1 streams the R x D W from L2 for every 4 rows, OpenBLAS packs it) and on AVX2 at
  * every rank (6-20%: pass 1's 16 accumulators spill there). So it is preferred below this rank

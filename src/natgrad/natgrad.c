@@ -1,5 +1,5 @@
 /* Online natural-gradient preconditioner; section numbers refer to
- * reference/natural-gradient.md. The per-minibatch algorithm is §1.4; the guards are §1.5.
+ * docs/NATURAL-GRADIENT.md. The per-minibatch algorithm is §1.4; the guards are §1.5.
  *
  * Notation: D dim, R rank, N rows of X. W = E^{1/2} R (R x D) where E = diag(e),
  * e_i = 1 / (1 + beta / d_i); by Woodbury beta G^{-1} = I - R^T E R, so Xhat = X - (X W^T) W.
@@ -45,7 +45,7 @@ struct natgrad {
     float *gs_host; /* R x D, only if Gram-Schmidt was ever needed */
     double *gs;     /* R x D */
     /* An update's host part (natgrad_update_host: Z, its eigenproblem, d', rho' and A), which
-     * only the next call needs (§6: Xhat uses the old W). With pending it has been handed to the
+     * only the next call needs (§1.3: Xhat uses the old W). With pending it has been handed to the
      * helper thread (or is to be run by natgrad_join); natgrad_join, at the start of the next
      * call, waits for it and finishes the update (W' = A [W; J], in wj[!cur]; J stays in wj[cur]
      * meanwhile). Everything it touches is host scratch that nothing else uses in between. */
@@ -438,7 +438,7 @@ static void natgrad_join(struct natgrad *p) {
     }
 }
 
-/* The products of one call of §1.4 with the old W (§6): x (N x D, N >= 1) receives Xhat =
+/* The products of one call of §1.4 with the old W (§1.3): x (N x D, N >= 1) receives Xhat =
  * X0 - H W, row_sq (may be NULL) its squared row norms; on update calls H and J = H^T X0 are
  * kept (J in wj) for natgrad_update. X0 = src when src is not NULL (N x D, or N x (D - 1) and a
  * last column of ones), with the squared norms of its rows in in_sq; else x itself. */

@@ -1,7 +1,7 @@
 /* natgrad: the online natural-gradient preconditioner of Kaldi (nnet3 OnlineNaturalGradient,
  * nnet2 OnlinePreconditioner). A NaturalGradientAffine layer owns two: one for its input rows
  * with a column of ones appended (dim Di+1), one for its output-derivative rows (dim Do); its
- * step is lr * gamma_in * gamma_out * Yhat^T Xhat. Maths: reference/natural-gradient.md §1.
+ * step is lr * gamma_in * gamma_out * Yhat^T Xhat. Maths: docs/NATURAL-GRADIENT.md §1.
  *
  * What it computes. For a stream of minibatches X_t (N x D, one vector per row) it keeps
  *     F_t = R_t^T diag(d_t) R_t + rho_t I      R_t: R x D with orthonormal rows, 1 <= R < D,
@@ -10,7 +10,7 @@
  *     beta_t = rho_t (1 + alpha) + (alpha/D) sum(d_t),
  * returning gamma_t = ||X_t||_F / ||Xhat_t||_F (1 if either is 0) in *scale: gamma * Xhat has the
  * norm of X_t; the caller folds gamma into its learning rate (§1.3). Minibatch t is preconditioned
- * with F_t, the estimate from before it (§6). On update steps the estimate then becomes F_{t+1},
+ * with F_t, the estimate from before it (§1.3). On update steps the estimate then becomes F_{t+1},
  * one power-iteration step towards eta S_t + (1 - eta) F_t with S_t = X_t^T X_t / N and
  * eta = min(0.9, 1 - exp(-N / num_samples_history)), keeping the trace (§1.2). Updates happen on
  * calls 0..10 and then every update_period-th call (nnet3's schedule, §1.5). The first minibatch

@@ -230,7 +230,7 @@ const struct component_ops affine_component_ops = {
     .info = affine_info_stats,
 };
 
-/* ---- NaturalGradientAffine (reference/natural-gradient.md §1.1, §2) ----
+/* ---- NaturalGradientAffine (docs/NATURAL-GRADIENT.md §1.1, §2) ----
  * The step is lr * gamma_in * gamma_out * Y^T X, where X = [in | 1] and Y = out_deriv after each
  * went through its own online preconditioner (the bias shares the input side through the column
  * of ones). Kaldi nnet2's max-change-per-sample then bounds lr * gamma_in * gamma_out *

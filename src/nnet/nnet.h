@@ -4,14 +4,14 @@
  * a (rows_{i+1} x output_dim_i) matrix. Every component works row by row except Splice, which
  * takes a window of rows (context) and so shortens each chunk of rows (see "Chunks" below).
  *
- * Components as tables of operations (STYLE.md §5). Each type has one `const struct
+ * Components as tables of operations (docs/STYLE.md §5). Each type has one `const struct
  * component_ops`: its type token, config aliases, init from a config line, read/write, propagate,
  * backprop, info. component_ops_find() maps a type name ("AffineComponent", "<AffineComponent>"
  * or a Kaldi nnet2 alias such as "AffineComponentPreconditionedOnline") to its ops; the config
  * parser and the model reader both use it.
  *
- * One parameter block (STYLE.md §3). The trainable parameters of every updatable component live in
- * ONE contiguous vector, nnet_params(n); component i's parameters are the slice
+ * One parameter block (docs/STYLE.md §3). The trainable parameters of every updatable component
+ * live in ONE contiguous vector, nnet_params(n); component i's parameters are the slice
  * [param_offset, param_offset + num_params), which it sees through views (matrix_from_vector /
  * vector_range). Averaging, all-reduce, elastic coupling are single vector ops over that block.
  * The block holds only the updatable parameters (Kaldi's "parameter-dim"); fixed components
@@ -33,7 +33,7 @@
  * max-change (nnet_set_max_change, 0 = off), and adds it to the parameters. A step that is not
  * finite is skipped with a warning and never written into the parameters.
  *
- * Model file (binary or text, Kaldi token style, reference/kaldi-nnet2.md §3.4):
+ * Model file (binary or text, Kaldi nnet2's token layout):
  *     <Nnet> <Version> 1 <NumComponents> N <Components>
  *       <AffineComponent> <LearningRate> f <MaxChange> f <LinearParams> FM.. <BiasParams> FV..
  *         <IsGradient> F </AffineComponent>

@@ -1,5 +1,5 @@
 /* nnet-combine: per-(model, updatable component) weights by L-BFGS on validation examples, as
- * Kaldi's nnet-combine-fast (reference/kaldi-nnet2.md §1.7), without its Fisher preconditioning.
+ * Kaldi's nnet-combine-fast (nnet2/combine-nnet-fast.cc), without its Fisher preconditioning.
  * The weights are not constrained to sum to 1. */
 #include "train/combine.h"
 #include "train/minibatch.h"

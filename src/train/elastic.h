@@ -1,5 +1,5 @@
 /* elastic: the two vector rules of the elastic and local-entropy methods, over whole parameter
- * blocks (STYLE.md §3):
+ * blocks (docs/STYLE.md §3):
  *   EASGD (Zhang, Choromanska, LeCun, "Deep learning with Elastic Averaging SGD", NIPS 2015,
  *     arXiv 1412.6651): the worker's pull toward the centre;
  *   Parle (Chaudhari, Baldassi, Zecchina, Soatto, Talwalkar, Oberman, arXiv 1707.00424): the

@@ -1,7 +1,7 @@
 /* Parle and EASGD inside the synchronous loop (sync.h: TRAIN_SYNC_PARLE, TRAIN_SYNC_ELASTIC):
  * the per-rank state (centre, anchor, EMA, outer velocity) and the exchange every L or tau
  * minibatches. train_sync (sync.c) calls these around its local steps; every exchange is a sum
- * all-reduce of one parameter-sized vector (STYLE.md §3). */
+ * all-reduce of one parameter-sized vector (docs/STYLE.md §3). */
 #include "train/elastic.h"
 #include "train/train-internal.h"
 #include "io/io.h"

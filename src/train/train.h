@@ -12,7 +12,7 @@
  *   model-level average.h (weighted, agreement-filtered and elastic-centre averages of model
  *               files), combine.h (Kaldi's nnet-combine-fast: L-BFGS weights), twa.h (trainable
  *               weight averaging), feature-transform.h (input normalisation: mean/variance, LDA)
- * Every rule is a vector operation over the whole parameter block (STYLE.md §3).
+ * Every rule is a vector operation over the whole parameter block (docs/STYLE.md §3).
  *
  * Objective (Kaldi nnet2): weighted cross-entropy, sum over labels of w * log p(label); the
  * gradient is SUMMED over the minibatch, so learning rates are per sample. Accuracy counts a

@@ -1,5 +1,5 @@
-/* Unit tests for io: byte-level fixtures built by hand from the format description
- * (reference/kaldi-nnet2.md §3), not only round trips. */
+/* Unit tests for io: byte-level fixtures built by hand from the layouts written out
+ * in src/io/io.h, not only round trips. */
 #include "io/io.h"
 #include "test.h"
 

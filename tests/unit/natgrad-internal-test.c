@@ -1,4 +1,4 @@
-/* White-box tests of natgrad's re-orthogonalization (reference/natural-gradient.md §1.5), which
+/* White-box tests of natgrad's re-orthogonalization (docs/NATURAL-GRADIENT.md §1.5), which
  * ordinary data reach only after long runs: the Cholesky transform, and its Gram-Schmidt fallback
  * for ill-conditioned and singular rows. The module is compiled into this file to reach its static
  * functions; the library's copy is then not linked. */

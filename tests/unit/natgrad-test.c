@@ -1,5 +1,5 @@
 /* Unit tests for natgrad: the fast preconditioner against a dense double-precision reference that
- * forms F, S, T, Y, Z and G^{-1} explicitly (reference/natural-gradient.md §1.2-1.3, §1.5), plus
+ * forms F, S, T, Y, Z and G^{-1} explicitly (docs/NATURAL-GRADIENT.md §1.2-1.3, §1.5), plus
  * the guards (zero and non-finite input, dim 1, rank reduction), the schedule and determinism. */
 #include "natgrad/natgrad.h"
 #include "matrix/matrix-internal.h" /* matrix_project_j_path */

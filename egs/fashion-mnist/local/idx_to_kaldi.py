@@ -9,7 +9,7 @@ With <valid-dir>, a seeded random --valid images (default 5000) go there and the
 --shifts K adds, to <out-dir> only, K copies of each image translated by a seeded random offset of
 up to 2 pixels in each direction (keys <key>-s1 .. <key>-sK), a standard augmentation for
 Fashion-MNIST; the held-out directory never gets shifted copies.
-The archives are written byte for byte in Kaldi's binary format (reference/kaldi-nnet2.md §3.1):
+The archives are written byte for byte in Kaldi's binary format (layouts in src/io/io.h):
   key SP \\0B "FM " \\x04 int32(rows) \\x04 int32(cols) float32 data
   key SP \\0B \\x04 int32(count) then \\x04 int32 per element (Kaldi's BasicVectorHolder)
 and every scp line points just after "key ", as Kaldi's ark,scp writer does.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The MPI local-SGD experiment of docs/EXPERIMENTS.md: Fashion-MNIST (reduced with --limit), 2 and
-# 4 ranks, averaging every K in {1, 8, 64, one epoch} minibatches, plain SGD vs NG-SGD, plus
-# synchronous SGD (--mode gradients) as the baseline. Prints one table row per run: validation and
+# The MPI local-SGD experiment of docs/history/2026-12-01-experiments.md: Fashion-MNIST (reduced
+# with --limit), 2 and 4 ranks, averaging every K in {1, 8, 64, one epoch} minibatches, plain
+# SGD vs NG-SGD, plus synchronous SGD (--mode gradients) as the baseline. Prints one table row per run: validation and
 # test accuracy, parameter bytes all-reduced per rank, wall time of training, and the share of the
 # training loop spent in the parameter all-reduce and in the per-minibatch flag.
 #   local/mpi_experiment.sh [--limit 24000] [--num-epochs 3] [--minibatch-size 64] [--ranks "2 4"]
