@@ -6,17 +6,32 @@
 # frame), optionally utt2spk.
 # Output in <egs-dir>:
 #   egs.JOB.ITER.ark            JOB = 1..num_jobs, ITER = 0..iters_per_epoch-1, shuffled
-#   valid_diagnostic.egs, train_diagnostic.egs, combine.egs
-#   info/{num_jobs,iters_per_epoch,samples_per_iter,num_frames,feat_dim,left_context,right_context}
+#   valid_diagnostic.egs, train_diagnostic.egs, combine.egs (one labelled frame per example)
+#   info/{num_jobs,iters_per_epoch,samples_per_iter,num_frames,feat_dim,left_context,right_context,
+#         frames_per_eg}
 #   (and num_jobs_nnet, iters_per_epoch, samples_per_iter at the top level, as Kaldi)
+#
+# The training examples have Kaldi get_egs2.sh's layout: --frames-per-eg consecutive labelled
+# frames (default 8) sharing one block of context, so the context is stored once per 8 frames
+# instead of once per frame (bytes per labelled frame: docs/BENCHMARKS.md "Speech at scale").
+# --samples-per-iter counts labelled frames, so an archive holds what one job trains on in one
+# iteration whatever the corpus size (Kaldi's frames_per_iter). Nothing holds the corpus in memory:
+# --nj nnet-get-egs jobs each cut a shuffled share of the utterances and deal their examples at
+# random over all archives; each archive is then shuffled through a buffer of
+# --shuffle-buffer-size examples (nnet-shuffle-egs --buffer-size). Everything is drawn from
+# --srand: the same inputs and options give byte-identical archives.
 
 # Begin configuration section.
 cmd=utils/run.pl
 stage=0
 left_context=0
 right_context=0
-samples_per_iter=200000   # examples per job per iteration
+samples_per_iter=200000   # labelled frames per job per iteration (per archive)
 num_jobs=4                # number of parallel training jobs the archives are cut for
+frames_per_eg=8           # labelled frames per training example, sharing their context (Kaldi
+                          # get_egs2.sh); at most the longest utterance (1 for one-frame data)
+nj=4                      # nnet-get-egs jobs
+shuffle_buffer_size=10000 # examples held by each archive's shuffle
 num_utts_subset=300       # utterances held out for validation (and as a training subset)
 num_frames_diagnostic=4000
 num_frames_combine=10000
@@ -34,15 +49,23 @@ Options:
   --stage <n>                 resume from stage n (default: 0)
   --left-context <n>          frames of left context per example (default: 0)
   --right-context <n>         frames of right context per example (default: 0)
-  --samples-per-iter <n>      examples per job per iteration (default: 200000)
+  --samples-per-iter <n>      labelled frames per job per iteration, i.e. per archive
+                              (default: 200000)
   --num-jobs <n>              number of training jobs (archives per iteration) (default: 4)
+  --frames-per-eg <n>         labelled frames per training example, sharing their context as in
+                              Kaldi's get_egs2.sh; cut to the longest utterance (default: 8)
+  --nj <n>                    nnet-get-egs jobs over shares of the utterances (default: 4)
+  --shuffle-buffer-size <n>   examples each archive's shuffle holds in memory (default: 10000)
   --num-utts-subset <n>       utterances held out for diagnostics (default: 300)
   --valid-data-dir <dir>      take validation examples from this data directory instead
   --compress <mode>           none|8bit|16bit|zlib (default: 8bit). none: floats as given;
                               zlib: lossless (deflated floats); 8bit/16bit: examples of <= 8
-                              rows in parnet's PQ (a range per input dimension shared by the
-                              examples, 255/65535 steps each), longer ones in Kaldi's CM (8bit,
-                              per-column ranges) or CM2 (16bit, one range). nnet-get-egs
+                              rows or of several frames in parnet's PQ (a range per input
+                              dimension shared by the examples, 255/65535 steps each; 8-bit
+                              multi-frame ones coded losslessly), other ones in Kaldi's CM (8bit,
+                              per-column ranges) or CM2 (16bit, one range); kaldi: what Kaldi
+                              nnet2 writes (CM, or CM2 up to 8 rows), readable by Kaldi in any
+                              layout (about 1.7x the bytes of 8bit). nnet-get-egs
                               measures the error per dimension and falls back to a finer mode
                               (warning) when it exceeds 0.1 of a dimension's standard deviation
   --feature-transform <type>  meanvar|lda|none: nnet-get-feature-transform on the training
@@ -110,9 +133,14 @@ fi
 
 if [ $stage -le 2 ]; then
     # Count labelled frames: with one label per frame this is the total feature length.
-    num_frames=$(feat-to-len scp:$data/feats.scp ark,t:- 2>/dev/null | awk '{n += $2} END {print n}') \
+    read num_frames max_len < <(feat-to-len scp:$data/feats.scp ark,t:- 2>/dev/null | \
+        awk '{n += $2; if ($2 > m) m = $2} END {print n, m}') && [ -n "$max_len" ] \
         || { echo "$0: feat-to-len failed"; exit 1; }
     feat_dim=$(feat-to-dim scp:$data/feats.scp - 2>/dev/null) || { echo "$0: feat-to-dim failed"; exit 1; }
+    if [ $frames_per_eg -gt $max_len ]; then
+        echo "$0: the longest utterance has $max_len frames: --frames-per-eg $max_len instead of $frames_per_eg"
+        frames_per_eg=$max_len
+    fi
     iters_per_epoch=$(awk -v f=$num_frames -v s=$samples_per_iter -v j=$num_jobs \
         'BEGIN { n = int(f / (s * j) + 0.5); if (n < 1) n = 1; print n }')
     echo $num_frames > $dir/info/num_frames
@@ -122,10 +150,11 @@ if [ $stage -le 2 ]; then
     echo $num_jobs > $dir/info/num_jobs
     echo $iters_per_epoch > $dir/info/iters_per_epoch
     echo $samples_per_iter > $dir/info/samples_per_iter
+    echo $frames_per_eg > $dir/info/frames_per_eg
     cp $dir/info/num_jobs $dir/num_jobs_nnet
     cp $dir/info/iters_per_epoch $dir/iters_per_epoch
     cp $dir/info/samples_per_iter $dir/samples_per_iter
-    echo "$0: $num_frames frames of dimension $feat_dim; $num_jobs jobs x $iters_per_epoch iterations per epoch"
+    echo "$0: $num_frames frames of dimension $feat_dim; $num_jobs jobs x $iters_per_epoch iterations per epoch; $frames_per_eg labelled frames per example"
     rm -f $dir/feature_transform.mat
     case $feature_transform in
         none) ;;
@@ -142,29 +171,38 @@ if [ $stage -le 2 ]; then
 fi
 iters_per_epoch=$(cat $dir/info/iters_per_epoch) || exit 1
 
+frames_per_eg=$(cat $dir/info/frames_per_eg 2>/dev/null || echo 1)
+num_archives=$((num_jobs * iters_per_epoch))
+
 if [ $stage -le 3 ]; then
-    echo "$0: making examples and splitting them among $num_jobs jobs"
-    egs_list=
-    for j in $(seq $num_jobs); do egs_list="$egs_list ark:$dir/egs_orig.$j.ark"; done
-    utils/filter_scp.pl --exclude $dir/valid_uttlist $data/feats.scp > $dir/train_feats.scp
-    $cmd $dir/log/get_egs.log \
-        nnet-get-egs $ctx --compress=$compress scp:$dir/train_feats.scp scp:$data/labels.scp ark:- \| \
-        nnet-copy-egs ark:- $egs_list || exit 1
-    rm $dir/train_feats.scp
+    echo "$0: making examples of $frames_per_eg frames in $nj jobs, dealt over $num_archives archives"
+    # Archive a = 1..num_archives is egs.JOB.ITER.ark with JOB = (a-1) % num_jobs + 1 and
+    # ITER = (a-1) / num_jobs; job k writes its share of archive a to egs_orig.k.a.ark.
+    utils/filter_scp.pl --exclude $dir/valid_uttlist $data/feats.scp | \
+        utils/shuffle_list.pl --srand $srand > $dir/train_feats.scp
+    mkdir -p $dir/split$nj
+    for k in $(seq $nj); do
+        awk -v k=$k -v n=$nj '(NR - 1) % n == k - 1' $dir/train_feats.scp > $dir/split$nj/feats.$k.scp
+    done
+    [ -s $dir/split$nj/feats.$nj.scp ] || { echo "$0: fewer training utterances than --nj $nj"; exit 1; }
+    orig_list=
+    for a in $(seq $num_archives); do orig_list="$orig_list ark:$dir/egs_orig.JOB.$a.ark"; done
+    $cmd JOB=1:$nj $dir/log/get_egs.JOB.log \
+        nnet-get-egs $ctx --num-frames=$frames_per_eg --compress=$compress \
+            scp:$dir/split$nj/feats.JOB.scp scp:$data/labels.scp ark:- \| \
+        nnet-copy-egs --random=true --srand=\$[JOB+$srand] ark:- $orig_list || exit 1
+    rm -r $dir/train_feats.scp $dir/split$nj
 fi
 
 if [ $stage -le 4 ]; then
-    echo "$0: cutting each job's examples into $iters_per_epoch archives and shuffling them"
-    iter_list=
-    for n in $(seq 0 $((iters_per_epoch - 1))); do iter_list="$iter_list ark:$dir/egs_tmp.JOB.$n.ark"; done
-    $cmd JOB=1:$num_jobs $dir/log/split_egs.JOB.log \
-        nnet-copy-egs --random=true --srand=JOB ark:$dir/egs_orig.JOB.ark $iter_list || exit 1
-    for n in $(seq 0 $((iters_per_epoch - 1))); do
-        $cmd JOB=1:$num_jobs $dir/log/shuffle.$n.JOB.log \
-            nnet-shuffle-egs --srand=\$[JOB+$num_jobs*$n] ark:$dir/egs_tmp.JOB.$n.ark \
-                ark:$dir/egs.JOB.$n.ark '&&' rm $dir/egs_tmp.JOB.$n.ark || exit 1
-    done
-    rm $dir/egs_orig.*.ark
+    echo "$0: shuffling each archive through a buffer of $shuffle_buffer_size examples"
+    pieces=
+    for k in $(seq $nj); do pieces="$pieces $dir/egs_orig.$k.JOB.ark"; done
+    $cmd JOB=1:$num_archives $dir/log/shuffle.JOB.log \
+        cat $pieces \| \
+        nnet-shuffle-egs --buffer-size=$shuffle_buffer_size --srand=\$[JOB+$srand] ark:- \
+            ark:$dir/egs.\$[\(JOB-1\)%$num_jobs+1].\$[\(JOB-1\)/$num_jobs].ark '&&' \
+        rm $pieces || exit 1
 fi
 
 echo "$0: finished making examples in $dir"

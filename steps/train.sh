@@ -24,6 +24,13 @@
 # used in turn; num_iters = 2 num_epochs x archives / (ji + jf). Not with elastic or parle.
 # With --feature-transform (default: the egs directory's feature_transform.mat when get_egs.sh
 # made one, "none": off) the network starts with FixedAffineComponent matrix=<that file>.
+# Examples of several labelled frames (get_egs.sh --frames-per-eg, Kaldi get_egs2's layout):
+# --eg-frames all trains on every frame of each example, in minibatches of
+# minibatch-size / frames-per-eg examples (so --minibatch-size still counts frames; nnet3's way);
+# --eg-frames one trains on one frame of each example per iteration (nnet-copy-egs --frame), frame
+# (k / archives) mod frames-per-eg for the k-th archive read, so an epoch (every frame once) takes
+# frames-per-eg times the iterations (nnet2's train_*_accel2.sh). Which by measurement:
+# docs/EXPERIMENTS.md "Speech at scale".
 #
 # Averaging methods (--averaging; papers and modules: docs/ARCHITECTURE.md, "src/train"):
 #   average    the plain average of the jobs' models (Kaldi).
@@ -54,7 +61,8 @@ num_epochs=4
 num_jobs=            # default: the number of jobs the examples were cut for
 num_jobs_initial=    # Kaldi's ramp (default: --num-jobs)
 num_jobs_final=      # (default: --num-jobs)
-minibatch_size=128
+minibatch_size=128   # labelled frames per minibatch
+eg_frames=all        # all | one: frames of a multi-frame example trained on per iteration
 initial_learning_rate=0.01
 final_learning_rate=0.001
 shuffle_buffer_size=5000
@@ -96,7 +104,10 @@ Options:
   --num-jobs <n>                 parallel jobs (default: as the examples were cut)
   --num-jobs-initial <n>         ramp: jobs at the start (default: --num-jobs)
   --num-jobs-final <n>           ramp: jobs at the end (default: --num-jobs)
-  --minibatch-size <n>           (default: 128)
+  --minibatch-size <n>           labelled frames per minibatch (default: 128)
+  --eg-frames <all|one>          with examples of several frames: train on all of them, or on
+                                 one per iteration, another each pass (nnet2's --frame)
+                                 (default: all)
   --initial-learning-rate <r>    effective learning rate at the start (default: 0.01)
   --final-learning-rate <r>      effective learning rate at the end (default: 0.001)
   --shuffle-buffer-size <n>      nnet-shuffle-egs buffer per job (default: 5000)
@@ -159,15 +170,34 @@ for n in $num_jobs_initial $num_jobs_final; do
     fi
 done
 num_archives=$((egs_jobs * iters_per_epoch))
+num_passes=$num_epochs   # over the archives
+case $eg_frames in
+    all) ;;
+    one) # an epoch passes frames_per_eg times over the archives, one frame each time
+         if [ $frames_per_eg -gt 1 ]; then
+             num_passes=$((num_epochs * frames_per_eg)); minibatch_egs=$minibatch_size
+         fi ;;
+    *) echo "$0: --eg-frames $eg_frames: expected all or one"; exit 1 ;;
+esac
 if $ramp; then
     case $averaging in elastic|parle)
         echo "$0: --num-jobs-initial/--num-jobs-final do not apply to --averaging $averaging"; exit 1 ;;
     esac
-    num_iters=$(( 2 * num_epochs * num_archives / (num_jobs_initial + num_jobs_final) ))
+    num_iters=$(( 2 * num_passes * num_archives / (num_jobs_initial + num_jobs_final) ))
 else
-    num_iters=$((num_epochs * iters_per_epoch))
+    num_iters=$((num_passes * iters_per_epoch))
 fi
 [ $num_iters -lt 1 ] && echo "$0: no iterations (num_epochs=$num_epochs)" && exit 1
+# The egs-rspecifier of jobs reading <archive-file>, k archives having been read before (with the
+# ramp, every job of an iteration takes the frame of the iteration's first archive):
+# --eg-frames one puts nnet-copy-egs --frame in front.
+egs_pipe() {   # <archive-file> <k>
+    if [ $eg_frames = one ] && [ $frames_per_eg -gt 1 ]; then
+        echo "ark:nnet-copy-egs --frame=$(( ($2 / num_archives) % frames_per_eg )) ark:$1 ark:- |"
+    else
+        echo "ark:$1"
+    fi
+}
 case $on_divergence in stop|backoff) ;;
     *) echo "$0: --on-divergence $on_divergence: expected stop or backoff"; exit 1 ;;
 esac
@@ -253,9 +283,9 @@ initial_objf=$(valid_objf $dir/log/compute_prob_valid.0.log)
 echo "$0: validation objective of the initial model: $initial_objf"
 
 if $ramp; then
-    echo "$0: $num_iters iterations ($num_epochs epochs over $num_archives archives), jobs ramping $num_jobs_initial -> $num_jobs_final, $averaging"
+    echo "$0: $num_iters iterations ($num_passes passes over $num_archives archives), jobs ramping $num_jobs_initial -> $num_jobs_final, $averaging"
 else
-    echo "$0: $num_iters iterations ($num_epochs epochs x $iters_per_epoch), $num_jobs jobs, $averaging"
+    echo "$0: $num_iters iterations ($num_passes passes x $iters_per_epoch), $num_jobs jobs, $averaging"
 fi
 # A scoped coupling: min(cap, c0 (1 + s)^x).
 scoped() {
@@ -276,7 +306,7 @@ while [ $x -lt $num_iters ]; do
         nj=$(jobs_at $x)
         echo "$0: iteration $x / $num_iters, $nj jobs, learning rate $(learning_rate $x)"
         archive=$((x % iters_per_epoch))
-        egs_in=$egs_dir/egs.JOB.$archive.ark
+        egs_in=$(egs_pipe $egs_dir/egs.JOB.$archive.ark $((x * egs_jobs)))
         if $ramp; then   # job j reads archive (archives so far + j - 1) mod num_archives
             mkdir -p $dir/egs
             before=$(archives_before $x)
@@ -284,13 +314,13 @@ while [ $x -lt $num_iters ]; do
                 k=$(( (before + j - 1) % num_archives ))
                 ln -sf $(cd $egs_dir && pwd)/egs.$((k % egs_jobs + 1)).$((k / egs_jobs)).ark $dir/egs/$x.$j.ark
             done
-            egs_in=$dir/egs/$x.JOB.ark
+            egs_in=$(egs_pipe $dir/egs/$x.JOB.ark $before)
         fi
         start=$dir/$x.mdl extra_opts=
         # Iteration 0: half the minibatch and the global max-change / sqrt(2) (Kaldi nnet3).
         # (before $train_opts, so that a --max-change there holds for iteration 0 too).
         ramp_opts=
-        [ $x -eq 0 ] && ramp_opts="--minibatch-size=$(( (minibatch_size + 1) / 2 )) --max-change=1.41421"
+        [ $x -eq 0 ] && ramp_opts="--minibatch-size=$(( (minibatch_egs + 1) / 2 )) --max-change=1.41421"
         if $replicas; then
             # Each job continues its own replica (the centre for the first iteration).
             for j in $(seq $nj); do
@@ -303,8 +333,8 @@ while [ $x -lt $num_iters ]; do
         fi
         train_jobs_run $x $nj $dir/$((x + 1)).JOB.mdl \
             nnet-shuffle-egs --buffer-size=$shuffle_buffer_size --srand=$((srand + x)) \
-                ark:$egs_in ark:- \| \
-            nnet-train --use-gpu=$use_gpu --minibatch-size=$minibatch_size --srand=$((srand + x)) \
+                "$egs_in" ark:- \| \
+            nnet-train --use-gpu=$use_gpu --minibatch-size=$minibatch_egs --srand=$((srand + x)) \
                 --num-threads=$num_threads $ramp_opts $train_opts $extra_opts $start ark:- $dir/$((x + 1)).JOB.mdl
 
         next_lr=$(learning_rate $((x + 1)))

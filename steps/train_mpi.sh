@@ -70,7 +70,7 @@ Options:
   --num-jobs <n>                 MPI ranks (default: as the examples were cut)
   --mode <m>                     params|gradients|elastic|parle (default: params)
   --average-every <k>            params mode: minibatches between averages, 0 = end only (default: 8)
-  --minibatch-size <n>           per rank (default: 128)
+  --minibatch-size <n>           labelled frames per rank's minibatch (default: 128)
   --initial-learning-rate <r>    effective learning rate at the start (default: 0.01)
   --final-learning-rate <r>      effective learning rate at the end (default: 0.001)
   --shuffle-buffer-size <n>      nnet-shuffle-egs buffer per rank (default: 5000)
@@ -185,7 +185,7 @@ for x in $(seq 0 $((num_iters - 1))); do
         archive=$((x % iters_per_epoch))
         # Iteration 0: half the minibatch and max-change/sqrt(2) (Kaldi nnet3; before $train_opts).
         ramp_opts=
-        [ $x -eq 0 ] && ramp_opts="--minibatch-size=$(( (minibatch_size + 1) / 2 )) --max-change=1.41421"
+        [ $x -eq 0 ] && ramp_opts="--minibatch-size=$(( (minibatch_egs + 1) / 2 )) --max-change=1.41421"
         # JOB in the egs-rspecifier becomes each rank's job number (rank + 1).
         state_opts=
         if $carry_state; then
@@ -194,7 +194,7 @@ for x in $(seq 0 $((num_iters - 1))); do
         fi
         launch $dir/log/train.$x.log \
             nnet-train-mpi --use-gpu=$use_gpu --mode=$mode --average-every=$average_every $update_opts $state_opts \
-                --minibatch-size=$minibatch_size --srand=$((srand + x)) --num-threads=$num_threads \
+                --minibatch-size=$minibatch_egs --srand=$((srand + x)) --num-threads=$num_threads \
                 $ramp_opts $train_opts $dir/$x.mdl \
                 "ark:nnet-shuffle-egs --buffer-size=$shuffle_buffer_size --srand=\$((JOB + $((srand + x)))) ark:$egs_dir/egs.JOB.$archive.ark ark:- |" \
                 $dir/$((x + 1)).raw.mdl \

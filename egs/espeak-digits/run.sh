@@ -6,7 +6,7 @@
 # synthesizer's alignment -> NG-SGD with parameter averaging (steps/train.sh through --cmd) ->
 # final combination -> priors from the training label counts -> pseudo-likelihoods -> Viterbi
 # word-loop decoding -> frame accuracy and WER on the held-out voices.
-#   egs/espeak-digits/run.sh [--stage N] [--cmd utils/run.pl] [--num-jobs 2] [--size default|tiny]
+#   egs/espeak-digits/run.sh [--stage N] [--cmd utils/run.pl] [--num-jobs 2] [--size default|tiny|5h]
 #                            [--precision fp32|bf16] [--srand N] [--dir exp/nnet]
 # Set-up on a fresh machine: tools/install-deps.sh; make -j2 (builds espeak-synth-align).
 cd "$(dirname "$0")"
@@ -14,15 +14,19 @@ cd "$(dirname "$0")"
 
 # Begin configuration section.
 stage=0
+stop_stage=7         # the last stage to run
 cmd=utils/run.pl
-nj=2                 # feature-extraction jobs
+nj=2                 # synthesis, feature-extraction and example jobs
 num_jobs=2           # training jobs (parameter averaging)
-num_epochs=6
-size=default         # default | large (96 training speakers) | tiny (40 utterances, for CI)
+num_epochs=          # default: 6; 3 on the ladder (--size <H>h)
+size=default         # default | large (96 training speakers) | tiny (40 utterances, for CI) |
+                     # <H>h: the corpus ladder, about H hours of training speech (1h, 5h, 20h),
+                     # the same 160 test utterances at every size
 seed=0               # of the corpus (stage 0)
 srand=0              # of training (steps/train.sh --srand: initialisation and example order)
 precision=fp32       # of the layer products in training: bf16 needs AMX or AVX512-BF16 (oneDNN)
-samples_per_iter=20000
+samples_per_iter=    # labelled frames per job per iteration; default: 20000, 100000 on the ladder
+frames_per_eg=8      # labelled frames per training example (get_egs.sh; 1: one per example)
 minibatch_size=128
 initial_learning_rate=0.008
 final_learning_rate=0.0008
@@ -46,10 +50,16 @@ Options:
   --stage <n>          resume at stage n (0 corpus, 1 features, 2 CMVN and labels, 3 examples,
                        4 training, 5 priors, 6 decoder tuning on validation utterances,
                        7 decoding and scoring the test voices) (default: 0)
+  --stop-stage <n>     the last stage to run (default: 7)
   --cmd <runner>       utils/run.pl | utils/queue.pl | utils/slurm.pl (default: utils/run.pl)
   --num-jobs <n>       training jobs averaged each iteration (default: 2)
-  --num-epochs <n>     (default: 6)
-  --size <s>           default | large (twice the training speakers) | tiny (default: default)
+  --num-epochs <n>     (default: 6; 3 with --size <H>h)
+  --frames-per-eg <n>  labelled frames per example, sharing their context (default: 8)
+  --samples-per-iter <n>  labelled frames per job and iteration (default: 20000; 100000 with
+                       --size <H>h, so that an iteration's fixed costs stay small)
+  --nj <n>             synthesis, feature and example jobs through --cmd (default: 2)
+  --size <s>           default | large (twice the training speakers) | tiny | <H>h: about H
+                       hours of training speech, the same test set at every size (default: default)
   --seed <n>           of the corpus synthesis, stage 0 (default: 0)
   --srand <n>          of training, stage 4 (default: 0)
   --precision <p>      fp32 | bf16: of the layer products in training (default: fp32)
@@ -65,21 +75,30 @@ case $size in
     large) corpus_opts="--num-train-speakers 96 --num-test-speakers 10 --utts-per-speaker 16" ;;
     tiny) corpus_opts="--num-train-speakers 6 --num-test-speakers 2 --utts-per-speaker 5"
           num_utts_subset=6 ;;
+    *h) awk -v h="${size%h}" 'BEGIN { exit !(h ~ /^[0-9]+(\.[0-9]+)?$/ && h > 0) }' || \
+            { echo "$0: --size $size: expected default, large, tiny or <hours>h" >&2; exit 1; }
+        corpus_opts="--train-hours ${size%h} --num-test-speakers 10"
+        : ${num_epochs:=3} ${samples_per_iter:=100000} ;;
     *) echo "$0: unknown --size '$size'" >&2; exit 1 ;;
 esac
-: ${num_utts_subset:=40}
+: ${num_utts_subset:=40} ${num_epochs:=6} ${samples_per_iter:=20000}
 : ${dir:=$exp/nnet}
 egs_dir=$exp/egs
 mkdir -p $feat_dir
 feat_dir=$(cd $feat_dir && pwd)   # scp files name the archives by absolute path
 
-if [ $stage -le 0 ]; then
-    echo "$0: stage 0: synthesising the corpus in $data ($size)"
+if [ $stage -le 0 ] && [ $stop_stage -ge 0 ]; then
+    echo "$0: stage 0: synthesising the corpus in $data ($size) in $nj jobs"
     rm -rf $data
-    local/make_corpus.py $corpus_opts --seed $seed $data
+    mkdir -p $exp/make_corpus
+    local/make_corpus.py --part plan $corpus_opts --seed $seed $data 2>$exp/make_corpus/plan.log
+    $cmd JOB=1:$nj $exp/make_corpus/synth.JOB.log \
+        local/make_corpus.py --part synth --nj $nj --job JOB $data
+    local/make_corpus.py --part finish $data 2>$exp/make_corpus/finish.log
+    tail -n 1 $exp/make_corpus/finish.log
 fi
 
-if [ $stage -le 1 ]; then
+if [ $stage -le 1 ] && [ $stop_stage -ge 1 ]; then
     echo "$0: stage 1: log-mel filterbank features and per-speaker CMVN statistics"
     mkdir -p $exp/make_fbank $feat_dir
     for x in train test; do
@@ -98,7 +117,7 @@ if [ $stage -le 1 ]; then
     done
 fi
 
-if [ $stage -le 2 ]; then
+if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
     echo "$0: stage 2: CMVN-normalised features and phone-state labels"
     for x in train test; do
         mkdir -p $data/${x}_cmvn
@@ -108,21 +127,40 @@ if [ $stage -le 2 ]; then
                 scp:$data/$x/feats.scp ark,scp:$feat_dir/fbank_cmvn_$x.ark,$data/${x}_cmvn/feats.scp
         copy-int-vector ark,t:$data/$x/labels.txt \
             ark,scp:$feat_dir/labels_$x.ark,$data/${x}_cmvn/labels.scp 2>$exp/make_fbank/labels_$x.log
-        # The labels were cut for the same frames (25 ms, 10 ms shift, snip-edges): check.
-        feat-to-len scp:$data/${x}_cmvn/feats.scp ark,t:- 2>/dev/null | awk "{print \$1, \$2}" | sort | \
-            cmp -s - <(sort $data/$x/num_frames) || \
-            { echo "$0: feature and label frame counts differ in $data/$x" >&2; exit 1; }
+        # The labels were cut for the same frames (25 ms, 10 ms shift, snip-edges). An utterance
+        # without features (its audio could not be read: compute-fbank-feats warned), without
+        # labels, or whose label count differs from its frame count is left out of ${x}_cmvn,
+        # named once here; the rest go on.
+        d=$data/${x}_cmvn
+        feat-to-len scp:$d/feats.scp ark,t:- 2>/dev/null | sort > $d/feat_lens
+        join -a 1 -a 2 -e none -o 0,1.2,2.2 <(sort $data/$x/num_frames) $d/feat_lens | \
+            awk -v p="$0" -v x=$x -v out=$d/dropped '
+                $2 != $3 { n++; print p ": WARNING: leaving out " x " utterance " $1 ": " \
+                    ($3 == "none" ? "no features (unreadable audio?)" : $2 == "none" ? \
+                     "no labels" : $2 " labels for " $3 " frames") > "/dev/stderr"; next }
+                { print $1 }
+                END { printf "%d %d\n", n, NR > out }' > $d/uttlist
+        read dropped total < $d/dropped
+        if [ $dropped -gt 0 ]; then
+            echo "$0: WARNING: left out $dropped of $total $x utterances" >&2
+            for f in feats.scp labels.scp text utt2spk; do
+                utils/filter_scp.pl $d/uttlist $d/$f > $d/$f.tmp && mv $d/$f.tmp $d/$f
+            done
+            awk '{ u[$2] = u[$2] " " $1 } END { for (s in u) print s u[s] }' $d/utt2spk | sort > $d/spk2utt
+        fi
+        [ -s $d/uttlist ] || { echo "$0: no usable $x utterances" >&2; exit 1; }
     done
 fi
 
-if [ $stage -le 3 ]; then
+if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
     echo "$0: stage 3: examples with +-5 frames of context"
-    steps/get_egs.sh --cmd "$cmd" --num-jobs $num_jobs --samples-per-iter $samples_per_iter \
+    steps/get_egs.sh --cmd "$cmd" --nj $nj --num-jobs $num_jobs --samples-per-iter $samples_per_iter \
+        --frames-per-eg $frames_per_eg \
         --left-context 5 --right-context 5 --num-utts-subset $num_utts_subset \
         $data/train_cmvn $egs_dir
 fi
 
-if [ $stage -le 4 ]; then
+if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
     echo "$0: stage 4: NG-SGD with $num_jobs jobs and parameter averaging"
     num_pdfs=$(cat $data/lang/num_pdfs)
     mkdir -p $dir
@@ -133,13 +171,13 @@ if [ $stage -le 4 ]; then
         --train-opts "--precision=$precision" $train_opts $egs_dir $dir/nnet.config $dir
 fi
 
-if [ $stage -le 5 ]; then
+if [ $stage -le 5 ] && [ $stop_stage -ge 5 ]; then
     echo "$0: stage 5: priors from the training label counts"
     analyze-counts --counts-dim=$(cat $data/lang/num_pdfs) --binary=false \
         scp:$data/train_cmvn/labels.scp $dir/pdf_counts.vec 2>$dir/log/analyze_counts.log
 fi
 
-if [ $stage -le 6 ]; then
+if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
     # The acoustic scale and the word insertion penalty are chosen on the validation utterances
     # (held-out utterances of the training speakers, left out of training by get_egs.sh), then
     # applied to the test voices.
@@ -170,7 +208,7 @@ if [ $stage -le 6 ]; then
         "--word-insertion-penalty=$word_insertion_penalty"
 fi
 
-if [ $stage -le 7 ]; then
+if [ $stage -le 7 ] && [ $stop_stage -ge 7 ]; then
     echo "$0: stage 7: decoding the held-out voices"
     if [ -f $dir/decode_valid/best ]; then
         read acoustic_scale word_insertion_penalty valid_wer < $dir/decode_valid/best

@@ -17,5 +17,12 @@ int egs_pq_read(struct kin *in, struct example *eg);
 int egs_pq_write(struct kout *out, const struct example *eg);
 /* Decode rows [row0, row0 + n) of a PQ input into dst (stride floats per row). */
 void egs_pq_decode_rows(const struct example *eg, int row0, int n, float *dst, int stride);
+/* PQ version 2's lossless coding of rows x cols 8-bit codes (pq-code.c): egs_pq_code returns the
+ * byte count and a malloc'ed buffer in *out; egs_pq_uncode fills x (rows * cols bytes) from n
+ * coded bytes: 0, or -1 (error_set) when the data is corrupt or truncated. */
+/* The bytes of eg's PQ input in an archive (header and codes; not the table). */
+size_t egs_pq_stored_bytes(const struct example *eg);
+size_t egs_pq_code(const unsigned char *x, int rows, int cols, unsigned char **out);
+int egs_pq_uncode(const unsigned char *in, size_t n, int rows, int cols, unsigned char *x);
 
 #endif

@@ -1,6 +1,7 @@
 /* The library side of nnet-get-egs, nnet-shuffle-egs, nnet-copy-egs, nnet-subset-egs and
  * nnet-egs-info (egs.h). */
 #include "egs/egs.h"
+#include "egs/egs-internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -114,16 +115,6 @@ int egs_cut_utterance(const char *utt, const struct matrix *feats, const int32_t
     return rc;
 }
 
-/* Targets held in memory, sorted by key: the whole table is read once, so that it may come from
- * a pipe (ali-to-pdf, ali-to-post) in any order, as Kaldi's random-access reader allows. */
-struct label_entry {
-    char *key;
-    struct posterior v;
-};
-static int label_entry_cmp(const void *a, const void *b) {
-    return strcmp(((const struct label_entry *)a)->key, ((const struct label_entry *)b)->key);
-}
-
 /* Targets are class indices: >= 0, and < num_pdfs when it is known (> 0); weights finite. */
 static int check_labels(const char *rspec, const char *key, const struct posterior *v,
                         int num_pdfs) {
@@ -144,46 +135,6 @@ static int check_labels(const char *rspec, const char *key, const struct posteri
     return 0;
 }
 
-static int load_labels(const char *rspec, int num_pdfs, struct label_entry **out, int *count) {
-    struct table_reader r;
-    memset(&r, 0, sizeof r);
-    *out = NULL;
-    *count = 0;
-    if (table_reader_open(&r, rspec, &holder_targets))
-        return error_wrap("cannot open '%s': ", rspec);
-    struct label_entry *e = NULL;
-    int n = 0, cap = 0, got;
-    struct posterior v = {0};
-    while ((got = table_reader_next(&r, &v)) == 1) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 256;
-            e = xrealloc(e, sizeof *e * (size_t)cap);
-        }
-        e[n].key = xstrdup(table_reader_key(&r));
-        e[n].v = v;
-        memset(&v, 0, sizeof v);
-        n++;
-        if (check_labels(rspec, e[n - 1].key, &e[n - 1].v, num_pdfs)) break;
-    }
-    int rc = got < 0 ? error_wrap("reading labels '%s': ", rspec) : got > 0 ? -1 : 0;
-    rc = finish(&r, NULL, rc);
-    if (n > 1) qsort(e, (size_t)n, sizeof *e, label_entry_cmp);
-    for (int i = 1; i < n && !rc; i++)
-        if (!strcmp(e[i].key, e[i - 1].key))
-            rc = error_set("labels '%s': key '%s' appears twice", rspec, e[i].key);
-    *out = e;
-    *count = n;
-    return rc;
-}
-
-static void free_labels(struct label_entry *e, int n) {
-    for (int i = 0; i < n; i++) {
-        free(e[i].key);
-        posterior_release(&e[i].v);
-    }
-    free(e);
-}
-
 /* egs_get's writing side: examples arrive stored as float; the first EGS_COMPRESS_PROBE are
  * held until the storage format is chosen (egs.h), then every example is stored in it, measured
  * against its float original and written. */
@@ -202,11 +153,12 @@ static int bits_of(int compress) { return compress == EGS_COMPRESS_16BIT ? 16 : 
 /* An encoder for compress (8bit/16bit; else an 8-bit one that egs_store_input never uses) whose
  * ranges cover the PQ-sized inputs of n probe examples. */
 static void probe_encoder(struct egs_pq_encoder *e, int compress, const struct item *probe,
-                          int n, const struct matrix *inputs) {
+                          int n, const struct matrix *inputs, const int *frames) {
     egs_pq_encoder_init(e, bits_of(compress));
     for (int i = 0; i < n; i++) {
         const struct matrix *m = inputs ? &inputs[i] : &probe[i].eg.input;
-        if (m->rows <= EGS_PQ_MAX_ROWS) egs_pq_encoder_observe(e, m);
+        if (egs_pq_applies(m->rows, inputs ? frames[i] : probe[i].eg.num_frames))
+            egs_pq_encoder_observe(e, m);
     }
 }
 
@@ -220,7 +172,7 @@ static int sink_store_write(struct get_sink *k, const char *key, const struct ex
 
 static const char *compress_name(int c) {
     return c == EGS_COMPRESS_8BIT ? "8bit" : c == EGS_COMPRESS_16BIT ? "16bit"
-           : c == EGS_COMPRESS_ZLIB ? "zlib" : "none";
+           : c == EGS_COMPRESS_ZLIB ? "zlib" : c == EGS_COMPRESS_KALDI ? "kaldi" : "none";
 }
 
 /* Choose the format on the probe (the asked one, or finer ones past the bound), then write it. */
@@ -230,7 +182,7 @@ static int sink_decide(struct get_sink *k) {
         struct egs_compress_check chk;
         egs_compress_check_init(&chk);
         struct egs_pq_encoder trial;
-        probe_encoder(&trial, c, k->probe, k->num_probe, NULL);
+        probe_encoder(&trial, c, k->probe, k->num_probe, NULL, NULL);
         int rc = 0;
         for (int i = 0; i < k->num_probe && !rc; i++) {
             example_copy(&k->tmp, &k->probe[i].eg);
@@ -255,7 +207,7 @@ static int sink_decide(struct get_sink *k) {
     k->compress = c;
     /* the same ranges as the trial that passed: the probe is stored as it was measured */
     egs_pq_encoder_release(&k->enc);
-    probe_encoder(&k->enc, c, k->probe, k->num_probe, NULL);
+    probe_encoder(&k->enc, c, k->probe, k->num_probe, NULL, NULL);
     int rc = 0;
     for (int i = 0; i < k->num_probe; i++) {
         if (!rc) rc = sink_store_write(k, k->probe[i].key, &k->probe[i].eg);
@@ -279,23 +231,20 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
             const struct egs_get_opts *opts, struct egs_stats *st) {
     memset(st, 0, sizeof *st);
     st->worst_dim = -1;
-    struct label_entry *labels;
-    int num_labels;
-    if (load_labels(labels_rspec, opts->num_pdfs, &labels, &num_labels)) {
-        free_labels(labels, num_labels);
-        return -1;
-    }
-    struct table_reader feats;
+    struct table_reader feats, labels;
     struct table_writer w;
     memset(&feats, 0, sizeof feats);
+    memset(&labels, 0, sizeof labels);
     memset(&w, 0, sizeof w);
+    if (table_reader_open(&labels, labels_rspec, &holder_targets))
+        return error_wrap("cannot open '%s': ", labels_rspec);
     if (table_reader_open(&feats, feats_rspec, &holder_matrix)) {
-        free_labels(labels, num_labels);
-        return error_wrap("cannot open '%s': ", feats_rspec);
+        error_wrap("cannot open '%s': ", feats_rspec);
+        return finish(&labels, NULL, -1);
     }
     if (table_writer_open(&w, egs_wspec, &holder_example)) {
-        free_labels(labels, num_labels);
         error_wrap("cannot open '%s': ", egs_wspec);
+        finish(&labels, NULL, -1);
         return finish(&feats, NULL, -1);
     }
     struct get_sink sink = {&w, opts->compress, -1, NULL, 0, {0}, {0}, {0}};
@@ -306,6 +255,7 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
     struct egs_get_opts float_opts = *opts;
     float_opts.compress = EGS_COMPRESS_NONE;
     struct matrix m = {0};
+    struct posterior lab = {0};
     int rc = 0, got;
     while ((got = table_reader_next(&feats, &m)) == 1) {
         const char *utt = table_reader_key(&feats);
@@ -313,18 +263,22 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
             rc = error_wrap("features '%s': key '%s': ", feats_rspec, utt);
             break;
         }
-        struct label_entry probe = {(char *)utt, {0}};
-        const struct label_entry *lab =
-            num_labels ? bsearch(&probe, labels, (size_t)num_labels, sizeof *labels,
-                                 label_entry_cmp)
-                       : NULL;
-        if (!lab) {
+        /* Kaldi's random access: an scp or a seekable archive is indexed (keys only), a pipe
+         * read as far as needed; nothing of the corpus is held beyond its index */
+        posterior_release(&lab);
+        int found = table_reader_lookup(&labels, utt, &lab);
+        if (found < 0) {
+            rc = error_wrap("reading labels '%s': ", labels_rspec);
+            break;
+        }
+        if (!found) {
             WARN("no labels for utterance %s", utt);
             st->num_skipped++;
             continue;
         }
-        if (lab->v.num_frames != m.rows) {
-            WARN("utterance %s has %d labels for %d frames", utt, lab->v.num_frames, m.rows);
+        if ((rc = check_labels(labels_rspec, utt, &lab, opts->num_pdfs))) break;
+        if (lab.num_frames != m.rows) {
+            WARN("utterance %s has %d labels for %d frames", utt, lab.num_frames, m.rows);
             st->num_skipped++;
             continue;
         }
@@ -333,7 +287,7 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
             st->num_skipped++;
             continue;
         }
-        if ((rc = egs_cut_utterance_post(utt, &m, &lab->v, &float_opts, emit_to_sink, &sink)))
+        if ((rc = egs_cut_utterance_post(utt, &m, &lab, &float_opts, emit_to_sink, &sink)))
             break;
         st->num_read++;
     }
@@ -344,7 +298,8 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
     st->num_written = w.num_written;
     st->compress_used = sink.compress < 0 ? opts->compress : sink.compress;
     st->worst_rel_error = egs_compress_check_worst(&sink.check, &st->worst_dim);
-    if (!rc && (st->compress_used == EGS_COMPRESS_8BIT || st->compress_used == EGS_COMPRESS_16BIT)) {
+    if (!rc && (st->compress_used == EGS_COMPRESS_8BIT || st->compress_used == EGS_COMPRESS_16BIT ||
+                st->compress_used == EGS_COMPRESS_KALDI)) {
         if (st->worst_rel_error > EGS_COMPRESS_MAX_REL_ERROR)
             WARN("--compress=%s: worst RMS error %.3g of a dimension's standard deviation (dimension "
                  "%d) over all examples, past the bound %g: use --compress=zlib or none",
@@ -356,13 +311,14 @@ int egs_get(const char *feats_rspec, const char *labels_rspec, const char *egs_w
                 st->worst_dim, EGS_COMPRESS_MAX_REL_ERROR);
     }
     if (!rc && sink.enc.num_tables)
-        LOG("examples of at most %d rows stored with per-dimension ranges (PQ): %lld range "
-            "table%s", EGS_PQ_MAX_ROWS, sink.enc.num_tables, sink.enc.num_tables == 1 ? "" : "s");
+        LOG("examples stored with per-dimension ranges (PQ): %lld range table%s",
+            sink.enc.num_tables, sink.enc.num_tables == 1 ? "" : "s");
     egs_pq_encoder_release(&sink.enc);
     egs_compress_check_release(&sink.check);
     example_release(&sink.tmp);
     matrix_release(&m);
-    free_labels(labels, num_labels);
+    posterior_release(&lab);
+    rc = finish(&labels, NULL, rc);
     return finish(&feats, &w, rc);
 }
 
@@ -604,9 +560,11 @@ static void copy_item_release(struct copy_item *it) {
 /* The probe: its inputs set the PQ ranges (egs.h), then it is written in order. */
 static int copy_flush_probe(struct copy_ctx *c, struct copy_item *probe, int n) {
     struct matrix *inputs = xcalloc((size_t)(n ? n : 1), sizeof *inputs);
+    int *frames = xmalloc(sizeof(int) * (size_t)(n ? n : 1));
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         const struct example *eg = &probe[i].eg;
+        frames[i] = eg->num_frames;
         matrix_init_on(&inputs[i], eg->rows, eg->cols, MATRIX_CPU);
         struct example tmp = *eg;
         tmp.spk_dim = 0;
@@ -614,7 +572,7 @@ static int copy_flush_probe(struct copy_ctx *c, struct copy_item *probe, int n) 
     }
     if (!rc) {
         egs_pq_encoder_release(&c->enc);
-        probe_encoder(&c->enc, c->compress, NULL, n, inputs);
+        probe_encoder(&c->enc, c->compress, NULL, n, inputs, frames);
     }
     for (int i = 0; i < n; i++) {
         matrix_release(&inputs[i]);
@@ -622,12 +580,20 @@ static int copy_flush_probe(struct copy_ctx *c, struct copy_item *probe, int n) 
         copy_item_release(&probe[i]);
     }
     free(inputs);
+    free(frames);
     return rc;
 }
 
+/* --frame: keeps one labelled frame of it->eg; 0 when the example has none to give (skipped). */
+static int copy_select_frame(struct copy_item *it, int frame, struct rng *g) {
+    int t = frame == EGS_FRAME_RANDOM ? (int)rng_below(g, (uint32_t)it->eg.num_frames) : frame;
+    return t < it->eg.num_frames && example_select_frame(&it->eg, t) > 0;
+}
+
 int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, int random,
-             uint64_t srand, double keep_proportion, int compress, struct egs_stats *st) {
-    ASSERT(num_out >= 1 && keep_proportion >= 0);
+             uint64_t srand, double keep_proportion, int compress, int frame,
+             struct egs_stats *st) {
+    ASSERT(num_out >= 1 && keep_proportion >= 0 && frame >= EGS_FRAME_RANDOM);
     memset(st, 0, sizeof *st);
     struct table_reader r;
     struct table_writer dummy;
@@ -641,7 +607,9 @@ int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, i
         }
     struct rng g;
     rng_seed(&g, srand);
-    struct copy_ctx c = {w, compress, compress == EGS_COMPRESS_8BIT || compress == EGS_COMPRESS_16BIT,
+    struct copy_ctx c = {w, compress,
+                         compress == EGS_COMPRESS_8BIT || compress == EGS_COMPRESS_16BIT ||
+                             compress == EGS_COMPRESS_KALDI,
                          {0}, {0}, {0}, st};
     egs_pq_encoder_init(&c.enc, bits_of(compress));
     egs_compress_check_init(&c.check);
@@ -655,6 +623,10 @@ int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, i
     double whole = floor(keep_proportion), frac = keep_proportion - whole;
     while (!rc && (got = table_reader_next(&r, &it.eg)) == 1) {
         st->num_read++;
+        if (frame != EGS_FRAME_ALL && !copy_select_frame(&it, frame, &g)) {
+            st->num_skipped++;
+            continue;
+        }
         it.n = (int)whole + (frac > 0 && rng_uniform(&g) < frac);
         it.outs = xmalloc(sizeof(int) * (size_t)(it.n ? it.n : 1));
         for (int k = 0; k < it.n; k++)
@@ -762,7 +734,7 @@ static double stored_bytes(const struct example *eg) {
     case EXAMPLE_STORE_CM: return 16.0 + (double)eg->cm.data_size;
     case EXAMPLE_STORE_ZLIB: return 20.0 + (double)eg->zsize;
     /* the table, written once per stream, is not counted */
-    case EXAMPLE_STORE_PQ: return 38.0 + (double)eg->rows * eg->cols * (eg->pq->bits / 8);
+    case EXAMPLE_STORE_PQ: return (double)egs_pq_stored_bytes(eg);
     default: return 4.0 * eg->rows * eg->cols;
     }
 }

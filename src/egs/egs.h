@@ -21,11 +21,18 @@
  *   8bit  -> CM when rows > 8 (Kaldi's choice for egs; per-column percentiles), else CM3
  *            (range from the data; error <= range / 510) — Kaldi would take CM2 for <= 8 rows, but
  *            8-bit was asked for, and CM on one row costs 9 bytes a value;
- *   zlib  -> ZLIB (bit-exact).
+ *   zlib  -> ZLIB (bit-exact);
+ *   kaldi -> CM when rows > 8, else CM2: exactly what Kaldi nnet2 writes, so Kaldi reads the
+ *            archive whatever its layout (8-bit error for CM, 16-bit for CM2).
  * The egs writers (nnet-get-egs, nnet-copy-egs --compress) store examples of at most
- * EGS_PQ_MAX_ROWS rows (one-row examples above all) as PQ instead, through an egs_pq_encoder
- * (egs_store_input): a range per dimension, as Kaldi's CM has per column, so that features on
- * scales 1e-3 .. 1e4 all keep their information, which one range per example (CM3, CM2) cannot.
+ * EGS_PQ_MAX_ROWS rows (one-row examples above all), and every example of more than one labelled
+ * frame (Kaldi get_egs2's layout: N frames sharing their context), as PQ instead, through an
+ * egs_pq_encoder (egs_store_input): a range per dimension, as Kaldi's CM has per column, so that
+ * features on scales 1e-3 .. 1e4 all keep their information, which one range per example (CM3,
+ * CM2) cannot. 8-bit PQ examples of several labelled frames are written coded (version 2 below:
+ * lossless, about 0.6 of the code bytes on filterbanks), which is what brings the multi-frame
+ * layout to about 2.2x the bytes of Kaldi-compressed features per labelled frame (Kaldi's own
+ * layout, CM per example: about 4x on 23-dim fbank).
  * example_input_decode*() write the decoded floats straight into caller rows (a host matrix view,
  * any stride), e.g. the trainer's minibatch matrix.
  *
@@ -46,7 +53,10 @@
  *   "PQ " int32 version (= 1), int32 bits (8 or 16), int32 rows, int32 cols, int32 id_hi,
  *   int32 id_lo, int32 inline (0 or 1); if inline: cols raw float32 min[], cols raw float32
  *   step[] (the range table); then rows * cols codes, uint8 or uint16 little-endian, row-major.
- *   Value (r, j) = min[j] + step[j] * code(r, j). The 64-bit id (id_hi << 32 | id_lo) is an
+ *   Value (r, j) = min[j] + step[j] * code(r, j). Version 2 (EGS_PQ_VERSION_CODED, 8 bits only)
+ *   has the same fields and table, then int32 nbytes and nbytes of the codes coded losslessly
+ *   (row-major; a median-edge prediction from the left, upper and upper-left codes and an
+ *   adaptive Golomb-Rice code of the residual per column, as LOCO-I: src/egs/pq-code.c). The 64-bit id (id_hi << 32 | id_lo) is an
  *   FNV-1a hash of (int32 bits, int32 cols, min[], step[]); a reader checks it against the
  *   content of an inline table. A writer puts a table inline in the first example of a stream
  *   that uses it and refers to it by id (inline = 0) after that; a reader keeps every table its
@@ -92,10 +102,12 @@ enum egs_compress {
     EGS_COMPRESS_8BIT = 1,
     EGS_COMPRESS_16BIT = 2,
     EGS_COMPRESS_ZLIB = 3,
+    EGS_COMPRESS_KALDI = 4,
 };
 
 #define EXAMPLE_ZLIB_VERSION 1
 #define EGS_PQ_VERSION 1
+#define EGS_PQ_VERSION_CODED 2
 
 /* A PQ range table: value = min[j] + step[j] * code, code in 0 .. 2^bits - 1. Shared
  * (reference-counted, thread-safe counts) by every example stored with it; read-only once made. */
@@ -117,6 +129,7 @@ struct example {
     size_t zsize;
     struct egs_pq_table *pq;     /* PQ: the range table (a reference held) */
     unsigned char *pq_codes;     /* PQ: rows * cols codes of pq->bits / 8 bytes, little-endian */
+    int pq_coded;                /* PQ (8 bits): written coded (version 2); codes stay plain here */
     int *label_start;     /* (num_frames + 1): frame t owns labels [start[t], start[t+1]) */
     int32_t *label_index; /* (label_start[num_frames]) */
     float *label_weight;  /* (label_start[num_frames]) */
@@ -149,9 +162,13 @@ void example_set_labels_simple(struct example *eg, int num_frames, const int32_t
  * writer. Returns 0, or -1 (error_set) if quantization fails (NaN/Inf in m). */
 int example_set_input(struct example *eg, const struct matrix *m, int left_context, int compress);
 /* Re-store the input under another compression; KEEP, or a choice the input already satisfies
- * (FLOAT for none, CM3/CM/PQ8 for 8bit, CM2/PQ16 for 16bit, ZLIB for zlib), leaves it
+ * (FLOAT for none, CM3/CM/PQ8 for 8bit, CM2/PQ16 for 16bit, ZLIB for zlib, any CM for kaldi),
+ * leaves it
  * untouched. Without an encoder (example_recompress_with below) a small example goes to CM3/CM2. */
 int example_recompress(struct example *eg, int compress);
+/* Keep labelled frame t only (0 <= t < num_frames): its labels, left_context + t, the input as it
+ * is (no decoding). Returns the labels that frame has (0: a padding frame). */
+int example_select_frame(struct example *eg, int t);
 /* Short name of the stored form: "float", "cm", "cm2", "cm3", "zlib", "pq8", "pq16". */
 const char *example_storage_name(const struct example *eg);
 
@@ -197,10 +214,13 @@ void egs_pq_encoder_observe(struct egs_pq_encoder *e, const struct matrix *m);
  * table, with left_context. 0, or -1 (error_set: NaN/Inf). */
 int egs_pq_encoder_store(struct egs_pq_encoder *e, struct example *eg, const struct matrix *m,
                          int left_context);
-/* The writers' choice: PQ through enc for 8bit/16bit examples of <= EGS_PQ_MAX_ROWS rows (enc
- * of the matching bits), else example_set_input. enc may be NULL (always example_set_input). */
+/* The writers' choice: PQ through enc for 8bit/16bit examples of <= EGS_PQ_MAX_ROWS rows or of
+ * more than one labelled frame (enc of the matching bits; the labels must be set; 8-bit
+ * multi-frame ones coded), else example_set_input. enc may be NULL (always example_set_input). */
 int egs_store_input(struct egs_pq_encoder *enc, struct example *eg, const struct matrix *m,
                     int left_context, int compress);
+/* Whether egs_store_input stores an input of this shape as PQ (under 8bit/16bit). */
+int egs_pq_applies(int rows, int num_frames);
 /* example_recompress through egs_store_input. */
 int example_recompress_with(struct example *eg, int compress, struct egs_pq_encoder *enc);
 /* A table from ranges (lo[j] <= hi[j], |.| <= 1e30), refcount 1; and the counts. */
@@ -208,7 +228,7 @@ struct egs_pq_table *egs_pq_table_new(int bits, int cols, const double *lo, cons
 struct egs_pq_table *egs_pq_table_ref(struct egs_pq_table *t);
 void egs_pq_table_unref(struct egs_pq_table *t); /* NULL is ok */
 
-/* "none" "8bit" "16bit" "zlib", and "keep" or "" -> KEEP. 0, or -1 (error_set). */
+/* "none" "8bit" "16bit" "zlib" "kaldi", and "keep" or "" -> KEEP. 0, or -1 (error_set). */
 int egs_compress_parse(const char *s, int *compress);
 
 /* ---- the error of lossy storage (nnet-get-egs, nnet-copy-egs) ----
@@ -329,8 +349,10 @@ int egs_cut_utterance_post(const char *utt, const struct matrix *feats,
                            void *ctx);
 /* nnet-get-egs: features (matrices) + per-frame targets -> examples. The targets table holds, per
  * utterance, either an int32 vector of ids (ali-to-pdf) or a Kaldi Posterior (ali-to-post; soft or
- * weighted targets), told apart per object (io.h holder_targets). It is read whole into memory
- * first (small; so it may be a pipe in any order, as Kaldi allows).
+ * weighted targets), told apart per object (io.h holder_targets). It is read by random access,
+ * as Kaldi's RandomAccessTableReader (io.h table_reader_lookup): an scp or an archive file is
+ * indexed by key, a pipe read as far as each key needs, so nothing of the corpus is held beyond
+ * the index.
  * An utterance without labels, or whose label count differs from its frame count, is skipped
  * with a warning and counted (num_skipped); num_read counts utterances processed. A negative
  * label (or one >= num_pdfs) and a NaN/Inf feature are errors naming the file and key. */
@@ -353,9 +375,16 @@ int egs_shuffle_balanced(const char *in_rspec, const char *out_wspec, int per_cl
                          uint64_t srand, struct egs_stats *st);
 /* nnet-copy-egs: each example is written floor(p) or ceil(p) times (p = keep_proportion, p in
  * expectation), each time to the next output in turn, or a random one (random != 0). compress
- * re-stores inputs (KEEP: as read). */
+ * re-stores inputs (KEEP: as read). frame >= 0 (or EGS_FRAME_RANDOM: one drawn per example)
+ * keeps only that labelled frame of each example (nnet2's --frame): its labels, the input as
+ * stored, the left context moved to it (example_select_frame); an example without that frame,
+ * or whose frame has no labels (padding at an utterance's end), is not written (num_skipped);
+ * EGS_FRAME_ALL keeps every frame. */
+#define EGS_FRAME_ALL (-1)
+#define EGS_FRAME_RANDOM (-2)
 int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, int random,
-             uint64_t srand, double keep_proportion, int compress, struct egs_stats *st);
+             uint64_t srand, double keep_proportion, int compress, int frame,
+             struct egs_stats *st);
 /* nnet-subset-egs: reservoir sampling of n examples, then (randomize_order) shuffled. */
 int egs_subset(const char *in_rspec, const char *out_wspec, int n, uint64_t srand,
                int randomize_order, struct egs_stats *st);

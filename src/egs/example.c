@@ -17,6 +17,7 @@ void example_input_release(struct example *eg) {
     eg->pq = NULL;
     free(eg->pq_codes);
     eg->pq_codes = NULL;
+    eg->pq_coded = 0;
     eg->rows = eg->cols = 0;
     eg->storage = EXAMPLE_STORE_FLOAT;
 }
@@ -66,6 +67,7 @@ void example_copy(struct example *dst, const struct example *src) {
         dst->pq = egs_pq_table_ref(src->pq);
         dst->pq_codes =
             dup_bytes(src->pq_codes, (size_t)src->rows * src->cols * (src->pq->bits / 8));
+        dst->pq_coded = src->pq_coded;
         break;
     default: ASSERT(!"bad storage");
     }
@@ -112,6 +114,18 @@ void example_set_labels_simple(struct example *eg, int num_frames, const int32_t
     free(w);
 }
 
+int example_select_frame(struct example *eg, int t) {
+    ASSERT(t >= 0 && t < eg->num_frames);
+    int s = eg->label_start[t], n = eg->label_start[t + 1] - s;
+    memmove(eg->label_index, eg->label_index + s, sizeof(int32_t) * n);
+    memmove(eg->label_weight, eg->label_weight + s, sizeof(float) * n);
+    eg->label_start[0] = 0;
+    eg->label_start[1] = n;
+    eg->left_context += t;
+    eg->num_frames = 1;
+    return n;
+}
+
 /* ---- storing ---- */
 
 static int store_zlib(struct example *eg, const struct matrix *m) {
@@ -133,7 +147,7 @@ static int store_zlib(struct example *eg, const struct matrix *m) {
 
 int example_set_input(struct example *eg, const struct matrix *m, int left_context, int compress) {
     ASSERT(m->device == MATRIX_CPU && m->rows >= 1 && m->cols >= 1 && left_context >= 0);
-    ASSERT(compress >= EGS_COMPRESS_NONE && compress <= EGS_COMPRESS_ZLIB);
+    ASSERT(compress >= EGS_COMPRESS_NONE && compress <= EGS_COMPRESS_KALDI);
     example_input_release(eg);
     eg->left_context = left_context;
     switch (compress) {
@@ -145,10 +159,13 @@ int example_set_input(struct example *eg, const struct matrix *m, int left_conte
                    sizeof(float) * m->cols);
         break;
     case EGS_COMPRESS_8BIT:
-    case EGS_COMPRESS_16BIT: {
+    case EGS_COMPRESS_16BIT:
+    case EGS_COMPRESS_KALDI: {
+        /* kaldi: nnet2's own choice (NnetExample's CompressedMatrix: CM above 8 rows, else CM2) */
         int method = compress == EGS_COMPRESS_16BIT ? CM_METHOD_2BYTE_AUTO
                      : m->rows > 8                  ? CM_METHOD_SPEECH
-                                                    : CM_METHOD_1BYTE_AUTO;
+                     : compress == EGS_COMPRESS_KALDI ? CM_METHOD_2BYTE_AUTO
+                                                      : CM_METHOD_1BYTE_AUTO;
         eg->storage = EXAMPLE_STORE_CM;
         if (compressed_matrix_compress(&eg->cm, m, method)) {
             example_input_release(eg);
@@ -181,6 +198,7 @@ static int storage_satisfies(const struct example *eg, int compress) {
         return (eg->storage == EXAMPLE_STORE_CM && eg->cm.format == CM_FORMAT_CM2) ||
                (eg->storage == EXAMPLE_STORE_PQ && eg->pq->bits == 16);
     case EGS_COMPRESS_ZLIB: return eg->storage == EXAMPLE_STORE_ZLIB;
+    case EGS_COMPRESS_KALDI: return eg->storage == EXAMPLE_STORE_CM;
     }
     return 0;
 }
@@ -227,8 +245,10 @@ int egs_compress_parse(const char *s, int *compress) {
         *compress = EGS_COMPRESS_16BIT;
     else if (!strcmp(s, "zlib"))
         *compress = EGS_COMPRESS_ZLIB;
+    else if (!strcmp(s, "kaldi"))
+        *compress = EGS_COMPRESS_KALDI;
     else
-        return error_set("invalid compression '%s' (use none, 8bit, 16bit or zlib)", s);
+        return error_set("invalid compression '%s' (use none, 8bit, 16bit, zlib or kaldi)", s);
     return 0;
 }
 

@@ -18,6 +18,7 @@
 #define PQ_MAX_ABS 1e30
 /* A stream may hold at most this many distinct tables. */
 #define PQ_MAX_TABLES (1 << 20)
+#define BIN_INT32 5 /* an int32 with its size byte */
 
 static uint32_t max_code(int bits) { return bits == 8 ? 255u : 65535u; }
 
@@ -320,7 +321,9 @@ int egs_pq_write(struct kout *out, const struct example *eg) {
     struct pq_stream *s = stream_state(&out->holder_state, &out->holder_state_free);
     if (!s) return error_set("'%s': stream state held by another object type", out->name);
     int have = s->cap && *pq_stream_find(s, t->id) != NULL;
-    if (io_write_token(out, 1, "PQ") || io_write_int32(out, 1, EGS_PQ_VERSION) ||
+    int coded = eg->pq_coded && t->bits == 8;
+    if (io_write_token(out, 1, "PQ") ||
+        io_write_int32(out, 1, coded ? EGS_PQ_VERSION_CODED : EGS_PQ_VERSION) ||
         io_write_int32(out, 1, t->bits) || io_write_int32(out, 1, eg->rows) ||
         io_write_int32(out, 1, eg->cols) || io_write_int32(out, 1, (int32_t)(uint32_t)(t->id >> 32)) ||
         io_write_int32(out, 1, (int32_t)(uint32_t)t->id) || io_write_int32(out, 1, !have))
@@ -331,27 +334,65 @@ int egs_pq_write(struct kout *out, const struct example *eg) {
             return -1;
         pq_stream_put(s, (struct egs_pq_table *)t);
     }
-    return kout_write(out, eg->pq_codes, (size_t)eg->rows * eg->cols * (t->bits / 8));
+    if (!coded) return kout_write(out, eg->pq_codes, (size_t)eg->rows * eg->cols * (t->bits / 8));
+    unsigned char *buf;
+    size_t n = egs_pq_code(eg->pq_codes, eg->rows, eg->cols, &buf);
+    int rc = n > INT32_MAX ? error_set("coded PQ input too large")
+                           : io_write_int32(out, 1, (int32_t)n) || kout_write(out, buf, n);
+    free(buf);
+    return rc ? -1 : 0;
+}
+
+size_t egs_pq_stored_bytes(const struct example *eg) {
+    /* the header: "PQ " and 7 int32s with their size bytes (the table is not counted) */
+    size_t head = 3 + 7 * 5;
+    if (!(eg->pq_coded && eg->pq->bits == 8))
+        return head + (size_t)eg->rows * eg->cols * (eg->pq->bits / 8);
+    unsigned char *buf;
+    size_t n = egs_pq_code(eg->pq_codes, eg->rows, eg->cols, &buf);
+    free(buf);
+    return head + 5 + n;
+}
+
+/* Version 2's int32 nbytes and coded bytes, decoded into eg->pq_codes (code_bytes of them). */
+static int read_coded(struct kin *in, struct example *eg, int64_t code_bytes) {
+    int32_t n;
+    if (io_read_int32(in, 1, &n)) return -1;
+    int64_t left = kin_remaining(in);
+    if (n < 0 || n > code_bytes * 4 + 8)
+        return kin_error(in, "bad coded PQ size %d for %d x %d codes", (int)n, eg->rows, eg->cols);
+    if (left >= 0 && n > left)
+        return kin_error(in, "truncated coded PQ data (expected %d bytes, %lld left)", (int)n,
+                         (long long)left);
+    unsigned char *buf = xmalloc(n ? (size_t)n : 1);
+    int rc = kin_read(in, buf, (size_t)n, "coded PQ data");
+    if (!rc && egs_pq_uncode(buf, (size_t)n, eg->rows, eg->cols, eg->pq_codes))
+        rc = kin_error(in, "%s", error_get());
+    free(buf);
+    return rc;
 }
 
 int egs_pq_read(struct kin *in, struct example *eg) {
     int32_t version, bits, rows, cols, id_hi, id_lo, has;
     if (io_read_int32(in, 1, &version)) return -1;
-    if (version != EGS_PQ_VERSION)
-        return kin_error(in, "unsupported PQ version %d (this build reads %d)", (int)version,
-                         EGS_PQ_VERSION);
+    if (version != EGS_PQ_VERSION && version != EGS_PQ_VERSION_CODED)
+        return kin_error(in, "unsupported PQ version %d (this build reads %d and %d)",
+                         (int)version, EGS_PQ_VERSION, EGS_PQ_VERSION_CODED);
     if (io_read_int32(in, 1, &bits) || io_read_int32(in, 1, &rows) ||
         io_read_int32(in, 1, &cols) || io_read_int32(in, 1, &id_hi) ||
         io_read_int32(in, 1, &id_lo) || io_read_int32(in, 1, &has))
         return -1;
     if (bits != 8 && bits != 16) return kin_error(in, "bad PQ code width %d (8 or 16)", (int)bits);
+    int coded = version == EGS_PQ_VERSION_CODED;
+    if (coded && bits != 8) return kin_error(in, "coded PQ input of %d bits (only 8)", (int)bits);
     if (rows < 1 || cols < 1 || (int64_t)rows * cols > IO_MAX_ELEMENTS / 2)
         return kin_error(in, "bad PQ shape %d x %d", (int)rows, (int)cols);
     if (has != 0 && has != 1) return kin_error(in, "bad PQ table flag %d", (int)has);
     uint64_t id = (uint64_t)(uint32_t)id_hi << 32 | (uint32_t)id_lo;
     int64_t left = kin_remaining(in);
     int64_t code_bytes = (int64_t)rows * cols * (bits / 8);
-    int64_t need = code_bytes + (has ? (int64_t)cols * 8 : 0);
+    /* coded: at least the nbytes field; a code never takes more than 4 bytes */
+    int64_t need = (coded ? BIN_INT32 : code_bytes) + (has ? (int64_t)cols * 8 : 0);
     if (left >= 0 && need > left)
         return kin_error(in, "truncated PQ data (expected %lld bytes, %lld left)", (long long)need,
                          (long long)left);
@@ -402,17 +443,26 @@ int egs_pq_read(struct kin *in, struct example *eg) {
     eg->pq_codes = xmalloc((size_t)code_bytes);
     eg->rows = rows;
     eg->cols = cols;
-    return kin_read(in, eg->pq_codes, (size_t)code_bytes, "PQ codes");
+    eg->pq_coded = coded;
+    if (!coded) return kin_read(in, eg->pq_codes, (size_t)code_bytes, "PQ codes");
+    return read_coded(in, eg, code_bytes);
 }
 
 /* ---- the writers' choice ---- */
 
+int egs_pq_applies(int rows, int num_frames) {
+    return rows <= EGS_PQ_MAX_ROWS || num_frames > 1;
+}
+
 int egs_store_input(struct egs_pq_encoder *enc, struct example *eg, const struct matrix *m,
                     int left_context, int compress) {
-    if (enc && m->rows <= EGS_PQ_MAX_ROWS &&
+    if (enc && egs_pq_applies(m->rows, eg->num_frames) &&
         (compress == EGS_COMPRESS_8BIT || compress == EGS_COMPRESS_16BIT)) {
         ASSERT(enc->bits == (compress == EGS_COMPRESS_8BIT ? 8 : 16));
-        return egs_pq_encoder_store(enc, eg, m, left_context);
+        if (egs_pq_encoder_store(enc, eg, m, left_context)) return -1;
+        /* the multi-frame layout is the one for large corpora: its 8-bit codes go coded */
+        eg->pq_coded = eg->storage == EXAMPLE_STORE_PQ && eg->pq->bits == 8 && eg->num_frames > 1;
+        return 0;
     }
     return example_set_input(eg, m, left_context, compress);
 }

@@ -2,8 +2,11 @@
 # option parsing; functions only, nothing runs when it is sourced).
 
 # train_read_egs_info EGS_DIR: checks that get_egs.sh's outputs are there and sets
-# iters_per_epoch, egs_jobs, num_jobs (when empty: the jobs the examples were cut for) and
-# num_iters (= num_epochs x iters_per_epoch). Exits 1 with a "$0: ..." message on a problem.
+# iters_per_epoch, egs_jobs, num_jobs (when empty: the jobs the examples were cut for),
+# frames_per_eg (1 for directories made before it was recorded), minibatch_egs (examples per
+# minibatch: --minibatch-size counts labelled frames, so minibatch_size / frames_per_eg when every
+# frame of an example is trained on) and num_iters (= num_epochs x iters_per_epoch). Exits 1 with
+# a "$0: ..." message on a problem.
 train_read_egs_info() {
     local egs=$1 f
     for f in $egs/info/iters_per_epoch $egs/info/num_jobs $egs/valid_diagnostic.egs \
@@ -16,6 +19,10 @@ train_read_egs_info() {
     if [ $num_jobs -gt $egs_jobs ]; then
         echo "$0: --num-jobs $num_jobs but the examples in $egs were cut for $egs_jobs jobs"; exit 1
     fi
+    frames_per_eg=1
+    [ -f $egs/info/frames_per_eg ] && frames_per_eg=$(cat $egs/info/frames_per_eg)
+    minibatch_egs=$(( (minibatch_size + frames_per_eg / 2) / frames_per_eg ))
+    [ $minibatch_egs -lt 1 ] && minibatch_egs=1
     num_iters=$((num_epochs * iters_per_epoch))
 }
 

@@ -41,6 +41,10 @@ seed fuzz-egs pq8-shared <pq8.ark
 $B/nnet-get-egs --print-args=false --compress=16bit --left-context=1 --right-context=1 \
     ark,t:pq.txt ark,t:pq-lab.txt ark:pq16.ark 2>/dev/null
 seed fuzz-egs pq16-context <pq16.ark
+# multi-frame examples: 8-bit PQ with the codes coded (version 2), then one frame of them
+$B/nnet-get-egs --print-args=false --num-frames=2 --left-context=1 --right-context=1 \
+    ark,t:pq.txt ark,t:pq-lab.txt ark:pq8-frames.ark 2>/dev/null
+seed fuzz-egs pq8-coded-frames <pq8-frames.ark
 
 # fuzz-compressed-matrix: one matrix object (FM, CM, CM2, CM3, text)
 printf ' [\n  0.5 -1 2\n  3 4.25 5 ]\n' >one.txt

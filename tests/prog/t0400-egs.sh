@@ -131,7 +131,36 @@ expect_status "reading zlib through ark,bg" 0 nnet-shuffle-egs 'ark,bg:egs-zlib.
 expect_status "copy with keep re-writes bytes unchanged" 0 nnet-copy-egs ark:egs-8bit.ark ark:e8.ark
 expect_same "no re-quantization on copy" egs-8bit.ark e8.ark
 expect_status "bad --compress" 2 nnet-copy-egs --compress=4bit ark:egs.ark ark:x.ark
-expect_err "names the choices" 'none, 8bit, 16bit or zlib'
+expect_err "names the choices" 'none, 8bit, 16bit, zlib or kaldi'
+
+# Multi-frame examples (Kaldi get_egs2's layout): 4 labelled frames sharing +-1 frame of context;
+# 15 frames cut into 0-3, 4-7, 8-11, 12-14 (+ one unlabelled padding frame).
+expect_status "get-egs --num-frames=4" 0 nnet-get-egs --num-frames=4 --left-context=1 \
+    --right-context=1 ark:big.ark ark,t:big-labels.txt ark:mf.ark
+nnet-egs-info ark:mf.ark >mf-info.txt 2>/dev/null
+expect_eq "48 examples of 4 frames, PQ" "$(grep -E '^(num-examples|frames-per-example|storage)' mf-info.txt | tr '\n' ' ')" \
+    "num-examples 48 frames-per-example 4 storage pq8=48 "
+expect_eq "one label per real frame" "$(grep '^num-labels' mf-info.txt)" "num-labels 180"
+nnet-get-egs --num-frames=4 --left-context=1 --right-context=1 --compress=kaldi ark:big.ark \
+    ark,t:big-labels.txt ark:mf-kaldi.ark 2>/dev/null
+expect_eq "--compress=kaldi: Kaldi's CM2 (6 rows)" "$(nnet-egs-info ark:mf-kaldi.ark 2>/dev/null | grep '^storage')" \
+    "storage cm2=48"
+# --frame: frame 2 of u03-4 is frame 6 of u03, label (3 + 6) % 5 = 4, its context rows 5 6 7
+expect_status "copy-egs --frame=2" 0 nnet-copy-egs --frame=2 ark:mf.ark ark,t:f2.txt
+expect_err "every example has frame 2" 'Read 48 neural-network training examples, wrote 48$'
+expect_eq "frame 2: its label" "$(grep -o '^u03-4 <NnetExample> <Lab1> \[ [0-9]* \]' f2.txt)" \
+    "u03-4 <NnetExample> <Lab1> [ 4 ]"
+lc=$(awk '$1 == "u03-4" { on = 1 } on && /<LeftContext>/ { print $2; exit }' f2.txt)
+expect_eq "frame 2: left context 1 + 2" "$lc" 3
+expect_status "copy-egs --frame=3 skips padding" 0 nnet-copy-egs --frame=3 ark:mf.ark ark:f3.ark
+expect_err "padding frames skipped and counted" 'skipped 12 examples whose frame 3 is absent or padding'
+nnet-copy-egs --frame=random --srand=7 ark:mf.ark ark:fr1.ark 2>/dev/null
+nnet-copy-egs --frame=random --srand=7 ark:mf.ark ark:fr2.ark 2>/dev/null
+expect_same "--frame=random is deterministic" fr1.ark fr2.ark
+expect_eq "--frame=random: one frame each" \
+    "$(nnet-egs-info ark:fr1.ark 2>/dev/null | grep '^frames-per-example')" "frames-per-example 1"
+expect_status "bad --frame" 1 nnet-copy-egs --frame=x ark:mf.ark ark:fx.ark
+expect_err "names the option" '--frame=x: expected a frame index'
 
 # truncated archive and usage
 head -c $(($(wc -c <all.ark) - 7)) all.ark >trunc.ark

@@ -67,3 +67,16 @@ expect_status "jobs_experiment.sh (tiny)" 0 $recipe/local/jobs_experiment.sh --j
 expect_eq "one run, scored" "$(awk 'NR > 1 && $5 ~ /^[0-9.]+$/ && $6 ~ /^[0-9.]+$/' exp/je/runs.txt | wc -l)" 1
 grep -q -E '^\| 2 \| NG-SGD \| 0\.008 \| [0-9.]+ ± 0\.00 \| [0-9.]+ ± 0\.00 \|' exp/je/results.md \
     && pass "results table row" || { fail "results table"; cat exp/je/results.md; }
+# Bad input at scale (issue 27): an unreadable WAV, an utterance without labels and one whose label
+# count does not match its frames lose only those utterances, each named once, with a count.
+head -c 30 data/wav/tr001-002.wav > bad.wav && cp bad.wav data/wav/tr001-002.wav
+sed -i '/^tr002-001 /d' data/train/num_frames data/train/labels.txt
+awk '$1 == "tr003-000" { NF--; $1 = $1 } 1' data/train/labels.txt > l.tmp && mv l.tmp data/train/labels.txt
+awk '$1 == "tr003-000" { $2-- } 1' data/train/num_frames > n.tmp && mv n.tmp data/train/num_frames
+expect_status "stages 1-3 with bad utterances" 0 $recipe/run.sh --size tiny --stage 1 --stop-stage 3 \
+    --data $t/data --exp $t/exp --feat-dir $t/fbank
+for u in tr001-002 tr002-001 tr003-000; do
+    expect_eq "$u named once" "$(grep -c "leaving out train utterance $u:" err)" 1
+done
+expect_err "the count at the end" 'left out 3 of 30 train utterances'
+expect_eq "the rest made examples" "$(wc -l < data/train_cmvn/feats.scp)" 27

@@ -2,8 +2,10 @@
  * tables, the per-dimension error bound on features of scales 1e-3 .. 1e4 (where one range per
  * example destroys the small ones), the archive form (a table written once per stream, read
  * back through the table reader and the minibatch reader, shuffled and concatenated archives,
- * odd shapes, 16-bit), the writers' choice, and truncated or corrupt input. */
+ * odd shapes, 16-bit), the writers' choice, and truncated or corrupt input; the lossless coding
+ * of multi-frame examples (version 2). */
 #include "egs/egs.h"
+#include "egs/egs-internal.h"
 #include "test.h"
 
 #include <stdlib.h>
@@ -478,7 +480,7 @@ static void test_truncated_corrupt(void) {
         int at, value;
         const char *msg;
     } cases[] = {
-        {0, 2, "unsupported PQ version 2"},
+        {0, 3, "unsupported PQ version 3"},
         {1, 12, "bad PQ code width 12"},
         {2, 0, "bad PQ shape"},
         {6, 7, "bad PQ table flag 7"},
@@ -516,6 +518,132 @@ static void test_truncated_corrupt(void) {
     for (int k = 0; k < NA; k++) example_release(&eg[k]);
 }
 
+/* ---- version 2: coded codes of multi-frame examples ---- */
+
+/* A smooth "spectrogram" of rows x cols codes (plus noise of +-noise), or uniform random codes. */
+static void fill_codes(unsigned char *x, int rows, int cols, int noise, struct rng *g) {
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            int v = noise < 0 ? (int)rng_below(g, 256)
+                              : 128 + (int)(40 * sin(0.1 * r + 0.07 * c)) +
+                                    (noise ? (int)rng_below(g, 2 * noise + 1) - noise : 0);
+            x[(size_t)r * cols + c] = (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v);
+        }
+}
+
+static void test_code_round_trip(void) {
+    struct rng g;
+    rng_seed(&g, 5);
+    static const int shapes[][2] = {{1, 1}, {1, 23}, {18, 23}, {7, 1}, {3, 300}, {40, 40}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int noise = -1; noise <= 8; noise += 3) {
+            int rows = shapes[s][0], cols = shapes[s][1];
+            size_t n = (size_t)rows * cols;
+            unsigned char *x = xmalloc(n), *y = xmalloc(n), *coded;
+            fill_codes(x, rows, cols, noise, &g);
+            size_t nc = egs_pq_code(x, rows, cols, &coded);
+            CHECK(egs_pq_uncode(coded, nc, rows, cols, y) == 0);
+            CHECK(memcmp(x, y, n) == 0);
+            /* never more than 4 bytes a code (the reader's bound); smooth data well below 1 */
+            CHECK(nc <= 4 * n + 8);
+            if (noise >= 0 && noise <= 2 && n >= 400) CHECK(nc < n / 2);
+            /* every truncation and a trailing byte are errors, never a crash */
+            for (size_t k = 0; k < nc; k++) CHECK(egs_pq_uncode(coded, k, rows, cols, y) == -1);
+            unsigned char *more = xmalloc(nc + 1);
+            memcpy(more, coded, nc);
+            more[nc] = 0;
+            CHECK(egs_pq_uncode(more, nc + 1, rows, cols, y) == -1);
+            /* a flipped bit: an error or other codes, within bounds (ASan watches) */
+            for (size_t k = 0; k < nc; k += 7) {
+                memcpy(more, coded, nc);
+                more[k] ^= (unsigned char)(1u << (k % 8));
+                (void)egs_pq_uncode(more, nc, rows, cols, y);
+            }
+            free(more);
+            free(coded);
+            free(x);
+            free(y);
+        }
+}
+
+/* Multi-frame examples: PQ whatever their rows (8-bit coded, 16-bit plain), "kaldi" CM, one-frame
+ * ones of > 8 rows CM as before; the archive round trip; --frame selection. */
+static void test_multi_frame(void) {
+    struct rng g;
+    rng_seed(&g, 9);
+    struct egs_pq_encoder e8, e16;
+    egs_pq_encoder_init(&e8, 8);
+    egs_pq_encoder_init(&e16, 16);
+    enum { N = 6, F = 8, ROWS = 18, COLS = 23 };
+    struct example eg[N];
+    char keys[N][32];
+    int order[N];
+    int32_t lab[F] = {1, 2, 3, 4, 5, 6, 7, 8};
+    struct matrix m, ms[N];
+    matrix_init_on(&m, ROWS, COLS, MATRIX_CPU);
+    for (int k = 0; k < N; k++) { /* a probe first, as the writers do: one table */
+        matrix_init_on(&ms[k], ROWS, COLS, MATRIX_CPU);
+        for (int r = 0; r < ROWS; r++)
+            for (int c = 0; c < COLS; c++)
+                ms[k].data[(size_t)r * ms[k].stride + c] =
+                    (float)(sin(0.1 * (r + k) + 0.07 * c) + 0.01 * rng_uniform(&g));
+        egs_pq_encoder_observe(&e8, &ms[k]);
+    }
+    for (int k = 0; k < N; k++) {
+        matrix_copy(&m, &ms[k]);
+        matrix_release(&ms[k]);
+        example_init(&eg[k]);
+        example_set_labels_simple(&eg[k], F, lab);
+        CHECK(egs_store_input(&e8, &eg[k], &m, 5, EGS_COMPRESS_8BIT) == 0);
+        CHECK(!strcmp(example_storage_name(&eg[k]), "pq8") && eg[k].pq_coded == 1);
+        snprintf(keys[k], sizeof keys[k], "u%d-%d", k, 8 * k);
+        order[k] = k;
+    }
+    struct example other;
+    example_init(&other);
+    example_set_labels_simple(&other, F, lab);
+    CHECK(egs_store_input(&e16, &other, &m, 5, EGS_COMPRESS_16BIT) == 0);
+    CHECK(!strcmp(example_storage_name(&other), "pq16") && other.pq_coded == 0);
+    CHECK(egs_store_input(&e8, &other, &m, 5, EGS_COMPRESS_KALDI) == 0);
+    CHECK(!strcmp(example_storage_name(&other), "cm"));
+    example_set_labels_simple(&other, 1, lab);
+    CHECK(egs_store_input(&e8, &other, &m, 5, EGS_COMPRESS_8BIT) == 0);
+    CHECK(!strcmp(example_storage_name(&other), "cm")); /* one frame, 18 rows: Kaldi's CM */
+    struct matrix small = matrix_view(&m, 0, 4, 0, COLS);
+    CHECK(egs_store_input(&e8, &other, &small, 1, EGS_COMPRESS_KALDI) == 0);
+    CHECK(!strcmp(example_storage_name(&other), "cm2")); /* Kaldi: CM2 up to 8 rows */
+    char path[64], spec[128];
+    snprintf(path, sizeof path, "/tmp/egs-pq-test-%d-mf.ark", (int)getpid());
+    snprintf(spec, sizeof spec, "ark:%s", path);
+    CHECK(write_archive(spec, eg, keys, order, N) == 0);
+    CHECK(read_back(spec, eg, keys, order, N) == N);
+    /* coded: well under the plain codes (18 x 23 bytes each; about 160 bytes of key, tokens and
+     * labels per entry) */
+    CHECK(file_size(path) < (long)N * (ROWS * COLS * 3 / 4 + 160) + 8L * COLS);
+    /* read back, the flag holds, so a copy writes the same bytes */
+    struct table_reader r;
+    CHECK(table_reader_open(&r, spec, &holder_example) == 0);
+    struct example got;
+    example_init(&got);
+    CHECK(table_reader_next(&r, &got) == 1 && got.pq_coded == 1 && got.num_frames == F);
+    /* frame 3 alone: its label, the context moved, the input untouched */
+    unsigned char *codes = xmalloc((size_t)ROWS * COLS);
+    memcpy(codes, got.pq_codes, (size_t)ROWS * COLS);
+    CHECK(example_select_frame(&got, 3) == 1);
+    CHECK(got.num_frames == 1 && got.left_context == 8 && example_right_context(&got) == 9);
+    CHECK(got.label_index[0] == 4 && got.rows == ROWS);
+    CHECK(memcmp(codes, got.pq_codes, (size_t)ROWS * COLS) == 0);
+    free(codes);
+    CHECK(table_reader_close(&r) == 0);
+    example_release(&got);
+    unlink(path);
+    for (int k = 0; k < N; k++) example_release(&eg[k]);
+    example_release(&other);
+    egs_pq_encoder_release(&e8);
+    egs_pq_encoder_release(&e16);
+    matrix_release(&m);
+}
+
 int main(void) {
     TEST_RUN(test_table_by_hand);
     TEST_RUN(test_encoder_growth);
@@ -523,5 +651,7 @@ int main(void) {
     TEST_RUN(test_store_choice);
     TEST_RUN(test_archive);
     TEST_RUN(test_truncated_corrupt);
+    TEST_RUN(test_code_round_trip);
+    TEST_RUN(test_multi_frame);
     TEST_MAIN_END();
 }

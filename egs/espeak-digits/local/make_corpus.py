@@ -5,10 +5,25 @@ passed through a per-speaker channel (band limits, gain) and per-utterance noise
 brown at 5-30 dB SNR), with frame-level phone-state labels from the synthesizer's own phoneme
 timing (espeak-synth-align).
 
+Three parts, so that synthesis can be spread over jobs (run.sh runs them through --cmd):
+  --part plan     draws every speaker and utterance from --seed into local/utts.tsv (one line per
+                  utterance: everything its synthesis needs)
+  --part synth    --job k of --nj n: synthesises chunks k, k+n, k+2n, ... of --chunk consecutive
+                  utterances (one synthesizer process per chunk, so that its 22.05 kHz audio
+                  never piles up), writes wav/<utt>.wav and local/segs/<chunk>.txt (the phone
+                  segments on the 16 kHz timeline)
+  --part finish   the lexicon and phone set from the training segments, then the data directories
+  --part all      the three in turn, one job (the default)
+eSpeak NG carries state from one utterance to the next inside a process (its pitch flutter, say),
+so an utterance's audio depends on its chunk, whose bounds the plan fixes (local/chunks): the
+corpus is byte-identical whatever --nj (and, with chunks of 1000, the same as the one-process
+synthesis of the first version of this script for corpora of up to 1000 utterances). Nothing holds the corpus: each part streams over its files (finish
+keeps the lexicon, the phone set and one utterance's segments).
+
 Writes, under <data-dir>:
-  local/synth.list, local/raw/*.wav (22.05 kHz), local/{train,test}.ctm (16 kHz timeline)
+  local/utts.tsv, local/segs.*.txt, local/{train,test}.ctm (16 kHz timeline)
   wav/*.wav                    16 kHz 16-bit mono (the corpus)
-  {train,test}/{wav.scp,text,utt2spk,spk2utt,labels.txt,num_frames}
+  {train,test}/{wav.scp,text,utt2spk,spk2utt,spk2voice,labels.txt,num_frames}
       labels.txt: "<utt> <pdf> <pdf> ..." one phone-state per 10 ms frame (25 ms window,
       snip-edges), the state of the phone under the frame's centre; each phone split into 3
       equal-duration states
@@ -18,8 +33,14 @@ Writes, under <data-dir>:
 
 Training and test speakers use disjoint voice variants (so disjoint voices); accents are shared,
 so the lexicon from the training data covers the test data. Everything is drawn from --seed.
+Sizes: --num-train-speakers x --utts-per-speaker, or --train-hours H (the corpus ladder):
+speakers of 64 utterances enough for about H hours of training speech, and a test set of
+--num-test-speakers x 16 utterances drawn from its own stream of the seed, the same at every
+size. Where the training speakers outnumber the (accent, variant) voices, voices are reused with
+another rate, pitch, range and channel (a voice is used at most ceil(speakers / voices) times).
 """
 import argparse
+import itertools
 import os
 import random
 import subprocess
@@ -37,6 +58,11 @@ ACCENTS = ["en-us", "en", "en-gb-scotland", "en-gb-x-rp", "en-gb-x-gbclan",
 RATE_OUT = 16000
 FRAME_SHIFT, FRAME_LEN = 160, 400
 STATES = 3
+# --train-hours: utterances per speaker, and the mean utterance length measured on the corpus
+# (1.14 s at --seed 0) that turns hours into speakers
+LADDER_UTTS_PER_SPEAKER = 64
+LADDER_TEST_UTTS = 16
+MEAN_UTT_SECONDS = 1.14
 
 
 def log(msg):
@@ -93,86 +119,226 @@ def coloured_noise(rng, n, kind):
     return np.fft.irfft(spec, n)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--num-train-speakers", type=int, default=48)
-    ap.add_argument("--num-test-speakers", type=int, default=10)
-    ap.add_argument("--utts-per-speaker", type=int, default=16)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--synth", default="espeak-synth-align")
-    ap.add_argument("data")
-    a = ap.parse_args()
-    rng = random.Random(a.seed)
-    d = a.data
-    for sub in ("local/raw", "wav", "train", "test", "lang"):
-        os.makedirs(os.path.join(d, sub), exist_ok=True)
+def write_atomic(path, lines):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        for line in lines:
+            f.write(line)
+    os.replace(tmp, path)
 
+
+# ---- plan ----
+
+def voice_sequence(rng, pairs, n):
+    """n (accent, variant) voices: distinct while they last, then the voices again in rounds."""
+    if n <= len(pairs):
+        return rng.sample(pairs, n)
+    out = []
+    while len(out) < n:
+        out += rng.sample(pairs, min(len(pairs), n - len(out)))
+    return out
+
+
+def draw_speakers(rng, set_name, n, vs, width):
+    pairs = [(acc, v) for acc in ACCENTS for v in vs]
+    if not pairs:
+        sys.exit(f"{sys.argv[0]}: no {set_name} voices")
+    spk = []
+    for i, (acc, v) in enumerate(voice_sequence(rng, pairs, n)):
+        channel = dict(hp=rng.randint(60, 300), lp=rng.randint(3400, 7600), gain=rng.uniform(-12, 0))
+        spk.append((set_name, f"{set_name[:2]}{i:0{width}d}", f"{acc}+{v}", rng.randint(130, 210),
+                    rng.randint(25, 75), rng.randint(20, 80), channel))
+    return spk
+
+
+def draw_utts(rng, speakers, per_speaker):
+    """The speakers' utterances, in order (a generator: the plan is written as it is drawn)."""
+    for set_name, spk, voice, rate, pitch, prange, ch in speakers:
+        for j in range(per_speaker):
+            yield (set_name, spk, f"{spk}-{j:03d}", prompt(rng), voice,
+                   max(100, rate + rng.randint(-15, 15)), pitch, prange, ch,
+                   rng.uniform(0.05, 0.35), rng.uniform(0.05, 0.35),
+                   rng.choice(["white", "pink", "brown"]), rng.uniform(5, 30),
+                   rng.randrange(1 << 30))
+
+
+def plan(a, d):
+    """Draws the corpus from the seed into local/utts.tsv and the speaker tables."""
+    rng = random.Random(a.seed)
     var = variants()
     rng.shuffle(var)
     n_test_var = max(1, len(var) // 5)
     test_var, train_var = sorted(var[:n_test_var]), sorted(var[n_test_var:])
-    speakers = []  # (set, spk, voice, rate, pitch, range, channel)
-    for set_name, n, vs in (("train", a.num_train_speakers, train_var),
-                            ("test", a.num_test_speakers, test_var)):
-        pairs = [(acc, v) for acc in ACCENTS for v in vs]
-        if n > len(pairs):
-            sys.exit(f"{sys.argv[0]}: only {len(pairs)} {set_name} voices, asked for {n}")
-        for i, (acc, v) in enumerate(rng.sample(pairs, n)):
-            channel = dict(hp=rng.randint(60, 300), lp=rng.randint(3400, 7600),
-                           gain=rng.uniform(-12, 0))
-            speakers.append((set_name, f"{set_name[:2]}{i:03d}", f"{acc}+{v}",
-                             rng.randint(130, 210), rng.randint(25, 75), rng.randint(20, 80),
-                             channel))
-    utts = []  # (set, spk, utt, words, voice, rate, pitch, range, channel, pre, post, noise, snr)
-    for set_name, spk, voice, rate, pitch, prange, channel in speakers:
-        for j in range(a.utts_per_speaker):
-            utts.append((set_name, spk, f"{spk}-{j:03d}", prompt(rng), voice,
-                         max(100, rate + rng.randint(-15, 15)), pitch, prange, channel,
-                         rng.uniform(0.05, 0.35), rng.uniform(0.05, 0.35),
-                         rng.choice(["white", "pink", "brown"]), rng.uniform(5, 30),
-                         rng.randrange(1 << 30)))
-    with open(os.path.join(d, "local/synth.list"), "w") as f:
-        for u in utts:
-            f.write(f"{u[2]} {u[4]} {u[5]} {u[6]} {u[7]} {' '.join(u[3])}\n")
-    log(f"synthesising {len(utts)} utterances ({a.num_train_speakers} training and "
-        f"{a.num_test_speakers} test speakers, {len(train_var)}/{len(test_var)} voice variants)")
-    subprocess.run([a.synth, "--print-args=false", os.path.join(d, "local/synth.list"),
-                    os.path.join(d, "local/raw"), os.path.join(d, "local/raw.ctm")], check=True)
+    if a.train_hours:
+        # the ladder: the test set from its own stream, the same at every size
+        n_train = max(1, round(a.train_hours * 3600 / MEAN_UTT_SECONDS / LADDER_UTTS_PER_SPEAKER))
+        per_train, per_test = LADDER_UTTS_PER_SPEAKER, LADDER_TEST_UTTS
+        rng_test = random.Random(a.seed * 1000003 + 1)
+    else:
+        n_train, per_train, per_test = a.num_train_speakers, a.utts_per_speaker, a.utts_per_speaker
+        rng_test = rng   # the draws of the first version of this script, in its order
+        pairs = len(ACCENTS) * len(train_var)
+        if n_train > pairs:
+            sys.exit(f"{sys.argv[0]}: only {pairs} train voices, asked for {n_train} "
+                     "(--train-hours reuses voices)")
+    width = max(3, len(str(max(n_train, a.num_test_speakers) - 1)))
+    train_spk = draw_speakers(rng, "train", n_train, train_var, width)
+    test_spk = draw_speakers(rng_test, "test", a.num_test_speakers, test_var, width)
+    utts = itertools.chain(draw_utts(rng, train_spk, per_train),
+                           draw_utts(rng_test, test_spk, per_test))
+    num_utts = len(train_spk) * per_train + len(test_spk) * per_test
+    write_atomic(os.path.join(d, "local/chunks"), [f"{-(-num_utts // a.chunk)} {a.chunk}\n"])
+    write_atomic(os.path.join(d, "local/utts.tsv"), (
+        f"{u[0]}\t{u[1]}\t{u[2]}\t{u[4]}\t{u[5]}\t{u[6]}\t{u[7]}\t{u[8]['hp']}\t{u[8]['lp']}\t"
+        f"{u[8]['gain']!r}\t{u[9]!r}\t{u[10]!r}\t{u[11]}\t{u[12]!r}\t{u[13]}\t{' '.join(u[3])}\n"
+        for u in utts))
+    for set_name, spk in (("train", train_spk), ("test", test_spk)):
+        sd = os.path.join(d, set_name)
+        write_atomic(os.path.join(sd, "spk2voice"), (
+            f"{sp[1]} {sp[2]} rate={sp[3]} pitch={sp[4]} range={sp[5]} "
+            f"hp={sp[6]['hp']} lp={sp[6]['lp']} gain={sp[6]['gain']:.1f}\n" for sp in spk))
+    reuse = -(-n_train // (len(ACCENTS) * len(train_var)))
+    log(f"planned {num_utts} utterances ({n_train} training and {a.num_test_speakers} test "
+        f"speakers, {len(train_var)}/{len(test_var)} voice variants"
+        + (f", each training voice used up to {reuse} times)" if reuse > 1 else ")"))
+
+
+def read_plan(d):
+    """The utterances of local/utts.tsv, in order, as dicts (a generator)."""
+    with open(os.path.join(d, "local/utts.tsv")) as f:
+        for line in f:
+            p = line.rstrip("\n").split("\t")
+            yield dict(set=p[0], spk=p[1], utt=p[2], voice=p[3], rate=int(p[4]), pitch=int(p[5]),
+                       range=int(p[6]), hp=int(p[7]), lp=int(p[8]), gain=float(p[9]),
+                       pre=float(p[10]), post=float(p[11]), noise=p[12], snr=float(p[13]),
+                       useed=int(p[14]), words=p[15].split())
+
+
+# ---- synth ----
+
+def synth_chunk(a, d, chunk, raw, out):
+    """Synthesises chunk (plan dicts), adds channel and noise, writes the 16 kHz WAVs and one
+    line of segments per utterance to out; removes the synthesizer's audio."""
+    lst, ctm = os.path.join(raw, "synth.list"), os.path.join(raw, "raw.ctm")
+    write_atomic(lst, (f"{u['utt']} {u['voice']} {u['rate']} {u['pitch']} {u['range']} "
+                       f"{' '.join(u['words'])}\n" for u in chunk))
+    subprocess.run([a.synth, "--print-args=false", lst, raw, ctm], check=True)
     segs = {}
-    with open(os.path.join(d, "local/raw.ctm")) as f:
+    with open(ctm) as f:
         for line in f:
             utt, _, start, dur, phone, word, widx = line.split()
             segs.setdefault(utt, []).append((float(start), float(dur), phone, word, int(widx)))
-
-    log("channel, noise and 16 kHz resampling (sox)")
-    lengths, ctm = {}, {"train": [], "test": []}
-    for (set_name, spk, utt, words, voice, rate, pitch, prange, ch, pre, post, noise, snr,
-         useed) in utts:
-        raw = os.path.join(d, "local/raw", utt + ".wav")
-        tmp = os.path.join(d, "local/raw", utt + ".16k.wav")
-        subprocess.run(["sox", "-R", "-D", "-V1", raw, "-r", str(RATE_OUT), "-b", "16", tmp,
-                        "highpass", str(ch["hp"]), "lowpass", str(ch["lp"]),
-                        "pad", f"{pre:.4f}", f"{post:.4f}"], check=True)
+    for u in chunk:
+        utt = u["utt"]
+        rawwav, tmp = os.path.join(raw, utt + ".wav"), os.path.join(raw, utt + ".16k.wav")
+        subprocess.run(["sox", "-R", "-D", "-V1", rawwav, "-r", str(RATE_OUT), "-b", "16", tmp,
+                        "highpass", str(u["hp"]), "lowpass", str(u["lp"]),
+                        "pad", f"{u['pre']:.4f}", f"{u['post']:.4f}"], check=True)
         _, x = read_wav(tmp)
         os.remove(tmp)
-        x = x.astype(float) * 10 ** (ch["gain"] / 20)
-        nrng = np.random.default_rng(useed)
-        nz = coloured_noise(nrng, len(x), noise)
+        os.remove(rawwav)
+        x = x.astype(float) * 10 ** (u["gain"] / 20)
+        nrng = np.random.default_rng(u["useed"])
+        nz = coloured_noise(nrng, len(x), u["noise"])
         p_sig = np.mean(x[x != 0] ** 2) if np.any(x != 0) else 1.0
-        nz *= np.sqrt(p_sig / 10 ** (snr / 10) / max(np.mean(nz ** 2), 1e-12))
+        nz *= np.sqrt(p_sig / 10 ** (u["snr"] / 10) / max(np.mean(nz ** 2), 1e-12))
         y = np.clip(np.round(x + nz), -32768, 32767)
         write_wav(os.path.join(d, "wav", utt + ".wav"), y)
-        lengths[utt] = len(y)
         # Shift the alignment by the leading pad; the pads are silence.
+        pre = u["pre"]
         s = [(0.0, pre, "sil", "<sil>", 0)]
         s += [(st + pre, du, ph, w, i) for st, du, ph, w, i in segs[utt]]
         end = s[-1][0] + s[-1][1]
         s.append((end, len(y) / RATE_OUT - end, "sil", "<sil>", 0))
-        ctm[set_name].append((utt, s))
+        out.write(f"{utt} {len(y)}" + "".join(f" {st!r} {du!r} {ph} {w} {i}" for st, du, ph, w, i
+                                              in s) + "\n")
 
+
+def read_chunks(d):
+    with open(os.path.join(d, "local/chunks")) as f:
+        n, size = f.read().split()
+    return int(n), int(size)
+
+
+def synth(a, d):
+    num_chunks, size = read_chunks(d)
+    mine = [c for c in range(num_chunks) if c % a.nj == a.job - 1]
+    raw = os.path.join(d, f"local/raw.{a.job}")
+    os.makedirs(raw, exist_ok=True)
+    os.makedirs(os.path.join(d, "local/segs"), exist_ok=True)
+    chunk, c = [], 0
+    for n, u in enumerate(read_plan(d)):
+        c = n // size
+        if c in mine:
+            chunk.append(u)
+        if chunk and (n + 1) % size == 0:
+            write_chunk(a, d, c, chunk, raw)
+            chunk = []
+    if chunk:
+        write_chunk(a, d, c, chunk, raw)
+    os.rmdir(raw)
+
+
+def write_chunk(a, d, c, chunk, raw):
+    path = os.path.join(d, f"local/segs/{c}.txt")
+    with open(path + ".tmp", "w") as out:
+        synth_chunk(a, d, chunk, raw, out)
+    os.replace(path + ".tmp", path)
+    for f in os.listdir(raw):
+        os.remove(os.path.join(raw, f))
+    log(f"job {a.job}: chunk {c}, {len(chunk)} utterances")
+
+
+# ---- finish ----
+
+def read_segs(d):
+    """(utt, num_samples, segments) in plan order, from the chunks' files (a generator)."""
+    for c in range(read_chunks(d)[0]):
+        with open(os.path.join(d, f"local/segs/{c}.txt")) as f:
+            for line in f:
+                p = line.split()
+                segs = [(float(p[i]), float(p[i + 1]), p[i + 2], p[i + 3], int(p[i + 4]))
+                        for i in range(2, len(p), 5)]
+                yield p[0], int(p[1]), segs
+
+
+def write_lang(d, phones, lex):
+    phone_list = ["sil"] + sorted(phones)
+    pidx = {p: i for i, p in enumerate(phone_list)}
+    write_atomic(os.path.join(d, "lang/phones.txt"), (f"{p} {i}\n" for p, i in pidx.items()))
+    write_atomic(os.path.join(d, "lang/phone_pdfs.txt"), (
+        p + "".join(f" {STATES * i + s}" for s in range(STATES)) + "\n" for p, i in pidx.items()))
+    write_atomic(os.path.join(d, "lang/num_pdfs"), [f"{STATES * len(phone_list)}\n"])
+    write_atomic(os.path.join(d, "lang/words.txt"), (
+        f"{w} {i + 1}\n" for i, w in enumerate(sorted(set(DIGITS + COMMANDS)))))
+    write_atomic(os.path.join(d, "lang/lexicon.txt"), (
+        f"{w} {' '.join(ps)}\n" for w, ps in sorted(lex)))
+    return pidx
+
+
+def frame_labels(s, nsamp, pidx):
+    """One phone-state per frame: the state of the phone under the frame's centre."""
+    nfr = 1 + (nsamp - FRAME_LEN) // FRAME_SHIFT
+    centres = (np.arange(nfr) * FRAME_SHIFT + FRAME_LEN / 2) / RATE_OUT
+    starts = np.array([seg[0] for seg in s])
+    seg_of = np.clip(np.searchsorted(starts, centres, side="right") - 1, 0, len(s) - 1)
+    labels, unknown = [], 0
+    for t in range(nfr):
+        st, du, ph, _, _ = s[seg_of[t]]
+        if ph not in pidx:
+            unknown += 1
+            ph = "sil"
+        state = min(STATES - 1, int(STATES * (centres[t] - st) / du)) if du > 0 else 0
+        labels.append(STATES * pidx[ph] + state)
+    return labels, unknown
+
+
+def finish(a, d):
     # Lexicon: each word's phone sequence, word by word, from the training alignments.
     lex, phones = set(), set()
-    for utt, s in ctm["train"]:
+    for u, (utt, _, s) in zip(read_plan(d), read_segs(d)):
+        if u["set"] != "train":
+            continue
         prons = {}
         for _, _, ph, w, i in s:
             if i > 0:
@@ -180,71 +346,84 @@ def main():
                 prons.setdefault(i, (w, []))[1].append(ph)
         for w, ps in prons.values():
             lex.add((w, tuple(ps)))
-    phone_list = ["sil"] + sorted(phones)
-    pidx = {p: i for i, p in enumerate(phone_list)}
-    with open(os.path.join(d, "lang/phones.txt"), "w") as f:
-        for p, i in pidx.items():
-            f.write(f"{p} {i}\n")
-    with open(os.path.join(d, "lang/phone_pdfs.txt"), "w") as f:
-        for p, i in pidx.items():
-            f.write(p + "".join(f" {STATES * i + s}" for s in range(STATES)) + "\n")
-    with open(os.path.join(d, "lang/num_pdfs"), "w") as f:
-        f.write(f"{STATES * len(phone_list)}\n")
-    with open(os.path.join(d, "lang/words.txt"), "w") as f:
-        for i, w in enumerate(sorted(set(DIGITS + COMMANDS))):
-            f.write(f"{w} {i + 1}\n")
-    with open(os.path.join(d, "lang/lexicon.txt"), "w") as f:
-        for w, ps in sorted(lex):
-            f.write(f"{w} {' '.join(ps)}\n")
-
+    pidx = write_lang(d, phones, lex)
+    out = {}
     for set_name in ("train", "test"):
         sd = os.path.join(d, set_name)
-        su = [u for u in utts if u[0] == set_name]
-        with open(os.path.join(sd, "wav.scp"), "w") as f:
-            for u in su:
-                f.write(f"{u[2]} {os.path.abspath(os.path.join(d, 'wav', u[2] + '.wav'))}\n")
-        with open(os.path.join(sd, "text"), "w") as f:
-            for u in su:
-                f.write(f"{u[2]} {' '.join(u[3])}\n")
-        with open(os.path.join(sd, "utt2spk"), "w") as f:
-            for u in su:
-                f.write(f"{u[2]} {u[1]}\n")
-        with open(os.path.join(sd, "spk2utt"), "w") as f:
-            for spk in sorted({u[1] for u in su}):
-                f.write(spk + "".join(" " + u[2] for u in su if u[1] == spk) + "\n")
-        with open(os.path.join(sd, "spk2voice"), "w") as f:
-            for sp in speakers:
-                if sp[0] == set_name:
-                    f.write(f"{sp[1]} {sp[2]} rate={sp[3]} pitch={sp[4]} range={sp[5]} "
-                            f"hp={sp[6]['hp']} lp={sp[6]['lp']} gain={sp[6]['gain']:.1f}\n")
-        lab_f = open(os.path.join(sd, "labels.txt"), "w")
-        nf_f = open(os.path.join(sd, "num_frames"), "w")
-        ctm_f = open(os.path.join(d, f"local/{set_name}.ctm"), "w")
-        unknown = 0
-        for utt, s in ctm[set_name]:
-            nfr = 1 + (lengths[utt] - FRAME_LEN) // FRAME_SHIFT
-            centres = (np.arange(nfr) * FRAME_SHIFT + FRAME_LEN / 2) / RATE_OUT
-            starts = np.array([seg[0] for seg in s])
-            seg_of = np.clip(np.searchsorted(starts, centres, side="right") - 1, 0, len(s) - 1)
-            labels = []
-            for t in range(nfr):
-                st, du, ph, _, _ = s[seg_of[t]]
-                if ph not in pidx:
-                    unknown += 1
-                    ph = "sil"
-                state = min(STATES - 1, int(STATES * (centres[t] - st) / du)) if du > 0 else 0
-                labels.append(STATES * pidx[ph] + state)
-            lab_f.write(utt + "".join(f" {v}" for v in labels) + "\n")
-            nf_f.write(f"{utt} {nfr}\n")
-            for st, du, ph, w, _ in s:
-                ctm_f.write(f"{utt} 1 {st:.4f} {du:.4f} {ph} {w}\n")
-        for fh in (lab_f, nf_f, ctm_f):
+        out[set_name] = {n: open(os.path.join(sd if n != "ctm" else os.path.join(d, "local"),
+                                              n if n != "ctm" else f"{set_name}.ctm") + ".tmp", "w")
+                         for n in ("wav.scp", "text", "utt2spk", "labels.txt", "num_frames",
+                                   "ctm")}
+    # spk2utt: a plan lists each speaker's utterances together, speakers in sorted order
+    for set_name in out:
+        out[set_name]["spk2utt"] = open(os.path.join(d, set_name, "spk2utt.tmp"), "w")
+    unknown = {"train": 0, "test": 0}
+    seconds, count, last_spk = 0.0, 0, None
+    plan_iter = read_plan(d)
+    for utt, nsamp, s in read_segs(d):
+        u = next(plan_iter)
+        assert u["utt"] == utt, (u["utt"], utt)
+        o = out[u["set"]]
+        o["wav.scp"].write(f"{utt} {os.path.abspath(os.path.join(d, 'wav', utt + '.wav'))}\n")
+        o["text"].write(f"{utt} {' '.join(u['words'])}\n")
+        o["utt2spk"].write(f"{utt} {u['spk']}\n")
+        if u["spk"] != last_spk:
+            o["spk2utt"].write(("" if o["spk2utt"].tell() == 0 else "\n") + u["spk"])
+            last_spk = u["spk"]
+        o["spk2utt"].write(" " + utt)
+        labels, unk = frame_labels(s, nsamp, pidx)
+        unknown[u["set"]] += unk
+        o["labels.txt"].write(utt + "".join(f" {v}" for v in labels) + "\n")
+        o["num_frames"].write(f"{utt} {len(labels)}\n")
+        for st, du, ph, w, _ in s:
+            o["ctm"].write(f"{utt} 1 {st:.4f} {du:.4f} {ph} {w}\n")
+        seconds += nsamp / RATE_OUT
+        count += 1
+    for set_name, o in out.items():
+        if o["spk2utt"].tell():
+            o["spk2utt"].write("\n")
+        for fh in o.values():
             fh.close()
-        if unknown:
-            log(f"warning: {unknown} {set_name} frames had a phone unseen in training (as sil)")
-    hours = sum(lengths.values()) / RATE_OUT / 3600
-    log(f"{len(utts)} utterances, {hours * 60:.1f} minutes of audio, {len(phone_list)} phones, "
-        f"{STATES * len(phone_list)} phone states, {len(lex)} pronunciations")
+            os.replace(fh.name, fh.name[:-4])
+        if unknown[set_name]:
+            log(f"warning: {unknown[set_name]} {set_name} frames had a phone unseen in training "
+                "(as sil)")
+    log(f"{count} utterances, {seconds / 60:.1f} minutes of audio, {len(pidx)} phones, "
+        f"{STATES * len(pidx)} phone states, {len(lex)} pronunciations")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--num-train-speakers", type=int, default=48)
+    ap.add_argument("--num-test-speakers", type=int, default=10)
+    ap.add_argument("--utts-per-speaker", type=int, default=16)
+    ap.add_argument("--train-hours", type=float, default=0,
+                    help="the ladder: about this many hours of training speech (speakers of "
+                    f"{LADDER_UTTS_PER_SPEAKER} utterances; the test set the same at every size)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--part", choices=("plan", "synth", "finish", "all"), default="all")
+    ap.add_argument("--nj", type=int, default=1, help="synthesis jobs (--part synth, all)")
+    ap.add_argument("--job", type=int, default=1, help="this job, 1..nj (--part synth)")
+    ap.add_argument("--chunk", type=int, default=1000,
+                    help="utterances synthesised by one process (--part plan, all)")
+    ap.add_argument("--synth", default="espeak-synth-align")
+    ap.add_argument("data")
+    a = ap.parse_args()
+    if a.nj < 1 or not 1 <= a.job <= a.nj or a.chunk < 1:
+        ap.error("need --nj >= 1, 1 <= --job <= --nj and --chunk >= 1")
+    d = a.data
+    for sub in ("local", "wav", "train", "test", "lang"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    if a.part in ("plan", "all"):
+        plan(a, d)
+    if a.part == "all":
+        for job in range(1, a.nj + 1):
+            a.job = job
+            synth(a, d)
+    elif a.part == "synth":
+        synth(a, d)
+    if a.part in ("finish", "all"):
+        finish(a, d)
 
 
 if __name__ == "__main__":
