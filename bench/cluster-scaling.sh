@@ -111,3 +111,21 @@ for alg in 4:ring 2:tree; do
         awk -v a=${alg#*:} -v p=$p '{ printf "allreduce_%s_p%d_%dB_s %s\n", a, p, $1, $2 }' ar.${alg#*:}.$p.out
     done
 done
+# The latency and bandwidth fitted on 2 nodes (ring: T = 2 alpha + M / beta), and the other node
+# counts predicted from them, against what was measured.
+cat ar.*.out >/dev/null 2>&1 || exit 0
+alpha=$(awk '$1 == 4 { print $2 / 2 }' ar.ring.2.out)
+beta=$(awk -v a=$alpha '$1 == 16777216 { print $1 / ($2 - 2 * a) }' ar.ring.2.out)
+printf 'fit_alpha_s %.4g\nfit_beta_Bps %.4g\n' "$alpha" "$beta"
+echo "| all-reduce | N | 4 B measured | predicted | 16 MB measured | predicted |"
+echo "|---|---|---|---|---|---|"
+for alg in ring tree; do
+    for p in 2 4 $nodes; do
+        [ -f ar.$alg.$p.out ] || continue
+        awk -v alg=$alg -v p=$p -v a=$alpha -v b=$beta '
+            function pred(m) { if (alg == "ring") return 2 * (p - 1) * a + 2 * (p - 1) / p * m / b
+                               l = 0; while (2 ^ l < p) l++; return 2 * l * (a + m / b) }
+            $1 == 4 { s4 = $2 } $1 == 16777216 { s16 = $2 }
+            END { printf "| %s | %d | %.3g ms | %.3g ms | %.0f ms | %.0f ms |\n", alg, p, s4 * 1e3, pred(4) * 1e3, s16 * 1e3, pred(16777216) * 1e3 }' ar.$alg.$p.out
+    done
+done

@@ -73,7 +73,7 @@ part_policies() {
         else
             expect_eq "stop: exit 1" $rc 1
             expect_eq "stop: one error naming the jobs and the stage" \
-                "$(grep -Ec 'iteration 1: job\(s\) [0-9 ]+ of 4 failed .*resume with --stage 1' pol-$p.log)" 1
+                "$(grep -Ec 'training iteration 1 failed: job\(s\) [0-9 ]+ of 4 .*resume with --stage 1' pol-$p.log)" 1
             expect_same "stop: 1.mdl intact" ref/1.mdl pol-$p/1.mdl
             expect_eq "stop: no 2.mdl" "$(ls pol-$p/2.mdl 2>&1 | grep -c 'No such')" 1
             expect_status "stop: --stage 1 resumes on the nodes left" 0 cluster_train "$slurm" pol-$p --stage 1
@@ -83,6 +83,7 @@ part_policies() {
 }
 
 part_mpi() {
+    "$ctl" stop >/dev/null 2>&1; cluster_start 3   # every node up (a part before may have killed one)
     mpi_egs
     nnet-init --srand=1 nnet.config m0.mdl 2>/dev/null
     local timeout=10 t rc
@@ -91,8 +92,7 @@ part_mpi() {
         --comm-timeout=$timeout m0.mdl "ark:megs/egs.JOB.0.ark" m1.mdl >mpi.out 2>mpi.err &
     local launcher=$!
     sleep 2
-    local victim
-    victim=$(sinfo -h -N -o '%N %t' | awk '$2 ~ /alloc|mix/ { print $1 }' | tail -n 1)
+    local victim=pn3   # rank 2 (srun -N 3 -n 3: one rank per node, in order)
     "$ctl" isolate "$victim" >/dev/null; t=$SECONDS
     wait $launcher; rc=$?
     echo "# mpi: $victim's link cut; srun ended $((SECONDS - t)) s later with status $rc"
@@ -118,6 +118,10 @@ train_wall() {
 part_straggler() {
     mkdir -p strag && cd strag || return
     cluster_egs 4 4000 1 >/dev/null 2>&1
+    # Enough compute per job (seconds) for a CPU limit to show.
+    printf '%s\n' "NaturalGradientAffineComponent input-dim=8 output-dim=512" "RectifiedLinearComponent dim=512" \
+        "NaturalGradientAffineComponent input-dim=512 output-dim=512" "RectifiedLinearComponent dim=512" \
+        "NaturalGradientAffineComponent input-dim=512 output-dim=3" "SoftmaxComponent dim=3" > nnet.config
     local t0 normal slow backup
     t0=$SECONDS; cluster_train "$slurm" s-normal >/dev/null 2>&1; normal=$((SECONDS - t0))
     "$ctl" throttle pn3 10 >/dev/null
