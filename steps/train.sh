@@ -88,6 +88,10 @@ on_divergence=stop   # stop | backoff
 max_backoffs=3       # backoff: at most this many halvings of the learning rate
 use_gpu=no           # yes|no|wait|optional: nnet-train on a GPU (make CUDA=1); the runner gets --gpu 1
 feature_transform=   # default: \$egs_dir/feature_transform.mat if present; none: no transform
+on_job_failure=rerun # rerun | average | stop (steps/lib/train-jobs.sh)
+max_job_retries=2    # rerun: at most this many more attempts of a failed job
+min_jobs_done=       # average: at least this many jobs must finish (default: half, rounded up)
+straggler_backup=0   # F > 0: back up a job still running F x as long as the first half took
 # End configuration section.
 
 echo "$0 $*"
@@ -124,7 +128,15 @@ Options:
                                  runner (run.pl: one job per GPU) and nnet-train --use-gpu=<v>
                                  (default: no)
   --feature-transform <file|none> FixedAffine matrix put in front of the network (default:
-                                 the egs directory's feature_transform.mat when present)"
+                                 the egs directory's feature_transform.mat when present)
+  --on-job-failure <policy>      when training jobs fail (a lost node, a killed job): rerun
+                                 them (same final model), average the jobs that finished, or
+                                 stop with one error; --stage resumes (default: rerun)
+  --max-job-retries <n>          rerun: attempts after the first (default: 2)
+  --min-jobs-done <n>            average: jobs that must finish (default: half, rounded up)
+  --straggler-backup <F>         start a backup copy of a job still running F times as long as
+                                 the first half of the jobs took; the first copy to finish
+                                 wins, the model is the same (default: 0, off)"
 
 [ -f ./path.sh ] && . ./path.sh
 . utils/parse_options.sh || exit 1
@@ -146,6 +158,7 @@ case $use_gpu in
 esac
 
 . steps/lib/train-common.sh
+. steps/lib/train-jobs.sh
 train_read_egs_info $egs_dir
 [ -z "$num_jobs_initial" ] && num_jobs_initial=$num_jobs
 [ -z "$num_jobs_final" ] && num_jobs_final=$num_jobs
@@ -191,6 +204,7 @@ esac
 case $averaging in average|agreement|elastic|parle) ;;
     *) echo "$0: --averaging $averaging: expected average, agreement, elastic or parle"; exit 1 ;;
 esac
+train_jobs_check_opts
 [ -z "$elastic_alpha" ] && elastic_alpha=$(awk -v n=$num_jobs 'BEGIN { printf "%.6g", 0.9 / n }')
 if [ $offline_window -gt $num_iters ]; then
     echo "$0: --offline-window $offline_window exceeds the $num_iters iterations"; exit 1
@@ -317,15 +331,14 @@ while [ $x -lt $num_iters ]; do
         if [ $averaging = parle ]; then
             extra_opts="--entropy-inner-steps=$parle_inner_steps --entropy-coupling=$(scoped $parle_gamma0 $x $parle_gamma_max) --proximal-model=$dir/$x.mdl --proximal-coupling=$(scoped $parle_rho0 $x $parle_rho_max)"
         fi
-        $cmd $gpu_queue_opts JOB=1:$nj $dir/log/train.$x.JOB.log \
+        train_jobs_run $x $nj $dir/$((x + 1)).JOB.mdl \
             nnet-shuffle-egs --buffer-size=$shuffle_buffer_size --srand=$((srand + x)) \
                 "$egs_in" ark:- \| \
             nnet-train --use-gpu=$use_gpu --minibatch-size=$minibatch_egs --srand=$((srand + x)) \
-                --num-threads=$num_threads $ramp_opts $train_opts $extra_opts $start ark:- $dir/$((x + 1)).JOB.mdl \
-            || { echo "$0: training iteration $x failed"; exit 1; }
+                --num-threads=$num_threads $ramp_opts $train_opts $extra_opts $start ark:- $dir/$((x + 1)).JOB.mdl
 
         next_lr=$(learning_rate $((x + 1)))
-        models=$(for j in $(seq $nj); do echo -n "$dir/$((x + 1)).$j.mdl "; done)
+        models=$(for j in $jobs_done; do echo -n "$dir/$((x + 1)).$j.mdl "; done)
         if [ $averaging = elastic ]; then
             # EASGD: the centre moves toward the replicas, each replica toward the old centre.
             $cmd $dir/log/average.$x.log \
@@ -345,7 +358,7 @@ while [ $x -lt $num_iters ]; do
         elif [ $x -eq 0 ]; then
             # Iteration 0: keep the job with the best training objective (Kaldi).
             best=1 best_objf=-1e30
-            for j in $(seq $nj); do
+            for j in $jobs_done; do
                 objf=$(grep -o 'log-prob-per-frame=[^ ]*' $dir/log/train.$x.$j.log | tail -n 1 | cut -d= -f2)
                 [ -z "$objf" ] && echo "$0: no objective in $dir/log/train.$x.$j.log" && exit 1
                 if awk -v a=$objf -v b=$best_objf 'BEGIN { exit !(a > b) }'; then best=$j; best_objf=$objf; fi

@@ -35,7 +35,7 @@ skip=${PARNET_TEST_SKIP:-}
 # PARNET_TEST_JOBS tests run at once (default: the cores, at most 4); those matching
 # PARNET_TEST_SERIAL (the ones that start a batch system on localhost) run alone, after the rest.
 jobs=${PARNET_TEST_JOBS:-$(n=$(nproc 2>/dev/null || echo 1); echo $((n < 4 ? n : 4)))}
-serial=${PARNET_TEST_SERIAL:-t0505|t0510|t0511|t0520}
+serial=${PARNET_TEST_SERIAL:-t0505|t0510|t0511|t0512|t0520}
 names=() paths=()
 for t in "$PARNET_UNIT"/*-test "$top"/tests/prog/t[0-9]*.sh; do
     case $t in *.sh) [ -f "$t" ] || continue; name=prog/$(basename "$t") ;;

@@ -6,7 +6,8 @@
 #   tools/install-deps.sh --bench    also the benchmark peers (python3-torch)
 #   tools/install-deps.sh --mpi      also Open MPI (nnet-train-mpi; libpmix2 for srun --mpi=pmix)
 #   tools/install-deps.sh --engines  also Slurm and Grid Engine, for tools/slurm-local.sh and
-#                                    tools/sge-local.sh (tests t0510, t0520; CI). No daemon is
+#                                    tools/sge-local.sh (tests t0510, t0520; CI), and sshfs and
+#                                    sshd for tools/cluster-local.sh (t0512). No daemon is
 #                                    started: those scripts start and stop them.
 set -euo pipefail
 
@@ -24,7 +25,9 @@ for arg in "$@"; do
         --engines)
             engines=true
             pkgs+=(slurmctld slurmd slurm-client munge gridengine-master gridengine-exec
-                   gridengine-client) ;;
+                   gridengine-client)
+            # tools/cluster-local.sh: the nodes share the experiment directory over sshfs.
+            pkgs+=(sshfs openssh-server openssh-client) ;;
         *) echo "$0: unknown option '$arg'" >&2; exit 2 ;;
     esac
 done

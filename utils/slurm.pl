@@ -20,9 +20,11 @@ use lib "$FindBin::RealBin/lib";
 use JobQueue;
 
 # Kaldi's defaults, less the partitions ("-p shared", "-p gpu": the default partition is used) and
-# with --export=ALL: with --export=PATH slurmd loads the login environment, ~1 s per task.
+# with --export=ALL: with --export=PATH slurmd loads the login environment, ~1 s per task; and with
+# --no-requeue: a task lost with its node is reported failed (NODE_FAIL), for the recipe to decide
+# (steps/train.sh --on-job-failure), rather than silently requeued by Slurm (JobRequeue=1).
 my $default_config = <<'CONF';
-command sbatch --export=ALL --ntasks-per-node=1
+command sbatch --export=ALL --ntasks-per-node=1 --no-requeue
 option time=* --time $0
 option mem=* --mem-per-cpu $0
 option mem=0

@@ -197,4 +197,15 @@ void prefetch_free(struct prefetch *p);
 /* ---- timers ---- */
 double time_now(void); /* seconds, monotonic */
 
+/* ---- a deadline for a call that may wait forever on another machine (watchdog.c) ---- */
+/* Before a blocking call whose peers may vanish (an MPI all-reduce whose rank or network is
+ * gone): watchdog_arm(seconds, fmt, ...) names the wait; watchdog_disarm() after it returns. If
+ * it has not returned within seconds, a watchdog thread prints "ERROR (...) <name> has not
+ * completed in S s" and ends the process with _exit(status): from another thread nothing else is
+ * safe while the caller sits inside the library. seconds <= 0: no deadline. One per process; the
+ * thread starts on the first arm with a deadline (-1 with error_set if it cannot). */
+int watchdog_arm(double seconds, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void watchdog_disarm(void);
+
 #endif

@@ -50,15 +50,37 @@ static const char *usage =
 
 struct mpi_ctx {
     MPI_Comm comm;
+    double timeout; /* --comm-timeout: seconds an all-reduce may take (0: no limit) */
+    int rank;
+    long long calls;
 #if HAVE_CUDA
     ncclComm_t nccl;
     int have_nccl;
 #endif
 };
 
+static int mpi_allreduce_now(struct mpi_ctx *c, void *data, size_t count, enum comm_type type,
+                             enum comm_op op, int device);
+
+/* Every all-reduce under the --comm-timeout deadline: a rank whose peer or network is gone would
+ * otherwise wait forever (TCP sees nothing from a peer that went silent). Each rank's own
+ * watchdog ends it, so all ranks exit within the timeout whatever the launcher does. */
 static int mpi_allreduce(void *ctx, void *data, size_t count, enum comm_type type,
                          enum comm_op op, int device) {
     struct mpi_ctx *c = ctx;
+    size_t elem = type == COMM_FLOAT ? sizeof(float) : 8;
+    if (watchdog_arm(c->timeout, 1,
+                     "rank %d: all-reduce %lld (%zu bytes): a rank or its network is gone, or a "
+                     "rank is slower than --comm-timeout; the all-reduce",
+                     c->rank, ++c->calls, count * elem))
+        return -1;
+    int rc = mpi_allreduce_now(c, data, count, type, op, device);
+    watchdog_disarm();
+    return rc;
+}
+
+static int mpi_allreduce_now(struct mpi_ctx *c, void *data, size_t count, enum comm_type type,
+                             enum comm_op op, int device) {
 #if HAVE_CUDA
     if (device == MATRIX_GPU) {
         ASSERT(c->have_nccl && type == COMM_FLOAT && op == COMM_SUM);
@@ -162,6 +184,13 @@ int main(int argc, char **argv) {
     struct train_sync_cli c;
     struct option_spec specs[TRAIN_SYNC_CLI_MAX_SPECS];
     int num_specs = train_sync_cli_register(&c, &o, specs);
+    double comm_timeout = 300;
+    ASSERT(num_specs < TRAIN_SYNC_CLI_MAX_SPECS);
+    specs[num_specs++] = (struct option_spec){
+        "comm-timeout", OPT_DOUBLE, &comm_timeout,
+        "Seconds an all-reduce may wait (for the slowest rank's compute as well as the network) "
+        "before every rank exits with an error; bounds the wait when a rank or its network is "
+        "gone (0: wait forever)"};
     options_parse(&argc, argv, usage, specs, num_specs);
     if (argc != 4) options_usage_exit(usage, specs, num_specs);
     if (train_sync_cli_check(&c)) die("%s", error_get());
@@ -170,9 +199,10 @@ int main(int argc, char **argv) {
     if (matrix_cli_apply(&mc)) die("%s", error_get());
 
     MPI_Init(&argc, &argv);
-    struct mpi_ctx ctx = {.comm = MPI_COMM_WORLD};
+    struct mpi_ctx ctx = {.comm = MPI_COMM_WORLD, .timeout = comm_timeout};
     struct train_comm comm = {.ctx = &ctx, .allreduce = mpi_allreduce};
     MPI_Comm_rank(MPI_COMM_WORLD, &comm.rank);
+    ctx.rank = comm.rank;
     MPI_Comm_size(MPI_COMM_WORLD, &comm.size);
     if (select_devices(c.train.mc.use_gpu, comm.rank)) {
         MPI_Finalize();
@@ -190,7 +220,9 @@ int main(int argc, char **argv) {
     o.state_wxfilename = state_wx;
     struct nnet *n = nnet_read_file(argv[1]);
     int ok = 0, read_ok = n != NULL;
+    watchdog_arm(ctx.timeout, 1, "rank %d: the start (every rank reads its model)", comm.rank);
     MPI_Allreduce(MPI_IN_PLACE, &read_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    watchdog_disarm();
     if (!read_ok) { /* every rank leaves, the ones that failed say why */
         if (!n)
             log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__,
@@ -233,7 +265,9 @@ int main(int argc, char **argv) {
                     argv[3], error_get());
         ok = 0;
     }
+    watchdog_arm(ctx.timeout, 1, "rank %d: the end (rank 0 writes the model)", comm.rank);
     MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    watchdog_disarm();
     if (ok && comm.rank == 0) {
         const struct train_stats *t = &st.total;
         double loop = st.local.seconds > 0 ? st.local.seconds : 1e-9;
@@ -278,6 +312,7 @@ done:
 #if HAVE_CUDA
     if (ctx.have_nccl) ncclCommDestroy(ctx.nccl);
 #endif
+    watchdog_arm(ctx.timeout, ok ? 0 : 1, "rank %d: MPI_Finalize", comm.rank);
     MPI_Finalize();
     return ok ? 0 : 1;
 }

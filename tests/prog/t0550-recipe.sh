@@ -34,8 +34,9 @@ expect_eq "report has a row per iteration and final" "$(grep -c -E '^([0-9]+|fin
 
 # Crash safety: kill -9 one training job of iteration 2 while it runs. The directory is absolute so
 # that the process pattern matches this test's job only, not another checkout's test running beside.
+# --on-job-failure stop: the default (rerun the job) is t0512's, on a cluster with a node killed.
 crash=$PWD/exp/crash
-steps/train.sh --num-epochs 3 --minibatch-size 16 --initial-learning-rate 0.004 \
+steps/train.sh --on-job-failure stop --num-epochs 3 --minibatch-size 16 --initial-learning-rate 0.004 \
     --final-learning-rate 0.001 exp/egs conf/nnet.config $crash >crash.log 2>&1 &
 runner=$!
 killed=0

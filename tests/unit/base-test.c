@@ -282,6 +282,28 @@ static void test_prefetch(void) {
     prefetch_free(NULL);
 }
 
+/* watchdog: a call that returns in time is left alone (many armings, as per all-reduce); one
+ * that does not ends the process with the armed status, well before the call would return. */
+static void test_watchdog(void) {
+    for (int i = 0; i < 1000; i++) {
+        CHECK(watchdog_arm(5, 3, "call %d", i) == 0);
+        watchdog_disarm();
+    }
+    CHECK(watchdog_arm(0, 3, "no deadline") == 0); /* 0: nothing armed */
+    pid_t pid = fork();
+    if (pid == 0) {
+        freopen("/dev/null", "w", stderr);
+        if (watchdog_arm(0.2, 3, "a stuck call")) _exit(1);
+        sleep(10);
+        _exit(0);
+    }
+    double t0 = time_now();
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+    CHECK(time_now() - t0 < 5);
+}
+
 int main(void) {
     TEST_RUN(test_error_wrap);
     TEST_RUN(test_parse_numbers);
@@ -292,5 +314,6 @@ int main(void) {
     TEST_RUN(test_parallel_run);
     TEST_RUN(test_tempfile_registry);
     TEST_RUN(test_prefetch);
+    TEST_RUN(test_watchdog);
     TEST_MAIN_END();
 }
