@@ -92,6 +92,7 @@ on_job_failure=rerun # rerun | average | stop (steps/lib/train-jobs.sh)
 max_job_retries=2    # rerun: at most this many more attempts of a failed job
 min_jobs_done=       # average: at least this many jobs must finish (default: half, rounded up)
 straggler_backup=0   # F > 0: back up a job still running F x as long as the first half took
+straggler_backup_opts= # runner options for a backup, HOST = the straggler's host ("-x HOST": slurm.pl)
 # End configuration section.
 
 echo "$0 $*"
@@ -136,7 +137,9 @@ Options:
   --min-jobs-done <n>            average: jobs that must finish (default: half, rounded up)
   --straggler-backup <F>         start a backup copy of a job still running F times as long as
                                  the first half of the jobs took; the first copy to finish
-                                 wins, the model is the same (default: 0, off)"
+                                 wins, the model is the same (default: 0, off)
+  --straggler-backup-opts <opts> runner options for the backup copy, HOST replaced by the
+                                 straggler's host (slurm.pl: \"-x HOST\"; default: none)"
 
 [ -f ./path.sh ] && . ./path.sh
 . utils/parse_options.sh || exit 1

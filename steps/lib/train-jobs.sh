@@ -23,10 +23,13 @@
 # Stragglers (--straggler-backup F > 0; default 0, off): while the jobs run, once half of them
 # have finished, a job still running F times as long as the slowest of that half took gets a
 # backup: the same job (same archive, seed and model in, so the same bytes out) submitted again
-# on its own, its log train.X.J.backup.log; the first copy to finish provides the model, and
-# once every model is there the rest are cancelled (the runner gets SIGTERM; slurm.pl and
+# on its own, its log train.X.J.backup.log; the first copy to finish provides the model (and,
+# if the backup, the log train.X.J.log), and once every model is there the rest are cancelled (the runner gets SIGTERM; slurm.pl and
 # queue.pl cancel their jobs). The final model is the same as without the straggler; the cost is
 # the duplicate work (MapReduce's backup tasks, Dean & Ghemawat, OSDI 2004).
+# --straggler-backup-opts: runner options for the backup, HOST replaced by the straggler's host
+# (its log's "# Running on"), so that the backup avoids it: "-x HOST" for slurm.pl (sbatch
+# --exclude); without it the scheduler may put the backup on the slow node itself.
 
 # The jobs of 1..NJ whose model (OUT with JOB replaced) exists.
 train_jobs_present() {
@@ -51,8 +54,11 @@ train_jobs_watch() {
                'BEGIN { exit !(t >= f * (h > 1 ? h : 1)) }'; then
             for j in $(seq $nj); do
                 [ -f ${out//JOB/$j} ] || [ -n "${backup[$j]:-}" ] && continue
-                echo "$0: iteration $x: job $j still running after $((SECONDS - t0)) s ($straggler_backup x the $half_s s of the first half): starting a backup"
-                setsid $cmd $gpu_queue_opts JOB=$j:$j $dir/log/train.$x.JOB.backup.log "$@" &
+                local host opts
+                host=$(sed -n 's/^# Running on //p' $dir/log/train.$x.$j.log 2>/dev/null | head -n 1)
+                opts=${straggler_backup_opts//HOST/${host:-none}}
+                echo "$0: iteration $x: job $j still running on ${host:-?} after $((SECONDS - t0)) s ($straggler_backup x the $half_s s of the first half): starting a backup${opts:+ ($opts)}"
+                setsid $cmd $gpu_queue_opts $opts JOB=$j:$j $dir/log/train.$x.JOB.backup.log "$@" &
                 backup[$j]=$!
                 pids="$pids $!"
             done
@@ -62,6 +68,15 @@ train_jobs_watch() {
     if [ $(train_jobs_present $nj $out | wc -w) -eq $nj ]; then
         for j in $runner $pids; do kill -TERM -- -$j 2>/dev/null; done
         wait 2>/dev/null
+        # Where the backup won, its log becomes the job's (the iteration reads objectives there);
+        # the straggler's stays as train.X.J.log.straggler.
+        local log
+        for j in "${!backup[@]}"; do
+            log=$dir/log/train.$x.$j.log
+            if grep -q 'with status 0$' ${log%.log}.backup.log 2>/dev/null && ! grep -q 'with status 0$' $log 2>/dev/null; then
+                mv $log $log.straggler 2>/dev/null; mv ${log%.log}.backup.log $log
+            fi
+        done
         return 0
     fi
     wait $runner; rc=$?

@@ -10,7 +10,7 @@
 #              the previous model and --stage resumes to the fault-free final model.
 #   mpi        a rank's link cut during nnet-train-mpi's all-reduces: every rank exits with the
 #              watchdog's error within --comm-timeout, no model written, the last one intact.
-#   straggler  one node limited to 10% of a CPU: the iteration's wall time with and without it,
+#   straggler  one node limited to 3% of a CPU: the iteration's wall time with and without it,
 #              and with the mitigation (--straggler-backup 2), which keeps the model.
 #   espeak     egs/espeak-digits (tiny) with every stage's jobs on the cluster: the same final
 #              model as on this host.
@@ -124,11 +124,11 @@ part_straggler() {
         "NaturalGradientAffineComponent input-dim=512 output-dim=3" "SoftmaxComponent dim=3" > nnet.config
     local t0 normal slow backup
     t0=$SECONDS; cluster_train "$slurm" s-normal >/dev/null 2>&1; normal=$((SECONDS - t0))
-    "$ctl" throttle pn3 10 >/dev/null
+    "$ctl" throttle pn3 3 >/dev/null
     t0=$SECONDS; cluster_train "$slurm" s-slow >/dev/null 2>&1; slow=$((SECONDS - t0))
-    t0=$SECONDS; cluster_train "$slurm" s-backup --straggler-backup 2 >s-backup.log 2>&1; backup=$((SECONDS - t0))
+    t0=$SECONDS; cluster_train "$slurm" s-backup --straggler-backup 2 --straggler-backup-opts "-x HOST" >s-backup.log 2>&1; backup=$((SECONDS - t0))
     "$ctl" unthrottle pn3 >/dev/null
-    echo "# straggler (pn3 at 10% of a CPU): training step of the iteration $(train_wall s-normal) s without it," \
+    echo "# straggler (pn3 at 3% of a CPU): training step of the iteration $(train_wall s-normal) s without it," \
          "$(train_wall s-slow) s with it, $(train_wall s-backup) s with --straggler-backup 2;" \
          "whole runs $normal / $slow / $backup s"
     grep 'starting a backup' s-backup.log | sed 's/^/    /'
@@ -175,8 +175,9 @@ part_espeak() {
         --cmd "utils/slurm.pl --config $top/conf/slurm.conf" \
         --data $PWD/es-c/data --exp $PWD/es-c/exp --feat-dir $PWD/es-c/fbank
     expect_same "espeak-digits: final.mdl identical to this host's" es-l/exp/nnet/final.mdl es-c/exp/nnet/final.mdl
-    expect_eq "espeak-digits: features and training jobs ran on more than one node" \
-        "$(cat es-c/exp/make_fbank/*.log es-c/exp/nnet/log/train.*.log | sed -n 's/^# Running on //p' | sort -u | wc -l)" 3
+    local hosts
+    hosts=$(cat es-c/exp/make_fbank/*.log es-c/exp/nnet/log/train.*.log | sed -n 's/^# Running on //p' | sort -u | wc -l)
+    expect_eq "espeak-digits: features and training jobs ran on more than one node ($hosts)" "$((hosts >= 2))" 1
 }
 
 for p in $parts; do echo "## $p"; part_$p; done
