@@ -45,7 +45,18 @@
 #              gamma-coupling to its own outer iterate) and is elastically pulled toward the centre
 #              $x.mdl (the mean of the replicas) after every outer step; both couplings are scoped:
 #              c(x) = min(cap, c0 (1 + scoping)^x), growing over the run as in the reference code.
-#   Iteration 0 keeps the best job only for average and agreement.
+#   bmuf       block momentum on the averaged update (BMUF, Chen & Huo, ICASSP 2016; DiLoCo's outer
+#              Nesterov SGD is the same rule: src/train/bmuf.h derives it): with S = $x.mdl, the
+#              model the jobs start from, and A their average, m <- eta m + zeta (A - S) and the
+#              next model is the global model plus m (classic), or plus (1 + eta) m (Nesterov: the
+#              jobs start from the look-ahead). --block-momentum eta (default 1 - 1/num_jobs),
+#              --block-learning-rate zeta (default 1), --block-nesterov (default true): the paper's
+#              recommendation. m lives in $dir/$x.bmuf beside $x.mdl (nnet-average --bmuf checks
+#              it against the model, num_jobs and the Nesterov flag, so --stage resumes it, never
+#              from zero). Block momentum amplifies a steady update zeta / (1 - eta) times, so
+#              each job trains at num_jobs (1 - eta) / zeta x the effective rate (1 x at the
+#              defaults: the single-job rate) instead of num_jobs x.
+#   Iteration 0 keeps the best job only for average, agreement and bmuf (m starts at zero after it).
 #   elastic and parle here are parnet's file-based APPROXIMATIONS (one exchange per iteration
 #   through model files, the inner mean reset every outer step, absolute couplings, no momentum):
 #   they run without MPI. The published algorithms are steps/train_mpi.sh --mode elastic|parle
@@ -74,7 +85,10 @@ srand=0
 train_opts=          # extra options for nnet-train
 average_opts=        # extra options for nnet-average
 combine_method=per-layer  # per-layer | twa
-averaging=average    # average | agreement | elastic | parle
+averaging=average    # average | agreement | elastic | parle | bmuf
+block_momentum=      # bmuf: eta in [0, 1) (default: 1 - 1/num_jobs)
+block_learning_rate=1 # bmuf: zeta > 0
+block_nesterov=true  # bmuf: Nesterov block momentum (false: classic)
 agreement_threshold=1.0
 elastic_alpha=       # default 0.9 / num_jobs
 parle_inner_steps=25
@@ -116,7 +130,10 @@ Options:
   --max-models-combine <n>       models combined into final.mdl (default: 10)
   --combine <true|false>         nnet-combine the last models (default: true)
   --cleanup <true|false>         remove intermediate models at the end (default: true)
-  --averaging <method>           average|agreement|elastic|parle (default: average)
+  --averaging <method>           average|agreement|elastic|parle|bmuf (default: average)
+  --block-momentum <eta>         bmuf: block momentum in [0, 1) (default: 1 - 1/num-jobs)
+  --block-learning-rate <zeta>   bmuf: block learning rate (default: 1)
+  --block-nesterov <true|false>  bmuf: Nesterov block momentum (default: true)
   --agreement-threshold <t>      job-level agreement: largest cosine distance kept (default: 1.0)
   --elastic-alpha <a>            EASGD alpha (default: 0.9 / num-jobs)
   --parle-inner-steps <L>        Parle: inner steps per outer step (default: 25)
@@ -183,7 +200,7 @@ case $eg_frames in
     *) echo "$0: --eg-frames $eg_frames: expected all or one"; exit 1 ;;
 esac
 if $ramp; then
-    case $averaging in elastic|parle)
+    case $averaging in elastic|parle|bmuf)
         echo "$0: --num-jobs-initial/--num-jobs-final do not apply to --averaging $averaging"; exit 1 ;;
     esac
     num_iters=$(( 2 * num_passes * num_archives / (num_jobs_initial + num_jobs_final) ))
@@ -204,9 +221,23 @@ egs_pipe() {   # <archive-file> <k>
 case $on_divergence in stop|backoff) ;;
     *) echo "$0: --on-divergence $on_divergence: expected stop or backoff"; exit 1 ;;
 esac
-case $averaging in average|agreement|elastic|parle) ;;
-    *) echo "$0: --averaging $averaging: expected average, agreement, elastic or parle"; exit 1 ;;
+case $averaging in average|agreement|elastic|parle|bmuf) ;;
+    *) echo "$0: --averaging $averaging: expected average, agreement, elastic, parle or bmuf"; exit 1 ;;
 esac
+# bmuf: eta, and the per-job rate's factor num_jobs (1 - eta) / zeta (num_jobs elsewhere)
+job_rate_factor=1
+if [ $averaging = bmuf ]; then
+    [ -z "$block_momentum" ] && block_momentum=$(awk -v n=$num_jobs 'BEGIN { printf "%.6g", 1 - 1 / n }')
+    awk -v e="$block_momentum" 'BEGIN { exit !(e ~ /^[0-9.]+([eE][-+]?[0-9]+)?$/ && e + 0 < 1) }' ||
+        { echo "$0: --block-momentum '$block_momentum': must lie in [0, 1)"; exit 1; }
+    awk -v z="$block_learning_rate" 'BEGIN { exit !(z ~ /^[0-9.]+([eE][-+]?[0-9]+)?$/ && z + 0 > 0) }' ||
+        { echo "$0: --block-learning-rate '$block_learning_rate': must be positive"; exit 1; }
+    case $block_nesterov in true|false) ;;
+        *) echo "$0: --block-nesterov '$block_nesterov': expected true or false"; exit 1 ;;
+    esac
+    [ $on_job_failure = average ] && { echo "$0: --on-job-failure average does not apply to --averaging bmuf (the block momentum is for num_jobs jobs): use rerun or stop"; exit 1; }
+    job_rate_factor=$(awk -v e=$block_momentum -v z=$block_learning_rate 'BEGIN { printf "%.6g", (1 - e) / z }')
+fi
 train_jobs_check_opts
 [ -z "$elastic_alpha" ] && elastic_alpha=$(awk -v n=$num_jobs 'BEGIN { printf "%.6g", 0.9 / n }')
 if [ $offline_window -gt $num_iters ]; then
@@ -226,12 +257,14 @@ archives_before() {
         'BEGIN { s = 0; for (k = 0; k < x; k++) s += int(0.5 + i + (f - i) * k / n); print s }'
 }
 # Per-job learning rate of iteration x: jobs_at(x) * initial * (final/initial)^(x/num_iters), times
-# the backoff scale ($dir/lr_scale, 1 unless a divergence halved it).
+# the backoff scale ($dir/lr_scale, 1 unless a divergence halved it) and, for bmuf, (1 - eta) / zeta
+# (iteration 0, one job kept, trains at the plain rate).
 lr_scale=1
 [ -f $dir/lr_scale ] && [ $stage -ge 0 ] && lr_scale=$(cat $dir/lr_scale)
 learning_rate() {
     awk -v x=$1 -v n=$num_iters -v i=$initial_learning_rate -v f=$final_learning_rate -v j=$(jobs_at $1) \
-        -v s=$lr_scale 'BEGIN { printf "%.6g\n", s * j * i * exp(x * log(f / i) / n) }'
+        -v s=$lr_scale -v b=$([ $1 -gt 0 ] && echo $job_rate_factor || echo 1) \
+        'BEGIN { printf "%.6g\n", b * s * j * i * exp(x * log(f / i) / n) }'
 }
 # The validation objective in a nnet-compute-prob log ("nan"/"inf" when not finite).
 valid_objf() {
@@ -373,6 +406,16 @@ while [ $x -lt $num_iters ]; do
             opts=$average_opts
             [ $averaging = agreement ] && \
                 opts="$opts --agreement-threshold=$agreement_threshold --previous-model=$dir/$x.mdl"
+            if [ $averaging = bmuf ]; then
+                # m of iteration x: zero after iteration 0 (one job kept), else $x.bmuf, which
+                # must be there (a resumed run never restarts the momentum from zero)
+                state_in=
+                if [ $x -gt 1 ]; then
+                    [ -f $dir/$x.bmuf ] || { echo "$0: no $dir/$x.bmuf (the block momentum beside $x.mdl): resume from an earlier --stage"; exit 1; }
+                    state_in="--block-state-in=$dir/$x.bmuf"
+                fi
+                opts="$opts --bmuf --previous-model=$dir/$x.mdl --block-momentum=$block_momentum --block-learning-rate=$block_learning_rate --block-nesterov=$block_nesterov $state_in --block-state-out=$dir/$((x + 1)).bmuf"
+            fi
             $cmd $dir/log/average.$x.log \
                 nnet-average $opts $models - \| \
                 nnet-copy --learning-rate=$next_lr - $dir/$((x + 1)).mdl || exit 1
@@ -388,7 +431,7 @@ while [ $x -lt $num_iters ]; do
                 lr_scale=$(awk -v s=$lr_scale 'BEGIN { printf "%.6g", s / 2 }')
                 echo $lr_scale > $dir/lr_scale
                 echo "$0: iteration $x diverged (learning rate $lr, validation objective $objf vs $initial_objf at the start): backoff $num_backoffs of $max_backoffs, rerunning it from $x.mdl at half the rate"
-                rm -f $dir/$((x + 1)).mdl $dir/$((x + 1)).*.mdl
+                rm -f $dir/$((x + 1)).mdl $dir/$((x + 1)).*.mdl $dir/$((x + 1)).bmuf
                 nnet-copy --learning-rate=$(learning_rate $x) $dir/$x.mdl $dir/$x.mdl 2>$dir/log/backoff.$x.$num_backoffs.log || exit 1
                 continue
             fi

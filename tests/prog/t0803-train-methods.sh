@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# steps/train.sh with --averaging agreement|elastic|parle, --offline-window (HWA) and
+# steps/train.sh with --averaging agreement|elastic|parle|bmuf (resumed mid-run), --offline-window (HWA) and
 # --combine-method twa, and steps/hwa.sh, on 3 Gaussian classes in 8 dimensions (2 jobs).
 . "$PARNET_TOP/tests/prog/lib.sh"
 ln -s $PARNET_TOP/steps steps
@@ -66,3 +66,30 @@ expect_status "hwa.sh missing model" 1 steps/hwa.sh --window 9 hwa x.mdl
 expect_status "twa combine" 0 steps/train.sh $opts --stage 4 --combine-method twa egs nnet.config hwa
 grep -q 'TWA: 4 models span 4 dimensions' hwa/log/combine.log && pass "TWA over the last models" || fail "no TWA in combine.log"
 expect_status "bad averaging" 1 steps/train.sh $opts --averaging mean egs nnet.config bad
+
+# BMUF: a run, then the same run resumed at iteration 2 from a copy: the same final model (the
+# block momentum is read back, not restarted); a missing or foreign state is one error.
+expect_status "bmuf" 0 steps/train.sh $opts --averaging bmuf --block-momentum 0.5 --combine false egs nnet.config bmuf
+grep -q 'Block momentum over 2 models (eta 0.5, zeta 1, Nesterov, from bmuf/2.bmuf)' bmuf/log/average.2.log && pass "bmuf: iteration 2 reads 2.bmuf" || fail "bmuf: average.2.log"
+grep -q 'zero momentum' bmuf/log/average.1.log && pass "bmuf: momentum starts at zero after iteration 0" || fail "bmuf: average.1.log"
+check_acc bmuf
+mkdir bmuf2 && cp -r bmuf/log bmuf/0.mdl bmuf/1.mdl bmuf/2.mdl bmuf/2.bmuf bmuf2/
+expect_status "bmuf resumed at 2" 0 steps/train.sh $opts --averaging bmuf --block-momentum 0.5 --combine false --stage 2 egs nnet.config bmuf2
+nnet-copy --binary=false bmuf/final.mdl a.txt 2>/dev/null; nnet-copy --binary=false bmuf2/final.mdl b.txt 2>/dev/null
+expect_same "bmuf: the resumed run ends with the same model" a.txt b.txt
+rm bmuf2/2.bmuf
+expect_status "bmuf: missing state" 1 steps/train.sh $opts --averaging bmuf --block-momentum 0.5 --stage 2 egs nnet.config bmuf2
+grep -q 'no bmuf2/2.bmuf' out && pass "bmuf: missing state named" || fail "bmuf: missing state not named"
+expect_status "bmuf: momentum 1" 1 steps/train.sh $opts --averaging bmuf --block-momentum 1 egs nnet.config bad
+grep -q "block-momentum '1': must lie in \[0, 1)" out && pass "bmuf: momentum range" || fail "bmuf: momentum range"
+expect_status "nnet-average: state of another N" 1 nnet-average --bmuf --previous-model=bmuf/2.mdl \
+    --block-state-in=bmuf/3.bmuf --block-state-out=x.bmuf bmuf/3.mdl bmuf/3.mdl bmuf/3.mdl x.mdl
+expect_err "  one line" '^[^ ]*ERROR.*<NumJobs> 2, this run has 3 jobs'
+nnet-init nnet.config other.mdl 2>/dev/null; echo "AffineComponent input-dim=8 output-dim=3" > o.config
+nnet-init o.config other.mdl 2>/dev/null
+expect_status "nnet-average: state of another model" 1 nnet-average --bmuf --previous-model=other.mdl \
+    --block-state-in=bmuf/3.bmuf --block-state-out=x.bmuf other.mdl other.mdl x.mdl
+expect_err "  named" '3.bmuf.*another model'
+expect_status "nnet-average: bmuf and agreement" 1 nnet-average --bmuf --agreement-threshold=1 \
+    --previous-model=bmuf/2.mdl --block-state-out=x.bmuf bmuf/3.mdl bmuf/3.mdl x.mdl
+expect_err "  exclude each other" 'agreement and bmuf exclude each other'
