@@ -61,6 +61,21 @@
 #   through model files, the inner mean reset every outer step, absolute couplings, no momentum):
 #   they run without MPI. The published algorithms are steps/train_mpi.sh --mode elastic|parle
 #   (README, issue 20).
+# Hierarchical averaging (--hierarchical-period K > 1; PyTorch's HierarchicalModelAverager over
+# iterations; --averaging average only): every K-th iteration all jobs are averaged as usual; on
+# the others, the jobs that ran on the same node (the "# Running on HOST" line that queue.pl and
+# slurm.pl put in each job's log) are averaged among themselves and each job carries on from its
+# node's average ($x.$j.rep.mdl), so only models within a node are exchanged; $x.mdl is then the
+# average of all jobs all the same (for the diagnostics and the divergence check). When a log
+# names no host (run.pl), that iteration averages all jobs, with a warning.
+# Model averages beside final.mdl, for decoding on request (the recipes' --model avg|best):
+# --average-period P: final.avg.mdl is a running average of the iteration models (icefall's
+# model_avg, here over iterations): the mean of $x.mdl for x = S + P, S + 2P, ... (S =
+# --average-start, default 0), kept as $x.avg.mdl at those x (so that --stage resumes it), the
+# k-th being nnet-average --weights=(k-1):1 of the previous one and $x.mdl. nnet-train
+# --average-period does the same inside one job, every P minibatches.
+# --average-best N: final.best.mdl is the average of the N iteration models still on disk with the
+# best validation objective (ESPnet's average_nbest_models; steps/average_best.sh).
 # --offline-window W (HWA): final.mdl is the average of the last W synchronised models
 # ($((num_iters-W+1)).mdl .. $num_iters.mdl) instead of the combination (steps/hwa.sh does the same
 # over a finished directory). --combine-method twa combines with TWA instead of per-layer weights.
@@ -98,6 +113,10 @@ parle_scoping=0.5    # couplings grow by this factor per iteration ...
 parle_gamma_max=0.3  # ... up to these caps
 parle_rho_max=0.5
 offline_window=0     # HWA: average the last W synchronised models into final.mdl (0: off)
+average_period=0     # running average of every P-th iteration model: final.avg.mdl (0: off)
+average_start=0      # ... of the models after iteration S
+average_best=0       # final.best.mdl: the average of the N best iteration models (0: off)
+hierarchical_period=0 # K > 1: all jobs averaged every K-th iteration, within nodes otherwise
 on_divergence=stop   # stop | backoff
 max_backoffs=3       # backoff: at most this many halvings of the learning rate
 use_gpu=no           # yes|no|wait|optional: nnet-train on a GPU (make CUDA=1); the runner gets --gpu 1
@@ -138,6 +157,11 @@ Options:
   --elastic-alpha <a>            EASGD alpha (default: 0.9 / num-jobs)
   --parle-inner-steps <L>        Parle: inner steps per outer step (default: 25)
   --offline-window <W>           HWA: final.mdl = average of the last W models (default: 0, off)
+  --average-period <P>           final.avg.mdl: running average of every P-th model (default: 0, off)
+  --average-start <S>            ... of the models after iteration S (default: 0)
+  --average-best <N>             final.best.mdl: average of the N best models (default: 0, off)
+  --hierarchical-period <K>      average all jobs every K-th iteration, the jobs of each node
+                                 (from the runner's logs) on the others (default: 0, off)
   --combine-method <m>           per-layer|twa (default: per-layer)
   --on-divergence <stop|backoff> on a diverged iteration: stop (exit 1) or rerun it from the
                                  previous model at half the learning rate (default: stop)
@@ -240,6 +264,12 @@ if [ $averaging = bmuf ]; then
 fi
 train_jobs_check_opts
 [ -z "$elastic_alpha" ] && elastic_alpha=$(awk -v n=$num_jobs 'BEGIN { printf "%.6g", 0.9 / n }')
+[[ "$average_period$average_start$average_best$hierarchical_period" =~ ^[0-9]+$ ]] ||
+    { echo "$0: --average-period, --average-start, --average-best and --hierarchical-period must be numbers >= 0"; exit 1; }
+if [ $hierarchical_period -gt 0 ]; then
+    [ $hierarchical_period -lt 2 ] && { echo "$0: --hierarchical-period $hierarchical_period: must be at least 2 (1: every iteration, the plain average)"; exit 1; }
+    [ $averaging != average ] && { echo "$0: --hierarchical-period needs --averaging average"; exit 1; }
+fi
 if [ $offline_window -gt $num_iters ]; then
     echo "$0: --offline-window $offline_window exceeds the $num_iters iterations"; exit 1
 fi
@@ -323,6 +353,32 @@ if $ramp; then
 else
     echo "$0: $num_iters iterations ($num_passes passes x $iters_per_epoch), $num_jobs jobs, $averaging"
 fi
+# hierarchical_nodes X "JOBS" LR: the jobs' models averaged per node into X+1.J.rep.mdl (the next
+# iteration's starts), or nothing, with a warning, when a log names no host.
+hierarchical_nodes() {
+    local x=$1 jobs=$2 lr=$3 j h
+    declare -A node=()
+    for j in $jobs; do
+        h=$(sed -n 's/^# Running on //p' $dir/log/train.$x.$j.log 2>/dev/null | head -n 1)
+        if [ -z "$h" ]; then
+            echo "$0: WARNING: iteration $x: $dir/log/train.$x.$j.log names no host (run.pl?): averaging all jobs (flat) instead of within nodes"
+            return 0
+        fi
+        node[$h]="${node[$h]} $j"
+    done
+    echo "$0: iteration $x: averaging within ${#node[@]} node(s): $(for h in "${!node[@]}"; do echo -n "$h:$(echo ${node[$h]} | tr ' ' ,) "; done)"
+    for h in "${!node[@]}"; do
+        local models= first=
+        for j in ${node[$h]}; do models="$models $dir/$((x + 1)).$j.mdl"; first=${first:-$j}; done
+        $cmd $dir/log/average_node.$x.$first.log \
+            nnet-average $average_opts $models - \| \
+            nnet-copy --learning-rate=$lr - $dir/$((x + 1)).$first.rep.mdl || return 1
+        for j in ${node[$h]}; do
+            [ $j = $first ] || { cp $dir/$((x + 1)).$first.rep.mdl $dir/$((x + 1)).$j.rep.mdl.tmp &&
+                mv $dir/$((x + 1)).$j.rep.mdl.tmp $dir/$((x + 1)).$j.rep.mdl; } || return 1
+        done
+    done
+}
 # A scoped coupling: min(cap, c0 (1 + s)^x).
 scoped() {
     awk -v c=$1 -v s=$parle_scoping -v x=$2 -v m=$3 'BEGIN { v = c * exp(x * log(1 + s)); printf "%.6g\n", v < m ? v : m }'
@@ -359,6 +415,13 @@ while [ $x -lt $num_iters ]; do
         [ $x -eq 0 ] && ramp_opts="--minibatch-size=$(( (minibatch_egs + 1) / 2 )) --max-change=1.41421"
         if $replicas; then
             # Each job continues its own replica (the centre for the first iteration).
+            for j in $(seq $nj); do
+                [ -f $dir/$x.$j.rep.mdl ] || cp $dir/$x.mdl $dir/$x.$j.rep.mdl || exit 1
+            done
+            start=$dir/$x.JOB.rep.mdl
+        fi
+        # Hierarchical: each job carries on from its node's average when there is one.
+        if [ $hierarchical_period -gt 0 ] && [ -n "$(train_jobs_present $nj $dir/$x.JOB.rep.mdl)" ]; then
             for j in $(seq $nj); do
                 [ -f $dir/$x.$j.rep.mdl ] || cp $dir/$x.mdl $dir/$x.$j.rep.mdl || exit 1
             done
@@ -420,6 +483,9 @@ while [ $x -lt $num_iters ]; do
                 nnet-average $opts $models - \| \
                 nnet-copy --learning-rate=$next_lr - $dir/$((x + 1)).mdl || exit 1
         fi
+        if [ $hierarchical_period -gt 0 ] && [ $x -gt 0 ] && [ $(( (x + 1) % hierarchical_period )) -ne 0 ]; then
+            hierarchical_nodes $x "$jobs_done" $next_lr || exit 1
+        fi
         # The divergence check on the new model's validation objective.
         $cmd $dir/log/compute_prob_valid.$((x + 1)).log \
             nnet-compute-prob $dir/$((x + 1)).mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
@@ -440,6 +506,19 @@ while [ $x -lt $num_iters ]; do
             exit 1
         fi
         rm -f $models $dir/$x.*.rep.mdl $dir/egs/$x.*.ark  # the jobs' models, however many jobs
+        # The running average: the k-th snapshot (k - 1):1 with the (k - 1)-th.
+        y=$((x + 1))
+        if [ $average_period -gt 0 ] && [ $y -gt $average_start ] && [ $(( (y - average_start) % average_period )) -eq 0 ]; then
+            k=$(( (y - average_start) / average_period ))
+            if [ $k -eq 1 ]; then
+                cp $dir/$y.mdl $dir/$y.avg.mdl.tmp && mv $dir/$y.avg.mdl.tmp $dir/$y.avg.mdl || exit 1
+            else
+                prev=$dir/$((y - average_period)).avg.mdl
+                [ -f $prev ] || { echo "$0: no $prev (the running average so far): resume from an earlier --stage"; exit 1; }
+                $cmd $dir/log/running_average.$y.log \
+                    nnet-average --weights=$((k - 1)):1 $prev $dir/$y.mdl $dir/$y.avg.mdl || exit 1
+            fi
+        fi
     fi
     x=$((x + 1))
 done
@@ -470,6 +549,22 @@ if [ $stage -le $num_iters ]; then
     fi
     $cmd $dir/log/compute_prob_train.final.log \
         nnet-compute-prob $dir/final.mdl ark:$egs_dir/train_diagnostic.egs || exit 1
+    if [ $average_period -gt 0 ]; then
+        last=$(( average_start + (num_iters - average_start) / average_period * average_period ))
+        if [ $last -gt $average_start ] && [ -f $dir/$last.avg.mdl ]; then
+            echo "$0: final.avg.mdl: the running average of $(( (last - average_start) / average_period )) models (every $average_period from $average_start)"
+            cp $dir/$last.avg.mdl $dir/final.avg.mdl.tmp && mv $dir/final.avg.mdl.tmp $dir/final.avg.mdl || exit 1
+            $cmd $dir/log/compute_prob_valid.final_avg.log \
+                nnet-compute-prob $dir/final.avg.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
+        else
+            echo "$0: --average-period $average_period: no model to average after iteration $average_start"
+        fi
+    fi
+    if [ $average_best -gt 0 ]; then
+        steps/average_best.sh --cmd "$cmd" --num $average_best $dir $dir/final.best.mdl || exit 1
+        $cmd $dir/log/compute_prob_valid.final_best.log \
+            nnet-compute-prob $dir/final.best.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
+    fi
 fi
 
 if $cleanup; then

@@ -69,7 +69,9 @@ expect_status "bad averaging" 1 steps/train.sh $opts --averaging mean egs nnet.c
 
 # BMUF: a run, then the same run resumed at iteration 2 from a copy: the same final model (the
 # block momentum is read back, not restarted); a missing or foreign state is one error.
-expect_status "bmuf" 0 steps/train.sh $opts --averaging bmuf --block-momentum 0.5 --combine false egs nnet.config bmuf
+# The same run keeps a running average of models 3 and 4 and the average of the 2 best.
+expect_status "bmuf" 0 steps/train.sh $opts --averaging bmuf --block-momentum 0.5 --combine false \
+    --average-period 1 --average-start 2 --average-best 2 egs nnet.config bmuf
 grep -q 'Block momentum over 2 models (eta 0.5, zeta 1, Nesterov, from bmuf/2.bmuf)' bmuf/log/average.2.log && pass "bmuf: iteration 2 reads 2.bmuf" || fail "bmuf: average.2.log"
 grep -q 'zero momentum' bmuf/log/average.1.log && pass "bmuf: momentum starts at zero after iteration 0" || fail "bmuf: average.1.log"
 check_acc bmuf
@@ -93,3 +95,39 @@ expect_err "  named" '3.bmuf.*another model'
 expect_status "nnet-average: bmuf and agreement" 1 nnet-average --bmuf --agreement-threshold=1 \
     --previous-model=bmuf/2.mdl --block-state-out=x.bmuf bmuf/3.mdl bmuf/3.mdl x.mdl
 expect_err "  exclude each other" 'agreement and bmuf exclude each other'
+
+nnet-average bmuf/3.mdl bmuf/4.mdl ra.mdl 2>/dev/null
+cmp -s ra.mdl bmuf/final.avg.mdl && pass "final.avg.mdl = the average of 3.mdl and 4.mdl" || fail "final.avg.mdl"
+[ -f bmuf/log/compute_prob_valid.final_avg.log ] && pass "running average validated" || fail "no final_avg log"
+best=$(for x in 1 2 3 4; do echo "$(grep -o 'average probability is [^ ]*' bmuf/log/compute_prob_valid.$x.log | awk '{print $4}') $x"; done | sort -gr | head -n 2 | awk '{ printf "bmuf/%s.mdl ", $2 }')
+nnet-average $best rb.mdl 2>/dev/null
+nnet-copy --binary=false rb.mdl a.txt 2>/dev/null; nnet-copy --binary=false bmuf/final.best.mdl b.txt 2>/dev/null
+expect_same "final.best.mdl = the average of the 2 best ($best)" a.txt b.txt
+expect_status "average_best.sh, more than there are" 0 steps/average_best.sh --num 9 bmuf best9.mdl
+grep -q 'only 4 models in bmuf have a validation objective' out && pass "  says so" || fail "  no note of the 4 models"
+expect_status "average_best.sh --num 0" 1 steps/average_best.sh --num 0 bmuf x.mdl
+
+# Hierarchical averaging (--hierarchical-period 2): with run.pl the logs name no host, so every
+# iteration is flat, with a warning. A runner that says both jobs ran on one node gives the same
+# model, bitwise (a node's average is everyone's); on two nodes the jobs part.
+expect_status "hierarchical, run.pl" 0 steps/train.sh $opts --combine false --hierarchical-period 2 egs nnet.config hier
+grep -q 'names no host (run.pl?): averaging all jobs (flat)' out && pass "  warns and falls back" || fail "  no fallback warning"
+cat > node.sh <<'SH'
+#!/usr/bin/env bash
+# run.pl, then each job's log claims a host: node$(( (j - 1) / PER_NODE ))
+utils/run.pl "$@"; rc=$?
+for a in "$@"; do case $a in JOB=*) r=${a#JOB=} ;; *.JOB.log) log=$a ;; esac; done
+[ -n "$r" ] && for j in $(seq ${r%:*} ${r#*:}); do
+    f=${log//JOB/$j}; [ -f $f ] && sed -i "1i # Running on node$(( (j - 1) / PER_NODE ))" $f
+done
+exit $rc
+SH
+chmod +x node.sh
+PER_NODE=2 expect_status "hierarchical, one node" 0 steps/train.sh $opts --combine false --cmd ./node.sh --hierarchical-period 2 egs nnet.config hier1
+grep -q 'iteration 2: averaging within 1 node(s): node0:1,2' out && pass "  groups by host" || fail "  no node grouping"
+cmp -s hier/final.mdl hier1/final.mdl && pass "  one node: the flat fallback's model" || fail "  one node differs from flat"
+PER_NODE=1 expect_status "hierarchical, two nodes" 0 steps/train.sh $opts --combine false --cmd ./node.sh --hierarchical-period 2 egs nnet.config hier2
+grep -q 'iteration 2: averaging within 2 node(s)' out && pass "  two nodes" || fail "  not two nodes"
+grep -q 'hier2/3.1.rep.mdl' hier2/log/train.3.1.log && pass "  job 1 carries on from its node's model" || fail "  job 1 did not start from its replica"
+cmp -s hier/final.mdl hier2/final.mdl && fail "  two nodes gave the flat model" || pass "  two nodes: another model"
+expect_status "hierarchical period 1" 1 steps/train.sh $opts --hierarchical-period 1 egs nnet.config bad
