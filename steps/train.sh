@@ -288,12 +288,12 @@ archives_before() {
 }
 # Per-job learning rate of iteration x: jobs_at(x) * initial * (final/initial)^(x/num_iters), times
 # the backoff scale ($dir/lr_scale, 1 unless a divergence halved it) and, for bmuf, (1 - eta) / zeta
-# (iteration 0, one job kept, trains at the plain rate).
+# (at every iteration: iteration 0's kept job then trains as a single job would).
 lr_scale=1
 [ -f $dir/lr_scale ] && [ $stage -ge 0 ] && lr_scale=$(cat $dir/lr_scale)
 learning_rate() {
     awk -v x=$1 -v n=$num_iters -v i=$initial_learning_rate -v f=$final_learning_rate -v j=$(jobs_at $1) \
-        -v s=$lr_scale -v b=$([ $1 -gt 0 ] && echo $job_rate_factor || echo 1) \
+        -v s=$lr_scale -v b=$job_rate_factor \
         'BEGIN { printf "%.6g\n", b * s * j * i * exp(x * log(f / i) / n) }'
 }
 # The validation objective in a nnet-compute-prob log ("nan"/"inf" when not finite).

@@ -15,7 +15,7 @@
 # the run computes what one long MPI job would. --momentum/--nesterov/--weight-decay apply in
 # every mode (with --carry-state true the velocity is carried in params/gradients modes too).
 #
-# Params mode after the paper (docs/PARALLEL-TRAINING.md "After the paper"): --bmuf true puts
+# Params mode after the paper (docs/AVERAGING.md): --bmuf true puts
 # block momentum on every average (nnet-train-mpi --bmuf: --block-momentum, default 1 - 1/N;
 # --block-learning-rate 1; --block-nesterov true), m carried from iteration to iteration in
 # $dir/<iter>.bmuf (a resumed run reads it; its absence is an error), the per-rank rate

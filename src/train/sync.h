@@ -127,7 +127,7 @@ struct train_sync_options {
      * is the model itself. With it, a run split into passes (steps/train_mpi.sh's iterations)
      * computes what one long pass would, except for the reading order of the examples. */
     const char *state_rxfilename, *state_wxfilename;
-    /* Params mode beyond plain local SGD (docs/PARALLEL-TRAINING.md "After the paper"):
+    /* Params mode beyond plain local SGD (docs/AVERAGING.md):
      *   bmuf.on: block momentum (bmuf.h) on every average over all ranks, a block being the
      *     minibatches since the previous one; eta = bmuf_resolve_momentum(N ranks). m (the same on
      *     every rank) comes from bmuf_state_rxfilename (NULL: zero), and rank 0 writes it to
