@@ -383,6 +383,17 @@ hierarchical_nodes() {
 scoped() {
     awk -v c=$1 -v s=$parle_scoping -v x=$2 -v m=$3 'BEGIN { v = c * exp(x * log(1 + s)); printf "%.6g\n", v < m ? v : m }'
 }
+# bmuf resumed at iteration x >= 2: its state must be there and fit $x.mdl and num_jobs, checked
+# (a dry run of the update) before any job trains.
+if [ $averaging = bmuf ] && [ $stage -ge 2 ] && [ $stage -lt $num_iters ]; then
+    [ -f $dir/$stage.bmuf ] || { echo "$0: no $dir/$stage.bmuf (the block momentum beside $stage.mdl): resume from an earlier --stage"; exit 1; }
+    nnet-average --bmuf --previous-model=$dir/$stage.mdl --block-nesterov=$block_nesterov \
+        --block-state-in=$dir/$stage.bmuf --block-state-out=$dir/bmuf-check.tmp \
+        $(for j in $(seq $num_jobs); do echo -n "$dir/$stage.mdl "; done) $dir/bmuf-check.tmp.mdl \
+        2>$dir/log/bmuf_check.$stage.log ||
+        { echo "$0: $(grep ERROR $dir/log/bmuf_check.$stage.log | tail -n 1 | sed 's/^ERROR ([^ ]*) //')"; rm -f $dir/bmuf-check.tmp*; exit 1; }
+    rm -f $dir/bmuf-check.tmp*
+fi
 replicas=false
 case $averaging in elastic|parle) replicas=true ;; esac
 num_backoffs=0

@@ -84,6 +84,11 @@ expect_same "bmuf: the resumed run ends with the same model" a.txt b.txt
 rm bmuf2/2.bmuf
 expect_status "bmuf: missing state" 1 steps/train.sh $opts --averaging bmuf --block-momentum 0.5 --stage 2 egs nnet.config bmuf2
 grep -q 'no bmuf2/2.bmuf' out && pass "bmuf: missing state named" || fail "bmuf: missing state not named"
+nnet-average --bmuf --previous-model=bmuf/2.mdl --block-state-out=bmuf2/2.bmuf bmuf/2.mdl bmuf/2.mdl bmuf/2.mdl x3.mdl 2>/dev/null
+rm -f bmuf2/log/train.2.*
+expect_status "bmuf: the state of 3 jobs" 1 steps/train.sh $opts --averaging bmuf --block-momentum 0.5 --stage 2 egs nnet.config bmuf2
+grep -q "bmuf2/2.bmuf.*<NumJobs> 3, this run has 2 jobs" out && pass "  refused, named" || fail "  state of 3 jobs not refused"
+ls bmuf2/log/train.2.* >/dev/null 2>&1 && fail "  jobs ran before the check" || pass "  before any job ran"
 expect_status "bmuf: momentum 1" 1 steps/train.sh $opts --averaging bmuf --block-momentum 1 egs nnet.config bad
 grep -q "block-momentum '1': must lie in \[0, 1)" out && pass "bmuf: momentum range" || fail "bmuf: momentum range"
 expect_status "nnet-average: state of another N" 1 nnet-average --bmuf --previous-model=bmuf/2.mdl \
