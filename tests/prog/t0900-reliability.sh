@@ -152,3 +152,36 @@ no_temps "all"
 # Disk full: the write error is reported (here at the final flush) and the status is 1.
 expect_status "disk full" 1 copy-feats ark:f.ark ark:/dev/full
 expect_err "disk full named" "cannot write 'ark:/dev/full': write error on '/dev/full': No space left on device"
+
+# Issue 29, output path kinds. A symbolic link is written through (the link stays, its target gets
+# the new content); an existing file keeps its mode; a hard-linked file is refused (a rename
+# would break the link) and keeps its content; one file given twice as an output is an error;
+# a 254-byte name works (the temporary's name is shortened to fit NAME_MAX).
+echo old >target.ark; chmod 640 target.ark; ln -s target.ark link.ark
+expect_status "write through a symlink" 0 copy-feats ark:f.ark ark:link.ark
+[ -L link.ark ] && pass "the symlink stays a symlink" || fail "link.ark replaced by a regular file"
+expect_same "the symlink's target has the new content" f.ark target.ark
+expect_eq "the target keeps its mode" "$(stat -c %a target.ark)" 640
+echo old >hard.ark; ln hard.ark hard2.ark
+expect_status "a hard-linked output" 1 copy-feats ark:f.ark ark:hard.ark
+expect_err "hard links named" "cannot write 'hard.ark': it has 2 hard links"
+expect_eq "hard-linked file untouched" "$(cat hard2.ark)" old
+expect_status "ark,scp:x,x" 1 copy-feats ark:f.ark ark,scp:x,x
+expect_err "same file twice named" "cannot write 'x': the same file is already an output"
+[ ! -e x ] && pass "ark,scp:x,x writes nothing" || fail "ark,scp:x,x left x"
+egs_two() { nnet-get-egs ark:f.ark ark,t:ali.txt ark:two.egs 2>/dev/null; nnet-copy-egs ark:two.egs ark:o.egs ark:./o.egs; }
+expect_status "nnet-copy-egs with one output twice" 1 egs_two
+expect_err "two spellings of one output" "the same file is already an output"
+long=$(printf 'n%.0s' $(seq 254))
+expect_status "a 254-byte file name" 0 copy-feats ark:f.ark ark:$long
+expect_same "the long name has the output" f.ark $long
+rm -f $long
+# A failed rename at exit undoes the renames made before it: all outputs or none (here the scp's
+# directory is removed while the program reads its input).
+mkdir -p d1 d2; echo old >d1/o.ark
+( copy-feats "ark:sleep 1; cat f.ark |" ark,scp:d1/o.ark,d2/o.scp >out 2>err; echo $? >rc ) & sleep 0.4; rm -rf d2; wait
+expect_eq "a failed rename at exit: exit 1" "$(cat rc)" 1
+expect_err "the failed rename named" "cannot rename .*d2/\.o\.scp"
+expect_eq "the archive renamed before it is rolled back" "$(cat d1/o.ark)" old
+[ -z "$(ls -A d1 | grep -v '^o.ark$')" ] && pass "no temporary or backup left in d1" || fail "left in d1: $(ls -A d1)"
+no_temps "path kinds"
