@@ -185,3 +185,13 @@ expect_err "the failed rename named" "cannot rename .*d2/\.o\.scp"
 expect_eq "the archive renamed before it is rolled back" "$(cat d1/o.ark)" old
 [ -z "$(ls -A d1 | grep -v '^o.ark$')" ] && pass "no temporary or backup left in d1" || fail "left in d1: $(ls -A d1)"
 no_temps "path kinds"
+
+# Issue 29, messages: a bad utt2spk line counts its tokens (it said "got 0": read after the free);
+# speakers matching no utterance say so (not "no features").
+printf 'u1 A B\n' >u2s.bad
+compute-cmvn-stats ark:f.ark st.ark 2>/dev/null
+expect_status "utt2spk with two speakers on a line" 1 apply-cmvn --utt2spk=ark:u2s.bad ark:st.ark ark:f.ark ark:o.ark
+expect_err "the token count" "key 'u1': .*expected one token on the line, got 2"
+printf 'sZ nobody\n' >s2u.none
+expect_status "spk2utt matching no utterance" 1 compute-cmvn-stats --spk2utt=ark:s2u.none ark:f.ark ark:o.ark
+expect_err "no utterance of the speakers named" "no utterance of 'ark:s2u.none' has features in 'ark:f.ark'"
