@@ -135,11 +135,11 @@ expect_same "NaN: old outputs untouched" keep out.mdl
 
 # Option errors name the option and value.
 expect_status "--num-frames=0" 1 nnet-get-egs --num-frames=0 ark:f.ark ark,t:ali.txt ark:out.ark
-expect_err "--num-frames named" "\-\-num-frames=0: must be at least 1"
+expect_err "--num-frames named" "\-\-num-frames=0: must be from 1 to 10000"
 expect_status "--left-context=-3" 1 nnet-get-egs --left-context=-3 ark:f.ark ark,t:ali.txt ark:out.ark
-expect_err "--left-context named" "\-\-left-context=-3: must not be negative"
+expect_err "--left-context named" "\-\-left-context=-3: must be from 0 to 1000"
 expect_status "nnet-combine --minibatch-size=0" 1 nnet-combine --minibatch-size=0 m2.mdl m2.mdl ark:egs.ark out.mdl
-expect_err "--minibatch-size named" "\-\-minibatch-size=0: must be at least 1"
+expect_err "--minibatch-size named" "\-\-minibatch-size=0: must be from 1 to 1048576"
 
 # Structure differences are named: which component, which dimension, which files.
 expect_status "nnet-average different structure" 1 nnet-average m2.mdl m2b.mdl out.mdl
