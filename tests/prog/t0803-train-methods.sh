@@ -97,6 +97,6 @@ done
 [ ! -e badlr/log ] && pass "a bad option runs no job" || fail "badlr/log exists"
 # Kill -9 at a random point of an elastic run and resume: the same final.mdl (the 20-kill campaign
 # for every method is tests/reliability/kill-resume.sh, run by hand; docs/RELIABILITY.md).
-$PARNET_TOP/tests/reliability/kill-resume.sh --kills 1 --seed 3 --work $PWD/kr elastic >kr.log 2>&1
+$PARNET_TOP/tests/reliability/kill-resume.sh --kills 1 --seed 3 --work $PWD elastic >kr.log 2>&1  # reuses egs/
 grep -q 'SUMMARY elastic: 1 of 1 identical' kr.log && pass "kill -9 and resume: $(grep '^elastic kill' kr.log)" \
     || { fail "kill -9 and resume"; cat kr.log; }
