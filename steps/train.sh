@@ -193,6 +193,17 @@ egs_dir=$1
 config=$2
 dir=$3
 set -o pipefail
+. steps/lib/train-checks.sh
+train_check_common
+check_int offline-window "$offline_window" 0
+check_int max-backoffs "$max_backoffs" 0
+check_number_in agreement-threshold "$agreement_threshold" 0 2
+[ -n "$elastic_alpha" ] && check_number_in elastic-alpha "$elastic_alpha" 0 1
+for o in parle_gamma0 parle_rho0 parle_gamma_max parle_rho_max; do
+    check_number_in ${o//_/-} "${!o}" 0 1e6
+done
+check_number_in parle-scoping "$parle_scoping" 0 100
+check_int parle-inner-steps "$parle_inner_steps" 1
 
 # As Kaldi's recipes: the training jobs ask the runner for a GPU each, nnet-train for the device.
 case $use_gpu in
@@ -246,33 +257,36 @@ case $on_divergence in stop|backoff) ;;
     *) echo "$0: --on-divergence $on_divergence: expected stop or backoff"; exit 1 ;;
 esac
 case $averaging in average|agreement|elastic|parle|bmuf) ;;
-    *) echo "$0: --averaging $averaging: expected average, agreement, elastic, parle or bmuf"; exit 1 ;;
+    *) echo "$0: --averaging $averaging: expected average, agreement, elastic, parle or bmuf" 1>&2; exit 1 ;;
 esac
 # bmuf: eta, and the per-job rate's factor num_jobs (1 - eta) / zeta (num_jobs elsewhere)
 job_rate_factor=1
 if [ $averaging = bmuf ]; then
     [ -z "$block_momentum" ] && block_momentum=$(awk -v n=$num_jobs 'BEGIN { printf "%.6g", 1 - 1 / n }')
     awk -v e="$block_momentum" 'BEGIN { exit !(e ~ /^[0-9.]+([eE][-+]?[0-9]+)?$/ && e + 0 < 1) }' ||
-        { echo "$0: --block-momentum '$block_momentum': must lie in [0, 1)"; exit 1; }
+        { echo "$0: --block-momentum '$block_momentum': must lie in [0, 1)" 1>&2; exit 1; }
     awk -v z="$block_learning_rate" 'BEGIN { exit !(z ~ /^[0-9.]+([eE][-+]?[0-9]+)?$/ && z + 0 > 0) }' ||
-        { echo "$0: --block-learning-rate '$block_learning_rate': must be positive"; exit 1; }
+        { echo "$0: --block-learning-rate '$block_learning_rate': must be positive" 1>&2; exit 1; }
     case $block_nesterov in true|false) ;;
-        *) echo "$0: --block-nesterov '$block_nesterov': expected true or false"; exit 1 ;;
+        *) echo "$0: --block-nesterov '$block_nesterov': expected true or false" 1>&2; exit 1 ;;
     esac
-    [ $on_job_failure = average ] && { echo "$0: --on-job-failure average does not apply to --averaging bmuf (the block momentum is for num_jobs jobs): use rerun or stop"; exit 1; }
+    [ $on_job_failure = average ] && { echo "$0: --on-job-failure average does not apply to --averaging bmuf (the block momentum is for num_jobs jobs): use rerun or stop" 1>&2; exit 1; }
     job_rate_factor=$(awk -v e=$block_momentum -v z=$block_learning_rate 'BEGIN { printf "%.6g", (1 - e) / z }')
 fi
 train_jobs_check_opts
 [ -z "$elastic_alpha" ] && elastic_alpha=$(awk -v n=$num_jobs 'BEGIN { printf "%.6g", 0.9 / n }')
 [[ "$average_period$average_start$average_best$hierarchical_period" =~ ^[0-9]+$ ]] ||
-    { echo "$0: --average-period, --average-start, --average-best and --hierarchical-period must be numbers >= 0"; exit 1; }
+    { echo "$0: --average-period, --average-start, --average-best and --hierarchical-period must be numbers >= 0" 1>&2; exit 1; }
 if [ $hierarchical_period -gt 0 ]; then
-    [ $hierarchical_period -lt 2 ] && { echo "$0: --hierarchical-period $hierarchical_period: must be at least 2 (1: every iteration, the plain average)"; exit 1; }
-    [ $averaging != average ] && { echo "$0: --hierarchical-period needs --averaging average"; exit 1; }
+    [ $hierarchical_period -lt 2 ] && { echo "$0: --hierarchical-period $hierarchical_period: must be at least 2 (1: every iteration, the plain average)" 1>&2; exit 1; }
+    [ $averaging != average ] && { echo "$0: --hierarchical-period needs --averaging average" 1>&2; exit 1; }
 fi
 if [ $offline_window -gt $num_iters ]; then
     echo "$0: --offline-window $offline_window exceeds the $num_iters iterations"; exit 1
 fi
+# One run per directory (a second one would overwrite the first's models): steps/lib/lock.sh.
+. steps/lib/lock.sh
+LOCK_ARGS="$*" dir_lock $dir
 mkdir -p $dir/log
 echo $num_iters > $dir/num_iters
 echo $num_jobs > $dir/num_jobs
@@ -346,6 +360,7 @@ if [ ! -f $dir/log/compute_prob_valid.0.log ] || [ -z "$(valid_objf $dir/log/com
         nnet-compute-prob $dir/0.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
 fi
 initial_objf=$(valid_objf $dir/log/compute_prob_valid.0.log)
+[ -z "$initial_objf" ] && echo "$0: no validation objective in $dir/log/compute_prob_valid.0.log" 1>&2 && exit 1
 echo "$0: validation objective of the initial model: $initial_objf"
 
 if $ramp; then
@@ -386,12 +401,12 @@ scoped() {
 # bmuf resumed at iteration x >= 2: its state must be there and fit $x.mdl and num_jobs, checked
 # (a dry run of the update) before any job trains.
 if [ $averaging = bmuf ] && [ $stage -ge 2 ] && [ $stage -lt $num_iters ]; then
-    [ -f $dir/$stage.bmuf ] || { echo "$0: no $dir/$stage.bmuf (the block momentum beside $stage.mdl): resume from an earlier --stage"; exit 1; }
+    [ -f $dir/$stage.bmuf ] || { echo "$0: no $dir/$stage.bmuf (the block momentum beside $stage.mdl): resume from an earlier --stage" 1>&2; exit 1; }
     nnet-average --bmuf --previous-model=$dir/$stage.mdl --block-nesterov=$block_nesterov \
         --block-state-in=$dir/$stage.bmuf --block-state-out=$dir/bmuf-check.tmp \
         $(for j in $(seq $num_jobs); do echo -n "$dir/$stage.mdl "; done) $dir/bmuf-check.tmp.mdl \
         2>$dir/log/bmuf_check.$stage.log ||
-        { echo "$0: $(grep ERROR $dir/log/bmuf_check.$stage.log | tail -n 1 | sed 's/^ERROR ([^ ]*) //')"; rm -f $dir/bmuf-check.tmp*; exit 1; }
+        { echo "$0: $(grep ERROR $dir/log/bmuf_check.$stage.log | tail -n 1 | sed 's/^ERROR ([^ ]*) //')" 1>&2; rm -f $dir/bmuf-check.tmp*; exit 1; }
     rm -f $dir/bmuf-check.tmp*
 fi
 replicas=false
@@ -425,9 +440,17 @@ while [ $x -lt $num_iters ]; do
         ramp_opts=
         [ $x -eq 0 ] && ramp_opts="--minibatch-size=$(( (minibatch_egs + 1) / 2 )) --max-change=1.41421"
         if $replicas; then
-            # Each job continues its own replica (the centre for the first iteration).
+            # Each job continues its own replica; the centre stands in for them only at iteration 0
+            # (where they start from it). Later a missing replica means iteration x-1 did not
+            # finish (killed between the centre's update and the replicas' pulls): resuming from the
+            # centre would silently train a different model.
             for j in $(seq $nj); do
-                [ -f $dir/$x.$j.rep.mdl ] || cp $dir/$x.mdl $dir/$x.$j.rep.mdl || exit 1
+                [ -f $dir/$x.$j.rep.mdl ] && continue
+                if [ $x -gt 0 ]; then
+                    echo "$0: missing $dir/$x.$j.rep.mdl (job $j's replica): iteration $((x - 1)) did not finish; resume with --stage $((x - 1))" 1>&2
+                    exit 1
+                fi
+                cp $dir/$x.mdl $dir/$x.$j.rep.mdl.tmp && mv $dir/$x.$j.rep.mdl.tmp $dir/$x.$j.rep.mdl || exit 1
             done
             start=$dir/$x.JOB.rep.mdl
         fi
@@ -485,7 +508,7 @@ while [ $x -lt $num_iters ]; do
                 # must be there (a resumed run never restarts the momentum from zero)
                 state_in=
                 if [ $x -gt 1 ]; then
-                    [ -f $dir/$x.bmuf ] || { echo "$0: no $dir/$x.bmuf (the block momentum beside $x.mdl): resume from an earlier --stage"; exit 1; }
+                    [ -f $dir/$x.bmuf ] || { echo "$0: no $dir/$x.bmuf (the block momentum beside $x.mdl): resume from an earlier --stage" 1>&2; exit 1; }
                     state_in="--block-state-in=$dir/$x.bmuf"
                 fi
                 opts="$opts --bmuf --previous-model=$dir/$x.mdl --block-momentum=$block_momentum --block-learning-rate=$block_learning_rate --block-nesterov=$block_nesterov $state_in --block-state-out=$dir/$((x + 1)).bmuf"
@@ -501,6 +524,9 @@ while [ $x -lt $num_iters ]; do
         $cmd $dir/log/compute_prob_valid.$((x + 1)).log \
             nnet-compute-prob $dir/$((x + 1)).mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
         objf=$(valid_objf $dir/log/compute_prob_valid.$((x + 1)).log)
+        if [ -z "$objf" ]; then
+            echo "$0: no validation objective in $dir/log/compute_prob_valid.$((x + 1)).log" 1>&2; exit 1
+        fi
         if diverged "$objf" "$initial_objf"; then
             lr=$(learning_rate $x)
             if [ $on_divergence = backoff ] && [ $num_backoffs -lt $max_backoffs ]; then
@@ -525,7 +551,7 @@ while [ $x -lt $num_iters ]; do
                 cp $dir/$y.mdl $dir/$y.avg.mdl.tmp && mv $dir/$y.avg.mdl.tmp $dir/$y.avg.mdl || exit 1
             else
                 prev=$dir/$((y - average_period)).avg.mdl
-                [ -f $prev ] || { echo "$0: no $prev (the running average so far): resume from an earlier --stage"; exit 1; }
+                [ -f $prev ] || { echo "$0: no $prev (the running average so far): resume from an earlier --stage" 1>&2; exit 1; }
                 $cmd $dir/log/running_average.$y.log \
                     nnet-average --weights=$((k - 1)):1 $prev $dir/$y.mdl $dir/$y.avg.mdl || exit 1
             fi

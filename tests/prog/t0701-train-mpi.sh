@@ -65,5 +65,5 @@ expect_status "bmuf resumed at 2" 0 steps/train_mpi.sh $opts --bmuf true --warmu
 cmp -s exp/bmuf/final.mdl exp/bmuf2/final.mdl && pass "bmuf: the resumed run ends with the same model" || fail "bmuf: resumed run differs"
 rm exp/bmuf2/2.bmuf
 expect_status "bmuf: missing state" 1 steps/train_mpi.sh $opts --bmuf true --stage 2 egs nnet.config exp/bmuf2
-grep -q 'no exp/bmuf2/2.bmuf' out && pass "  named" || fail "  missing state not named"
+cat out err | grep -q 'no exp/bmuf2/2.bmuf' && pass "  named" || fail "  missing state not named"
 expect_status "bmuf in gradients mode refused" 1 steps/train_mpi.sh $opts --mode gradients --bmuf true egs nnet.config exp/x

@@ -12,10 +12,11 @@
 #   N=8 BMUF classic  the same, --block-nesterov false
 # and, scored on the same runs (no extra training): the running average of the models of the
 # second half (--average-period 1 --average-start iters/2: final.avg.mdl) and the best-5 average
-# (--average-best 5: final.best.mdl) against the last model, for plain averaging and BMUF.
+# (--average-best 5: final.best.mdl) against the last model, for plain averaging and BMUF, at the
+# rate chosen for the last model (paired: the same runs).
 # Rates (effective initial rate; final = /10): a grid per arm, {b/2, b, 2b} around the arm's
 # natural rate (N=1, BMUF: b; averaged and large batch: b/sqrt(8), between claim a's choices),
-# widened by one point when the choice sits on an edge (--widen true).
+# widened by one point when seed 1's best sits on an edge (--widen true).
 #   local/claim_g_bmuf.sh [--limit 12000] [--num-epochs 3] [--seeds "1 2 3"]
 cd "$(dirname "$0")/.."
 . ./path.sh
@@ -65,33 +66,37 @@ bmuf() { train $1 $2 $3 $n egs$n $minibatch_size --averaging bmuf; }
 bmufc() { train $1 $2 $3 $n egs$n $minibatch_size --averaging bmuf --block-nesterov false; }
 
 grid3() { awk -v b=$1 'BEGIN { printf "%.3g %.3g %.3g", b / 2, b, 2 * b }'; }
-# tune_wide <arm> <run> <centre> <fn> [<model>]: tune over grid3; when the choice is an edge of
-# the grid, one more point beyond it, then the row is that of the wider grid
+# tune_wide <arm> <run> <centre> <fn>: the grid {c/2, c, 2c} scored with the first seed; when the
+# best is an edge, one more point beyond it; then tune over that grid (the runs are cached)
 tune_wide() {
-    local arm=$1 run=$2 c=$3 fn=$4 model=${5:-final.mdl} grid
+    local arm=$1 run=$2 c=$3 fn=$4 grid lr acc best= best_acc=-1 first=${seeds%% *}
     grid=$(grid3 $c)
-    local rows=$(cat $dir/results.txt 2>/dev/null | wc -l)
-    tune "$arm" $run "$grid" $fn $model >/dev/null
-    head -n $rows $dir/results.txt > $dir/results.txt.tmp && mv $dir/results.txt.tmp $dir/results.txt
-    if $widen && [ -n "$tuned_lr" ]; then
-        local lo=${grid%% *} hi=${grid##* } more=
-        [ "$tuned_lr" = "$lo" ] && more=$(awk -v b=$lo 'BEGIN { printf "%.3g", b / 2 }')
-        [ "$tuned_lr" = "$hi" ] && more=$(awk -v b=$hi 'BEGIN { printf "%.3g", b * 2 }')
-        [ -n "$more" ] && grid="$grid $more"
+    for lr in $grid; do
+        run_once $fn $dir/$run/lr$lr.s$first $lr $first
+        acc=$(run_acc $dir/$run/lr$lr.s$first final.mdl $dir/valid.egs)
+        [ "$acc" = diverged ] && continue
+        if awk -v a="$acc" -v b="$best_acc" 'BEGIN { exit !(a > b) }'; then best=$lr; best_acc=$acc; fi
+    done
+    if $widen && [ -n "$best" ]; then
+        [ "$best" = "${grid%% *}" ] && grid="$grid $(awk -v b=$best 'BEGIN { printf "%.3g", b / 2 }')"
+        [ "$best" = "${grid##* }" ] && grid="$grid $(awk -v b=$best 'BEGIN { printf "%.3g", b * 2 }')"
     fi
-    tune "$arm" $run "$grid" $fn $model
+    tune "$arm" $run "$grid" $fn
 }
+# paired <arm> <run> <fn> <model>: another model of the same runs, at the rate chosen for the last
+# model (tuned_lr): running and best-N averages against the last model on the same runs
+paired() { [ -n "$tuned_lr" ] && tune "$1" $2 "$tuned_lr" $3 $4; }
 centre_avg=$(awk -v b=$base -v n=$n 'BEGIN { printf "%.3g", b / sqrt(n) }')
 for arm in $arms; do
     case $arm in
     single) tune_wide "N=1" single $base single ;;
     avg)    tune_wide "N=$n averaged" avg $centre_avg avg
-            tune_wide "N=$n averaged, running avg" avg $centre_avg avg final.avg.mdl
-            tune_wide "N=$n averaged, best-5" avg $centre_avg avg final.best.mdl ;;
+            paired "N=$n averaged, running avg" avg avg final.avg.mdl
+            paired "N=$n averaged, best-5" avg avg final.best.mdl ;;
     big)    tune_wide "N=$n large batch ($((n * minibatch_size)))" big $centre_avg big ;;
     bmuf)   tune_wide "N=$n BMUF (Nesterov)" bmuf $base bmuf
-            tune_wide "N=$n BMUF, running avg" bmuf $base bmuf final.avg.mdl
-            tune_wide "N=$n BMUF, best-5" bmuf $base bmuf final.best.mdl ;;
+            paired "N=$n BMUF, running avg" bmuf bmuf final.avg.mdl
+            paired "N=$n BMUF, best-5" bmuf bmuf final.best.mdl ;;
     bmufc)  tune_wide "N=$n BMUF (classic)" bmufc $base bmufc ;;
     esac
 done
