@@ -7,7 +7,7 @@
 # with the reference. One line per kill, then one summary line per method.
 #
 # Usage: tests/reliability/kill-resume.sh [--kills N] [--seed S] [--work DIR] METHOD...
-#   METHOD: average agreement elastic parle (steps/train.sh --averaging) or
+#   METHOD: average agreement elastic parle bmuf (steps/train.sh --averaging) or
 #           mpi-params mpi-gradients mpi-elastic mpi-parle (steps/train_mpi.sh --mode)
 # e.g.:   nice -n 19 tests/reliability/kill-resume.sh --kills 20 average agreement elastic parle
 # Needs the programs on PATH (bin/ and utils/). The task: 3 Gaussian classes in 8 dimensions,
@@ -38,7 +38,7 @@ fi
 recipe() { # METHOD: the command line of a run into directory $dir (stage appended by the caller)
     local common="--num-epochs 2 --minibatch-size 16 --initial-learning-rate 0.003 --final-learning-rate 0.001 --max-models-combine 3"
     case $1 in
-        average|agreement|elastic) echo "steps/train.sh $common --averaging $1" ;;
+        average|agreement|elastic|bmuf) echo "steps/train.sh $common --averaging $1" ;;
         parle) echo "steps/train.sh $common --averaging parle --parle-inner-steps 3" ;;
         mpi-params|mpi-gradients) echo "steps/train_mpi.sh $common --num-jobs 2 --mode ${1#mpi-} --average-every 4" ;;
         mpi-elastic|mpi-parle) echo "steps/train_mpi.sh $common --num-jobs 2 --mode ${1#mpi-} --average-every 4 --parle-inner-steps 5" ;;
