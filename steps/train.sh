@@ -159,9 +159,16 @@ case $use_gpu in
     yes|wait|optional) gpu_queue_opts="--gpu 1" ;;
     *) echo "$0: --use-gpu must be yes, no, wait or optional, not '$use_gpu'" && exit 1 ;;
 esac
+# A build without CUDA (bin/ is the same on every node) cannot train on a GPU anywhere: say so now,
+# not after initialising (nnet-train selects the device before it reads anything).
+if [ $use_gpu = yes ] || [ $use_gpu = wait ]; then
+    why=$(nnet-train --print-args=false --use-gpu=$use_gpu /dev/null ark:/dev/null /dev/null 2>&1 | grep -o 'built without CUDA.*')
+    [ -n "$why" ] && echo "$0: --use-gpu $use_gpu: parnet was $why; use --use-gpu no (or optional)" && exit 1
+fi
 
 . steps/lib/train-common.sh
 . steps/lib/train-jobs.sh
+. steps/lib/train-progress.sh
 train_read_egs_info $egs_dir
 [ -z "$num_jobs_initial" ] && num_jobs_initial=$num_jobs
 [ -z "$num_jobs_final" ] && num_jobs_final=$num_jobs
@@ -273,9 +280,21 @@ if [ $stage -le -1 ]; then
     fi
     echo "$0: initialising the model from $init_config"
     rm -f $dir/lr_scale
-    $cmd $dir/log/init.log \
+    if ! $cmd $dir/log/init.log \
         nnet-init --srand=$srand $init_config - \| \
-        nnet-copy --learning-rate=$(learning_rate 0) - $dir/0.mdl || exit 1
+        nnet-copy --learning-rate=$(learning_rate 0) - $dir/0.mdl; then
+        # nnet-init's reason, naming the user's file and line (not the generated init.config's).
+        msg=$(grep -o "config '$init_config': line [0-9]*: .*" $dir/log/init.log | head -n 1)
+        if [ -n "$msg" ]; then
+            n=${msg#*: line }; n=${n%%:*}
+            added=$(grep -n -F -x "$line" $init_config 2>/dev/null | head -n 1 | cut -d: -f1)
+            [ $init_config != $config ] && [ -n "$added" ] && [ $n -gt $added ] && n=$((n - 1))
+            echo "$0: $config line $n: ${msg#*: line *: } (log $dir/log/init.log)"
+        else
+            echo "$0: initialising the model failed: $(grep ERROR $dir/log/init.log | tail -n 1) (log $dir/log/init.log)"
+        fi
+        exit 1
+    fi
 fi
 [ -f $dir/0.mdl ] || { echo "$0: no $dir/0.mdl (run from --stage -1)"; exit 1; }
 if [ ! -f $dir/log/compute_prob_valid.0.log ] || [ -z "$(valid_objf $dir/log/compute_prob_valid.0.log)" ]; then
@@ -283,7 +302,7 @@ if [ ! -f $dir/log/compute_prob_valid.0.log ] || [ -z "$(valid_objf $dir/log/com
         nnet-compute-prob $dir/0.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
 fi
 initial_objf=$(valid_objf $dir/log/compute_prob_valid.0.log)
-echo "$0: validation objective of the initial model: $initial_objf"
+echo "$0: validation objective of the initial model: $initial_objf (accuracy $(progress_compute_prob $dir/log/compute_prob_valid.0.log | awk '{ printf "%.1f%%", 100 * $2 }'))"
 
 if $ramp; then
     echo "$0: $num_iters iterations ($num_passes passes over $num_archives archives), jobs ramping $num_jobs_initial -> $num_jobs_final, $averaging"
@@ -307,7 +326,7 @@ while [ $x -lt $num_iters ]; do
             nnet-compute-prob $dir/$x.mdl ark:$egs_dir/train_diagnostic.egs &
 
         nj=$(jobs_at $x)
-        echo "$0: iteration $x / $num_iters, $nj jobs, learning rate $(learning_rate $x)"
+        iter_t0=$(date +%s.%N)
         archive=$((x % iters_per_epoch))
         egs_in=$(egs_pipe $egs_dir/egs.JOB.$archive.ark $((x * egs_jobs)))
         if $ramp; then   # job j reads archive (archives so far + j - 1) mod num_archives
@@ -396,6 +415,7 @@ while [ $x -lt $num_iters ]; do
             rm -f $dir/$((x + 1)).mdl
             exit 1
         fi
+        train_progress_iteration $x $nj $(learning_rate $x) $(awk -v a=$iter_t0 -v b=$(date +%s.%N) 'BEGIN { print b - a }')
         rm -f $models $dir/$x.*.rep.mdl $dir/egs/$x.*.ark  # the jobs' models, however many jobs
     fi
     x=$((x + 1))
@@ -434,4 +454,5 @@ if $cleanup; then
     [ $offline_window -gt $keep ] && keep=$offline_window
     train_cleanup $dir $num_iters $keep
 fi
+train_progress_summary
 echo "$0: done; final model $dir/final.mdl"

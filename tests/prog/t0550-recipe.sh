@@ -26,6 +26,28 @@ expect_eq "archives" "$(ls exp/egs/egs.*.*.ark | wc -l)" 4
 expect_status "train.sh" 0 steps/train.sh --num-epochs 2 --minibatch-size 64 \
     --initial-learning-rate 0.004 --final-learning-rate 0.001 exp/egs conf/nnet.config exp/nnet
 [ -f exp/nnet/final.mdl ] && pass "final.mdl written" || fail "no final.mdl"
+# The console (issue 32): one line per iteration from the logs, a summary at the end.
+n=$(grep -cE '^steps/train.sh: iteration [0-3] / 4, 2 jobs, per-job learning rate [0-9.e-]+: train -[0-9.]+ \(acc [0-9.]+%\), valid -[0-9.]+ \(acc [0-9.]+%\), (no step clipped|clipped [0-9.]+% of steps \((component [0-9]+|global max-change)\))(, [0-9]+ warnings \(log/train\.[0-9]\.\*\.log\))?, [0-9.]+ s, ETA [0-9.]+ s$' out)
+expect_eq "one console line per iteration (objectives, accuracies, clipping, seconds, ETA)" "$n" 4
+grep -qE '^steps/train.sh: summary: valid objective -2.3026 -> -0.[0-9]+, valid accuracy [0-9.]+% -> [0-9.]+%; final train objective -[0-9.]+ \(acc [0-9.]+%\); [0-9.]+ s$' out \
+    && pass "summary line" || fail "no summary line: $(grep summary out)"
+# nnet-show-progress: per-component change between two models
+expect_status "nnet-show-progress" 0 nnet-show-progress exp/nnet/1.mdl exp/nnet/2.mdl
+grep -qE '^Relative parameter differences per layer are \[ [0-9.e-]+ [0-9.e-]+ [0-9.e-]+ \]$' out \
+    && pass "one relative change per updatable component" || fail "nnet-show-progress: $(cat out)"
+nnet-show-progress exp/nnet/2.mdl exp/nnet/2.mdl >out 2>/dev/null
+expect_eq "no change between a model and itself" "$(head -n 1 out)" "Parameter differences per layer are [ 0 0 0 ]"
+# A config error names the user's file and line, not the generated init.config.
+sed 's/^\(RectifiedLinearComponent\) dim=/\1 dimm=/' conf/nnet.config > bad.config
+l=$(grep -n dimm bad.config | head -n 1 | cut -d: -f1)
+expect_status "train.sh with a bad config line" 1 steps/train.sh exp/egs bad.config exp/bad
+grep -q "^steps/train.sh: bad.config line $l: RectifiedLinearComponent: unknown key 'dimm' (log exp/bad/log/init.log)$" out \
+    && pass "names bad.config line $l" || fail "config error: $(tail -n 1 out)"
+# Option errors come last, after the usage, with the closest name.
+expect_status "train.sh --num-job" 1 steps/train.sh --num-job 2 exp/egs conf/nnet.config exp/bad
+expect_eq "script option error last, with a suggestion" "$(tail -n 1 err)" "steps/train.sh: invalid option --num-job (did you mean --num-jobs?)"
+expect_status "nnet-train --minibatch-sz" 2 nnet-train --minibatch-sz=3 a b c
+expect_eq "program option error last, with a suggestion" "$(tail -n 1 err)" "nnet-train: unknown option '--minibatch-sz' (did you mean --minibatch-size?)"
 acc=$(grep -o 'accuracy is [0-9.]*' exp/nnet/log/compute_prob_valid.final.log | awk '{print $3}')
 if awk -v a="$acc" 'BEGIN { exit !(a > 0.7) }'; then pass "valid accuracy $acc > 0.7"; else fail "valid accuracy '$acc'"; fi
 expect_status "report.sh" 0 steps/report.sh exp/nnet
