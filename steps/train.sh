@@ -254,6 +254,13 @@ diverged() {
 
 if [ $stage -le -1 ]; then
     [ ! -f $config ] && echo "$0: no such file $config" && exit 1
+    # The labels get_egs.sh saw against the network's output dim, before anything starts.
+    . steps/lib/data-checks.sh
+    odim=$(nnet_config_output_dim $config)
+    if [ -n "$odim" ] && [ -f $egs_dir/info/num_pdfs ] && [ $(cat $egs_dir/info/num_pdfs) -gt $odim ]; then
+        echo "$0: the examples in $egs_dir have labels up to $(( $(cat $egs_dir/info/num_pdfs) - 1 )) ($egs_dir/info/num_pdfs) but $config's output dim is $odim: labels must be pdf-ids below it"
+        exit 1
+    fi
     [ -z "$feature_transform" ] && [ -f $egs_dir/feature_transform.mat ] && \
         feature_transform=$egs_dir/feature_transform.mat
     init_config=$config

@@ -489,36 +489,43 @@ int decoder_decode(struct decoder *d, const struct matrix *ll, struct decode_res
 /* ---- edit distance ---- */
 void decode_edit_counts_add(struct decode_edit_counts *c, char *const *ref, int nr,
                             char *const *hyp, int nh) {
-    /* cost[i][j]: ref[0..i) against hyp[0..j). */
-    int w = nh + 1;
-    int *cost = xmalloc(sizeof(int) * (size_t)(nr + 1) * (size_t)w);
-    for (int i = 0; i <= nr; i++)
-        for (int j = 0; j <= nh; j++) {
-            int v;
-            if (!i) v = j;
-            else if (!j) v = i;
-            else {
-                v = cost[(i - 1) * w + j - 1] + (strcmp(ref[i - 1], hyp[j - 1]) != 0);
-                if (cost[(i - 1) * w + j] + 1 < v) v = cost[(i - 1) * w + j] + 1;
-                if (cost[i * w + j - 1] + 1 < v) v = cost[i * w + j - 1] + 1;
+    /* Rows over the hypothesis, one cell per reference prefix, each cell carrying the counts of
+     * the path it chose (as Kaldi's compute-wer, so that ties split the same way): a
+     * match/substitution only when strictly cheaper than both others, else a deletion when
+     * strictly cheaper than an insertion, else an insertion. */
+    struct cell { int ins, del, sub, cost; };
+    struct cell *prev = xmalloc(sizeof *prev * (size_t)(nr + 1));
+    struct cell *cur = xmalloc(sizeof *cur * (size_t)(nr + 1));
+    for (int r = 0; r <= nr; r++) prev[r] = (struct cell){0, r, 0, r};
+    for (int h = 1; h <= nh; h++) {
+        cur[0] = prev[0];
+        cur[0].ins++;
+        cur[0].cost++;
+        for (int r = 1; r <= nr; r++) {
+            int mis = strcmp(ref[r - 1], hyp[h - 1]) != 0;
+            int ins = prev[r].cost + 1, del = cur[r - 1].cost + 1, sub = prev[r - 1].cost + mis;
+            if (sub < ins && sub < del) {
+                cur[r] = prev[r - 1];
+                cur[r].sub += mis;
+                cur[r].cost = sub;
+            } else if (del < ins) {
+                cur[r] = cur[r - 1];
+                cur[r].del++;
+                cur[r].cost = del;
+            } else {
+                cur[r] = prev[r];
+                cur[r].ins++;
+                cur[r].cost = ins;
             }
-            cost[i * w + j] = v;
         }
-    int i = nr, j = nh;
-    while (i > 0 || j > 0) {
-        int v = cost[i * w + j];
-        if (i && j && v == cost[(i - 1) * w + j - 1] + (strcmp(ref[i - 1], hyp[j - 1]) != 0)) {
-            if (strcmp(ref[i - 1], hyp[j - 1])) c->sub++;
-            i--;
-            j--;
-        } else if (i && v == cost[(i - 1) * w + j] + 1) {
-            c->del++;
-            i--;
-        } else {
-            c->ins++;
-            j--;
-        }
+        struct cell *t = prev;
+        prev = cur;
+        cur = t;
     }
+    c->ins += prev[nr].ins;
+    c->del += prev[nr].del;
+    c->sub += prev[nr].sub;
     c->ref_words += nr;
-    free(cost);
+    free(prev);
+    free(cur);
 }

@@ -39,8 +39,11 @@
  *
  * ---- Word error rate (Kaldi compute-wer) ----
  * decode_edit_counts: Levenshtein alignment of a hypothesis to a reference (unit costs) and its
- * insertions, deletions and substitutions; on ties the backtrace prefers a match/substitution,
- * then a deletion, then an insertion.
+ * insertions, deletions and substitutions, split on ties exactly as Kaldi's compute-wer: the
+ * dynamic programme runs over the hypothesis words, each cell keeping the counts of the path it
+ * took, and takes a match/substitution only when strictly cheaper than a deletion and an
+ * insertion, a deletion only when strictly cheaper than an insertion (so "a b" against "b a"
+ * is 1 insertion and 1 deletion, not 2 substitutions).
  *
  * Errors: readers set error_get() ("file 'lexicon.txt' line 3: unknown phone 'xx'") and return
  * -1 / NULL; nothing here exits.

@@ -129,3 +129,10 @@ printf 'u1 a b c d\nu2 e f\n' > ref2.txt
 expect_status "perfect" 0 compute-wer ark:ref2.txt "ark:cat ref2.txt |"
 expect_eq "perfect WER" "$(head -1 out)" "%WER 0.00 [ 0 / 6, 0 ins, 0 del, 0 sub ]"
 expect_status "bad mode" 1 compute-wer --mode=bogus ark:ref.txt ark:hyp.txt
+# Ties split as Kaldi's compute-wer does (its edit distance keeps the counts along the path,
+# preferring an insertion, then a deletion, over a substitution of equal cost): figures of
+# Kaldi's algorithm on these pairs.
+printf 'v1 a b\nv2 a b\nv3 the cat sat on the mat\n' > ref3.txt
+printf 'v1 b a\nv2 b c a\nv3 cat the sat on mat the\n' > hyp3.txt
+expect_status "compute-wer on ties" 0 compute-wer ark:ref3.txt ark:hyp3.txt
+expect_eq "ins/del/sub on ties as Kaldi" "$(head -1 out)" "%WER 90.00 [ 9 / 10, 5 ins, 4 del, 0 sub ]"
