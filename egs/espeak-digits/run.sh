@@ -189,47 +189,48 @@ if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
     $cmd $vdir/log/nnet_forward.log \
         nnet-forward --apply-log=true --class-frame-counts=$dir/pdf_counts.vec $dir/final.mdl \
             scp:$vdir/feats.scp ark:$vdir/loglikes.ark
-    best=
-    for as in $acoustic_scales; do
-        for wip in $word_insertion_penalties; do
-            decode-word-loop --acoustic-scale=$as --beam=$beam --word-insertion-penalty=$wip \
-                $data/lang ark:$vdir/loglikes.ark ark,t:- 2>$vdir/log/decode_${as}_$wip.log | \
-                utils/int2sym.pl -f 2- $data/lang/words.txt > $vdir/hyp_${as}_$wip.txt
-            wer=$(compute-wer --text --mode=present ark:$vdir/text ark:$vdir/hyp_${as}_$wip.txt \
-                2>/dev/null | awk '/^%WER/ {print $2}')
-            echo "$as $wip $wer" >> $vdir/grid.tmp
-        done
-    done
-    sort -g -k3 -s $vdir/grid.tmp | head -1 > $vdir/best
-    mv $vdir/grid.tmp $vdir/grid
+    local/score.sh --acoustic-scales "$acoustic_scales" --word-insertion-penalties \
+        "$word_insertion_penalties" --beam $beam $vdir/text $data/lang ark:$vdir/loglikes.ark $vdir
     rm $vdir/loglikes.ark
-    read acoustic_scale word_insertion_penalty valid_wer < $vdir/best
-    echo "$0: validation WER $valid_wer% with --acoustic-scale=$acoustic_scale" \
-        "--word-insertion-penalty=$word_insertion_penalty"
 fi
 
 if [ $stage -le 7 ] && [ $stop_stage -ge 7 ]; then
     echo "$0: stage 7: decoding the held-out voices"
-    if [ -f $dir/decode_valid/best ]; then
-        read acoustic_scale word_insertion_penalty valid_wer < $dir/decode_valid/best
+    # The setting chosen on the validation utterances: best_wer ends in .../wer_<lmwt>_<penalty>.
+    if [ -f $dir/decode_valid/best_wer ]; then
+        best=$(awk '{ print $NF }' $dir/decode_valid/best_wer); best=${best##*/wer_}
+        acoustic_scale=$(awk -v l=${best%_*} 'BEGIN { printf "%g", 1 / l }')
+        word_insertion_penalty=${best##*_}
     fi
     ddir=$dir/decode_test
     mkdir -p $ddir/log
     nnet-get-egs --left-context=5 --right-context=5 scp:$data/test_cmvn/feats.scp \
         scp:$data/test_cmvn/labels.scp ark:$ddir/test.egs 2>$ddir/log/test_egs.log
     nnet-compute-prob $dir/final.mdl ark:$ddir/test.egs 2>$ddir/log/compute_prob_test.log >/dev/null
+    t0=$(date +%s.%N)
     $cmd $ddir/log/decode.log \
         nnet-forward --apply-log=true --class-frame-counts=$dir/pdf_counts.vec $dir/final.mdl \
             scp:$data/test_cmvn/feats.scp ark:- \| \
         decode-word-loop --acoustic-scale=$acoustic_scale --beam=$beam \
             --word-insertion-penalty=$word_insertion_penalty $data/lang ark:- ark,t:$ddir/hyp.int
-    utils/int2sym.pl -f 2- $data/lang/words.txt $ddir/hyp.int > $ddir/hyp.txt
-    compute-wer --text --mode=present ark:$data/test/text ark:$ddir/hyp.txt > $ddir/wer
+    t1=$(date +%s.%N)
+    # Scored as Kaldi's local/score.sh lays it out: wer_<lmwt>_<penalty> and best_wer.
+    lmwt=$(awk -v a=$acoustic_scale 'BEGIN { printf "%.10g", 1 / a }')
+    mkdir -p $ddir/scoring
+    rm -f $ddir/wer_* $ddir/best_wer
+    utils/int2sym.pl -f 2- $data/lang/words.txt $ddir/hyp.int > $ddir/scoring/$lmwt.$word_insertion_penalty.txt
+    compute-wer --text --mode=present ark:$data/test/text ark:$ddir/scoring/$lmwt.$word_insertion_penalty.txt \
+        > $ddir/wer_${lmwt}_$word_insertion_penalty
+    grep -H WER $ddir/wer_* | utils/best_wer.sh > $ddir/best_wer
     acc=$(grep -o 'accuracy is [0-9.]*' $ddir/log/compute_prob_test.log | awk '{print $3}')
     rtf=$(grep -o '(CPU [0-9.e-]*)' $ddir/log/decode.log | tr -d '()' | awk '{print $2}')
+    # The real-time factor of the whole decode (the network's forward pass included, wall time)
+    # over the audio (10 ms frames), beside the decoder's own.
+    audio=$(awk '{ n += $2 } END { print n * 0.01 }' $data/test/num_frames)
+    rtf_all=$(awk -v a=$audio -v t0=$t0 -v t1=$t1 'BEGIN { printf "%.3g", a > 0 ? (t1 - t0) / a : 0 }')
     printf "%s: held-out voices: frame accuracy %.2f%% (%d phone states), %s\n" "$0" \
-        "$(echo "$acc * 100" | bc -l)" "$(cat $data/lang/num_pdfs)" "$(head -1 $ddir/wer)"
+        "$(echo "$acc * 100" | bc -l)" "$(cat $data/lang/num_pdfs)" "$(cut -d' ' -f1-12 $ddir/best_wer)"
     echo "$0: decoding with --acoustic-scale=$acoustic_scale" \
-        "--word-insertion-penalty=$word_insertion_penalty, decoder CPU real-time factor $rtf;" \
-        "total $(( $(date +%s) - start )) s"
+        "--word-insertion-penalty=$word_insertion_penalty: real-time factor $rtf_all (forward pass and" \
+        "decoding, wall, $audio s of audio), the decoder's own $rtf (CPU); total $(( $(date +%s) - start )) s"
 fi

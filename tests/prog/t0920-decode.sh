@@ -136,3 +136,20 @@ printf 'v1 a b\nv2 a b\nv3 the cat sat on the mat\n' > ref3.txt
 printf 'v1 b a\nv2 b c a\nv3 cat the sat on mat the\n' > hyp3.txt
 expect_status "compute-wer on ties" 0 compute-wer ark:ref3.txt ark:hyp3.txt
 expect_eq "ins/del/sub on ties as Kaldi" "$(head -1 out)" "%WER 90.00 [ 9 / 10, 5 ins, 4 del, 0 sub ]"
+
+# ---- local/score.sh (espeak-digits): Kaldi's layout, ties and grid edges said ----
+ln -s $PARNET_TOP/utils utils
+mkdir -p sc/lang
+printf '<eps> 0\na 1\nb 2\nc 3\n' > sc/lang/words.txt
+printf 'sil 0\nA 1\nB 2\n' > sc/lang/phone_pdfs.txt
+printf 'a A\nb B\nc A\n' > sc/lang/lexicon.txt
+printf 'u1 a b\n' > sc/text
+printf 'u1  [\n  0 -9 -9\n  -9 0 -9\n  -9 -9 0 ]\n' > sc/ll.txt
+expect_status "local/score.sh" 0 $PARNET_TOP/egs/espeak-digits/local/score.sh --acoustic-scales "0.5 1" \
+    --word-insertion-penalties "0 1" sc/text sc/lang ark:sc/ll.txt sc/dec
+expect_eq "wer_<lmwt>_<penalty>" "$(cd sc/dec && ls wer_* | tr '\n' ' ')" "wer_1_0 wer_1_1 wer_2_0 wer_2_1 "
+expect_eq "best_wer: the first of the lowest, as utils/best_wer.sh" "$(cat sc/dec/best_wer)" "%WER 0.00 [ 0 / 2, 0 ins, 0 del, 0 sub ] sc/dec/wer_1_0"
+grep -qx ".*/local/score.sh: 4 settings tie at 0.00%; the first in file order is taken (wer_1_0 wer_1_1 wer_2_0 wer_2_1)" out \
+    && pass "ties said" || fail "ties: $(cat out)"
+grep -qx ".*/local/score.sh: WARNING: the best --acoustic-scale 1 is the largest tried (0.5 1): try larger values" out \
+    && pass "grid edge warned" || fail "edge: $(cat out)"
