@@ -11,11 +11,12 @@
 # Set-up on a fresh machine: tools/install-deps.sh; make -j2 (builds espeak-synth-align).
 cd "$(dirname "$0")"
 . ./path.sh
+. ./cmd.sh
 
 # Begin configuration section.
 stage=0
 stop_stage=7         # the last stage to run
-cmd=utils/run.pl
+cmd=$train_cmd       # cmd.sh
 nj=2                 # synthesis, feature-extraction and example jobs
 num_jobs=2           # training jobs (parameter averaging)
 num_epochs=          # default: 6; 3 on the ladder (--size <H>h)
@@ -100,20 +101,11 @@ fi
 
 if [ $stage -le 1 ] && [ $stop_stage -ge 1 ]; then
     echo "$0: stage 1: log-mel filterbank features and per-speaker CMVN statistics"
-    mkdir -p $exp/make_fbank $feat_dir
     for x in train test; do
-        sdata=$data/$x/split$nj
-        mkdir -p $sdata
-        for j in $(seq $nj); do
-            awk -v j=$j -v n=$nj '(NR - 1) % n == j - 1' $data/$x/wav.scp > $sdata/wav.$j.scp
-        done
-        $cmd JOB=1:$nj $exp/make_fbank/fbank_$x.JOB.log \
-            compute-fbank-feats --config=conf/fbank.conf scp:$sdata/wav.JOB.scp \
-                ark,scp:$feat_dir/raw_fbank_$x.JOB.ark,$feat_dir/raw_fbank_$x.JOB.scp
-        cat $feat_dir/raw_fbank_$x.*.scp | sort > $data/$x/feats.scp
-        $cmd $exp/make_fbank/cmvn_$x.log \
-            compute-cmvn-stats --spk2utt=ark:$data/$x/spk2utt scp:$data/$x/feats.scp \
-                ark,scp:$feat_dir/cmvn_$x.ark,$data/$x/cmvn.scp
+        utils/validate_data_dir.sh --no-feats --no-spk-sort $data/$x
+        steps/make_fbank.sh --nj $nj --cmd "$cmd" --fbank-config conf/fbank.conf \
+            $data/$x $exp/make_fbank $feat_dir
+        steps/compute_cmvn_stats.sh $data/$x $exp/make_fbank $feat_dir
     done
 fi
 
@@ -146,7 +138,7 @@ if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
             for f in feats.scp labels.scp text utt2spk; do
                 utils/filter_scp.pl $d/uttlist $d/$f > $d/$f.tmp && mv $d/$f.tmp $d/$f
             done
-            awk '{ u[$2] = u[$2] " " $1 } END { for (s in u) print s u[s] }' $d/utt2spk | sort > $d/spk2utt
+            utils/utt2spk_to_spk2utt.pl $d/utt2spk > $d/spk2utt
         fi
         [ -s $d/uttlist ] || { echo "$0: no usable $x utterances" >&2; exit 1; }
     done
@@ -157,7 +149,7 @@ if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
     steps/get_egs.sh --cmd "$cmd" --nj $nj --num-jobs $num_jobs --samples-per-iter $samples_per_iter \
         --frames-per-eg $frames_per_eg \
         --left-context 5 --right-context 5 --num-utts-subset $num_utts_subset \
-        $data/train_cmvn $egs_dir
+        --num-pdfs $(cat $data/lang/num_pdfs) $data/train_cmvn $egs_dir
 fi
 
 if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
