@@ -219,9 +219,9 @@ if [ $stage -le 7 ] && [ $stop_stage -ge 7 ]; then
     # The real-time factor of the whole decode (the network's forward pass included, wall time)
     # over the audio (10 ms frames), beside the decoder's own.
     audio=$(awk '{ n += $2 } END { print n * 0.01 }' $data/test/num_frames)
-    rtf_all=$(awk -v a=$audio -v t0=$t0 -v t1=$t1 'BEGIN { printf "%.3g", a > 0 ? (t1 - t0) / a : 0 }')
+    rtf_all=$(awk -v a=$audio -v t0=$t0 -v t1=$t1 'BEGIN { printf "%.3g", (a > 0 ? (t1 - t0) / a : 0) }')
     printf "%s: held-out voices: frame accuracy %.2f%% (%d phone states), %s\n" "$0" \
-        "$(echo "$acc * 100" | bc -l)" "$(cat $data/lang/num_pdfs)" "$(cut -d' ' -f1-12 $ddir/best_wer)"
+        "$(echo "$acc * 100" | bc -l)" "$(cat $data/lang/num_pdfs)" "$(sed 's/ [^ ]*$//' $ddir/best_wer)"
     echo "$0: decoding with --acoustic-scale=$acoustic_scale" \
         "--word-insertion-penalty=$word_insertion_penalty: real-time factor $rtf_all (forward pass and" \
         "decoding, wall, $audio s of audio), the decoder's own $rtf (CPU); total $(( $(date +%s) - start )) s"

@@ -48,7 +48,7 @@ expect_status "train.sh" 0 steps/train.sh --num-epochs 2 --minibatch-size 64 \
 # The console (issue 32): one line per iteration from the logs, a summary at the end.
 n=$(grep -cE '^steps/train.sh: iteration [0-3] / 4, 2 jobs, per-job learning rate [0-9.e-]+: train -[0-9.]+ \(acc [0-9.]+%\), valid -[0-9.]+ \(acc [0-9.]+%\), (no step clipped|clipped [0-9.]+% of steps \((component [0-9]+|global max-change)\))(, [0-9]+ warnings \(log/train\.[0-9]\.\*\.log\))?, [0-9.]+ s, ETA [0-9.]+ s$' out)
 expect_eq "one console line per iteration (objectives, accuracies, clipping, seconds, ETA)" "$n" 4
-grep -qE '^steps/train.sh: summary: valid objective -2.3026 -> -0.[0-9]+, valid accuracy [0-9.]+% -> [0-9.]+%; final train objective -[0-9.]+ \(acc [0-9.]+%\); [0-9.]+ s$' out \
+grep -qE '^steps/train.sh: summary: valid objective -2.3026 -> -0.[0-9]+, valid accuracy [0-9.]+% -> [0-9.]+%; final train objective -[0-9.]+ \(acc [0-9.]+%\); [0-9][0-9. a-z]* s$' out \
     && pass "summary line" || fail "no summary line: $(grep summary out)"
 # nnet-show-progress: per-component change between two models
 expect_status "nnet-show-progress" 0 nnet-show-progress exp/nnet/1.mdl exp/nnet/2.mdl

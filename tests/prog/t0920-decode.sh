@@ -153,3 +153,24 @@ grep -qx ".*/local/score.sh: 4 settings tie at 0.00%; the first in file order is
     && pass "ties said" || fail "ties: $(cat out)"
 grep -qx ".*/local/score.sh: WARNING: the best --acoustic-scale 1 is the largest tried (0.5 1): try larger values" out \
     && pass "grid edge warned" || fail "edge: $(cat out)"
+
+# ---- alignments without Kaldi: align-equal (flat start), align-mapped, steps/align.sh ----
+printf 'u1  [\n  1 2 3\n  1 2 3\n  1 2 3\n  1 2 3\n  1 2 3\n  1 2 3\n  1 2 3\n  1 2 3 ]\n' > sc/feats8.txt
+expect_status "align-equal" 0 align-equal sc/lang ark:sc/feats8.txt ark:sc/text ark,t:sc/eq.txt
+expect_eq "silence, a, b, silence: 2 frames each" "$(cat sc/eq.txt)" "u1 0 0 1 1 2 2 0 0 "
+printf 'u1  [\n  0 -9 -9\n  -9 0 -9\n  -9 0 -9\n  -9 -9 0\n  -9 -9 0\n  0 -9 -9 ]\n' > sc/ll6.txt
+expect_status "align-mapped" 0 align-mapped sc/lang ark:sc/ll6.txt ark:sc/text ark,t:sc/fa.txt
+expect_eq "the Viterbi path of the transcript" "$(cat sc/fa.txt)" "u1 0 1 1 2 2 0 "
+printf 'u1 a zz\n' > sc/bad.txt
+expect_status "a word not in words.txt" 1 align-mapped sc/lang ark:sc/ll6.txt ark:sc/bad.txt ark,t:sc/x.txt
+expect_err "named" "'ark:sc/bad.txt': key 'u1': word 'zz' is not in words.txt"
+printf 'u2 a\n' > sc/other.txt
+expect_status "no transcription" 1 align-mapped sc/lang ark:sc/ll6.txt ark:sc/other.txt ark,t:sc/x.txt
+expect_err "warned" "key 'u1': no transcription; not aligned"
+mkdir -p sc/data sc/model
+copy-feats ark:sc/feats8.txt ark,scp:$PWD/sc/data/feats.ark,sc/data/feats.scp 2>/dev/null
+cp sc/text sc/data/text; cp id.mdl sc/model/final.mdl; cp counts.vec sc/model/pdf_counts.vec
+expect_status "steps/align.sh" 0 $PARNET_TOP/steps/align.sh --nj 1 sc/data sc/lang sc/model sc/ali
+grep -q "^.*steps/align.sh: aligned 1 of 1 utterances of sc/data (0 failed: logs sc/ali/log/align.\*.log); labels in sc/ali/labels.scp$" out \
+    && pass "says what it aligned" || fail "align.sh: $(tail -n 1 out)"
+expect_eq "one label per frame" "$(copy-int-vector scp:sc/ali/labels.scp ark,t:- 2>/dev/null | awk '{ print NF - 1 }')" 8
