@@ -17,7 +17,10 @@ CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 
 CC ?= cc
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow -pthread -Isrc
+# Files generated from the sources (the same for every build configuration).
+GEN := build/gen
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow -pthread -Isrc \
+               -I$(GEN)
 ifeq ($(DEBUG),1)
   OPT := -O0 -g
 else
@@ -129,6 +132,17 @@ $(BUILD)/%.cu.o: src/%.cu $(STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
+# The component registry (src/nnet/component.c) and nnet-init's list of types come from this
+# X-macro list: one COMPONENT(name) per ops table defined in src/nnet/components-*.c, found by
+# its definition line (`const struct component_ops name` or `NONLINEAR_OPS(name, ...`), so a new
+# component is its source, its test row and its docs row (docs/ARCHITECTURE.md, "A component").
+COMPONENT_SRC := $(sort $(wildcard src/nnet/components-*.c))
+$(GEN)/nnet/component-list.h: $(COMPONENT_SRC)
+	@mkdir -p $(dir $@)
+	sed -n 's/^\(const struct component_ops\|NONLINEAR_OPS(\) *\([a-z0-9_]*_component_ops\)\b.*/COMPONENT(\2)/p' \
+	    $^ > $@.tmp && mv $@.tmp $@
+$(BUILD)/nnet/component.o build/fuzz/obj/nnet/component.o: $(GEN)/nnet/component-list.h
+
 $(LIBA): $(LIB_OBJ) $(CU_OBJ) $(LIB_STAMP)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(filter %.o,$^)
@@ -148,7 +162,7 @@ $(BIN)/espeak-synth-align: $(BUILD)/bin/espeak-synth-align.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -pthread $< $(LIBA) -lespeak-ng $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(LIBA)
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) $< $(LIBA) $(LDLIBS) -o $@
 

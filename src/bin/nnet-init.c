@@ -1,13 +1,10 @@
 /* nnet-init: build a network from a config file (Kaldi nnet2 syntax, one component per line). */
 #include "nnet/nnet.h"
 
-static const char usage[] =
+static const char usage_text[] =
     "Initialize a neural network from a config file, one component per line:\n"
     "<Type> key=value ... (Kaldi nnet2 syntax). Types (keys and defaults: docs/COMPONENTS.md):\n"
-    "  AffineComponent NaturalGradientAffineComponent FixedAffineComponent FixedScaleComponent\n"
-    "  FixedBiasComponent SigmoidComponent TanhComponent RectifiedLinearComponent\n"
-    "  SoftmaxComponent LogSoftmaxComponent NormalizeComponent PnormComponent DropoutComponent\n"
-    "  SpliceComponent\n"
+    "%s"
     "Usage:  nnet-init [options] <config-in> <model-out>\n"
     "e.g.:\n"
     " nnet-init --srand=1 nnet.config 0.raw\n";
@@ -19,6 +16,8 @@ int main(int argc, char **argv) {
         {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
     };
     int num_specs = (int)(sizeof specs / sizeof specs[0]);
+    char usage[4096]; /* the types from the component registry */
+    snprintf(usage, sizeof usage, usage_text, component_type_names());
     log_set_program(argv[0]);
     options_parse(&argc, argv, usage, specs, num_specs);
     if (argc != 3) options_usage_exit(usage, specs, num_specs);

@@ -1,18 +1,43 @@
 /* The component registry and what every component shares. */
 #include "nnet/nnet-internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Every ops table defined in src/nnet/components-*.c, in file order: the Makefile writes the list
+ * (build/gen/nnet/component-list.h, one COMPONENT(name) per table) from their definition lines. */
+#define COMPONENT(name) extern const struct component_ops name;
+#include "nnet/component-list.h"
+#undef COMPONENT
+
 static const struct component_ops *const registry[] = {
-    &splice_component_ops,       &affine_component_ops,      &natural_gradient_affine_component_ops,
-    &fixed_affine_component_ops, &fixed_scale_component_ops, &fixed_bias_component_ops,
-    &sigmoid_component_ops,      &tanh_component_ops,        &relu_component_ops,
-    &softmax_component_ops,      &log_softmax_component_ops, &normalize_component_ops,
-    &pnorm_component_ops,        &dropout_component_ops,     NULL,
+#define COMPONENT(name) &name,
+#include "nnet/component-list.h"
+#undef COMPONENT
+    NULL,
 };
 
 const struct component_ops *const *component_ops_all(void) { return registry; }
+
+const char *component_type_names(void) {
+    static char text[2048];
+    if (text[0]) return text;
+    size_t n = 0, line = 0;
+    for (int i = 0; registry[i]; i++) {
+        size_t len = strlen(registry[i]->type);
+        if (line > 0 && line + 1 + len > 96) {
+            text[n++] = '\n';
+            line = 0;
+        }
+        ASSERT(n + len + 4 < sizeof text);
+        n += (size_t)sprintf(text + n, line ? " %s" : "  %s", registry[i]->type);
+        line += len + (line ? 1 : 2);
+    }
+    text[n++] = '\n';
+    text[n] = 0;
+    return text;
+}
 
 /* Accept "Foo", "<Foo>" and, for config convenience, "Foo" without the "Component" suffix. */
 static int name_matches(const char *name, size_t len, const char *type) {

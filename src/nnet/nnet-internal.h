@@ -4,21 +4,6 @@
 
 #include "nnet/nnet.h"
 
-extern const struct component_ops splice_component_ops;
-extern const struct component_ops affine_component_ops;
-extern const struct component_ops natural_gradient_affine_component_ops;
-extern const struct component_ops fixed_affine_component_ops;
-extern const struct component_ops fixed_scale_component_ops;
-extern const struct component_ops fixed_bias_component_ops;
-extern const struct component_ops sigmoid_component_ops;
-extern const struct component_ops tanh_component_ops;
-extern const struct component_ops relu_component_ops;
-extern const struct component_ops softmax_component_ops;
-extern const struct component_ops log_softmax_component_ops;
-extern const struct component_ops normalize_component_ops;
-extern const struct component_ops pnorm_component_ops;
-extern const struct component_ops dropout_component_ops;
-
 /* Token-level model I/O (nnet-io.c), thin wrappers over the io layer. Each returns 0 or -1 with
  * error_set naming what was expected. Readers check sizes against what is left in the stream. */
 int nio_write_token(struct nnet_stream *s, const char *token);

@@ -175,6 +175,9 @@ struct component {
 const struct component_ops *component_ops_find(const char *name);
 /* A NULL-terminated list of every registered type. */
 const struct component_ops *const *component_ops_all(void);
+/* Every registered type's name, in lines of at most 96 characters that start with two spaces and
+ * end with a newline (for a usage text: nnet-init's). Static storage, built on the first call. */
+const char *component_type_names(void);
 /* New component from one config line (the type word is looked up). NULL on error. */
 struct component *component_new_from_config(const char *line, int prev_dim, struct rng *r);
 void component_free(struct component *c);

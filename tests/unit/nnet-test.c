@@ -3,6 +3,7 @@
  * steps, the objective, and small training runs (SGD, and NG-SGD on an ill-conditioned problem). */
 #include "nnet/nnet.h"
 #include "test.h"
+#include "component-cases.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -70,40 +71,17 @@ static double comp_objective(struct component *c, const struct matrix *x, struct
 
 /* ---- gradient checks of every component ---- */
 
-struct grad_case {
-    const char *config;
-    int chunks; /* rows = 4 * chunks (+ context per chunk) */
-};
-
-static const struct grad_case grad_cases[] = {
-    {"SpliceComponent input-dim=3 context=-2:0:1", 2},
-    {"SpliceComponent input-dim=3 left-context=1 right-context=2", 3},
-    {"AffineComponent input-dim=4 output-dim=3", 1},
-    {"NaturalGradientAffineComponent input-dim=4 output-dim=3", 1},
-    {"FixedAffineComponent input-dim=4 output-dim=3 bias-stddev=1", 1},
-    {"FixedScaleComponent dim=4 value=-1.5", 1},
-    {"FixedBiasComponent dim=4 value=0.3", 1},
-    {"SigmoidComponent dim=5", 1},
-    {"TanhComponent dim=5", 1},
-    {"RectifiedLinearComponent dim=5", 1},
-    {"SoftmaxComponent dim=5", 1},
-    {"LogSoftmaxComponent dim=5", 1},
-    {"NormalizeComponent dim=5", 1},
-    {"PnormComponent input-dim=6 output-dim=2 p=2", 1},
-    {"PnormComponent input-dim=6 output-dim=3 p=3", 1},
-    {"DropoutComponent dim=5 dropout-proportion=0.3", 1},
-};
-
 static void test_component_gradients(void) {
     struct rng r;
     rng_seed(&r, 11);
-    const int ncases = (int)(sizeof grad_cases / sizeof grad_cases[0]);
+    const int ncases = (int)(sizeof component_cases / sizeof component_cases[0]);
     const double h = 1e-3;
     for (int k = 0; k < ncases; k++) {
-        test_name_now = grad_cases[k].config;
-        struct component *c = component_new_from_config(grad_cases[k].config, -1, &r);
+        if (!component_cases[k].config) continue;
+        test_name_now = component_cases[k].config;
+        struct component *c = component_new_from_config(component_cases[k].config, -1, &r);
         CHECK(c != NULL);
-        int chunks = grad_cases[k].chunks;
+        int chunks = component_cases[k].chunks;
         int ctx = c->left_context + c->right_context;
         int in_rows = chunks * (4 + ctx);
         int out_rows = component_output_rows(c, in_rows, chunks);
@@ -143,7 +121,7 @@ static void test_component_gradients(void) {
         free(nu);
         if (getenv("NNET_TEST_VERBOSE") || !(e < 2e-3 && em < 2e-3))
             printf("    %s: input derivative relative error %g, max element error %g\n",
-                   grad_cases[k].config, e, em);
+                   component_cases[k].config, e, em);
         CHECK(e < 2e-3 && em < 2e-3);
         CHECK(norm > 1e-4); /* not vacuous */
 
@@ -168,7 +146,7 @@ static void test_component_gradients(void) {
             free(nu);
             if (getenv("NNET_TEST_VERBOSE") || !(e < 2e-3 && em < 2e-3))
                 printf("    %s: parameter gradient relative error %g, max element error %g\n",
-                       grad_cases[k].config, e, em);
+                       component_cases[k].config, e, em);
             CHECK(e < 2e-3 && em < 2e-3);
         }
         vector_release(&delta);
@@ -184,14 +162,8 @@ static void test_component_gradients(void) {
 /* Every registered type has a gradient case. */
 static void test_every_component_checked(void) {
     const struct component_ops *const *all = component_ops_all();
-    const int ncases = (int)(sizeof grad_cases / sizeof grad_cases[0]);
     for (int i = 0; all[i]; i++) {
-        int found = 0;
-        for (int k = 0; k < ncases; k++) {
-            char type[128];
-            sscanf(grad_cases[k].config, "%127s", type);
-            found |= component_ops_find(type) == all[i];
-        }
+        int found = component_case_covers(all[i], 0);
         if (!found) printf("    no gradient check for %s\n", all[i]->type);
         CHECK(found);
     }

@@ -20,6 +20,7 @@
 
 #include "nnet/nnet.h"
 #include "test.h"
+#include "component-cases.h"
 
 static void fill(struct matrix *m, struct rng *r, float scale) {
     for (int i = 0; i < m->rows; i++)
@@ -88,30 +89,6 @@ static void run_free(struct run *r) {
     free(r->delta);
 }
 
-struct case_ {
-    const char *config;
-    int product; /* 1: has layer products (bf16 changes it), 0: bit-identical */
-};
-
-/* Widths and rows >= MATRIX_BF16_MIN_INNER so that all three products take the bf16 path. */
-static const struct case_ cases[] = {
-    {"AffineComponent input-dim=256 output-dim=288", 1},
-    {"NaturalGradientAffineComponent input-dim=256 output-dim=288 rank-in=8 rank-out=8", 1},
-    {"AffineComponentPreconditionedOnline input-dim=256 output-dim=288", 1},
-    {"FixedAffineComponent input-dim=256 output-dim=288 bias-stddev=1", 1},
-    {"SpliceComponent input-dim=48 context=-1:0:1", 0},
-    {"FixedScaleComponent dim=64 value=-1.5", 0},
-    {"FixedBiasComponent dim=64 value=0.3", 0},
-    {"SigmoidComponent dim=64", 0},
-    {"TanhComponent dim=64", 0},
-    {"RectifiedLinearComponent dim=64", 0},
-    {"SoftmaxComponent dim=64", 0},
-    {"LogSoftmaxComponent dim=64", 0},
-    {"NormalizeComponent dim=64", 0},
-    {"PnormComponent input-dim=96 output-dim=32 p=2", 0},
-    {"DropoutComponent dim=64 dropout-proportion=0.3", 0},
-};
-
 static int check_pair(const char *what, const char *config, const float *a, const float *b,
                       long n, int product, double frob_tol, double max_tol) {
     double frob, maxel;
@@ -126,21 +103,19 @@ static int check_pair(const char *what, const char *config, const float *a, cons
 static void test_every_component_bf16(void) {
     struct rng r;
     rng_seed(&r, 19);
-    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    const int ncases = (int)(sizeof component_cases / sizeof component_cases[0]);
     /* every registered type is covered */
     const struct component_ops *const *all = component_ops_all();
     for (int i = 0; all[i]; i++) {
-        int found = 0;
-        for (int k = 0; k < ncases; k++) {
-            char type[128];
-            sscanf(cases[k].config, "%127s", type);
-            found |= component_ops_find(type) == all[i];
-        }
+        int found = component_case_covers(all[i], 1);
         if (!found) printf("    no bf16 case for %s\n", all[i]->type);
         CHECK(found);
     }
     for (int k = 0; k < ncases; k++) {
-        struct component *c = component_new_from_config(cases[k].config, -1, &r);
+        const char *config = component_cases[k].bf16_config;
+        int product = component_cases[k].bf16_product;
+        if (!config) continue;
+        struct component *c = component_new_from_config(config, -1, &r);
         CHECK(c != NULL);
         int chunks = 2, rows = chunks * (128 + c->left_context + c->right_context);
         struct matrix x, od;
@@ -154,13 +129,13 @@ static void test_every_component_bf16(void) {
             struct run f, b;
             run_component(c, &x, chunks, &od, mode, "fp32", &f);
             run_component(c, &x, chunks, &od, mode, "bf16", &b);
-            int ok = check_pair("output", cases[k].config, b.out, f.out,
-                                (long)out_rows * c->output_dim, cases[k].product, 1e-2, 3e-2) &&
-                     check_pair("input derivative", cases[k].config, b.in_deriv, f.in_deriv,
-                                (long)rows * c->input_dim, cases[k].product, 1e-2, 3e-2) &&
+            int ok = check_pair("output", config, b.out, f.out,
+                                (long)out_rows * c->output_dim, product, 1e-2, 3e-2) &&
+                     check_pair("input derivative", config, b.in_deriv, f.in_deriv,
+                                (long)rows * c->input_dim, product, 1e-2, 3e-2) &&
                      (!c->ops->updatable ||
-                      check_pair(mode == BACKPROP_STEP ? "step" : "gradient", cases[k].config,
-                                 b.delta, f.delta, c->num_params, cases[k].product, 1e-2, 3e-2));
+                      check_pair(mode == BACKPROP_STEP ? "step" : "gradient", config,
+                                 b.delta, f.delta, c->num_params, product, 1e-2, 3e-2));
             run_free(&f);
             run_free(&b);
             CHECK(ok);
