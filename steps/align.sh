@@ -12,6 +12,7 @@ cmd=utils/run.pl
 acoustic_scale=1.0
 self_loop_prob=0.5
 class_frame_counts=   # default: <model-dir>/pdf_counts.vec
+model=                # default: <model-dir>/final.mdl
 # End configuration section.
 echo "$0 $*"
 help_message="Usage: $0 [options] <data-dir> <lang-dir> <model-dir> <ali-dir>
@@ -23,14 +24,16 @@ Options:
   --cmd <runner>                utils/run.pl | utils/queue.pl | utils/slurm.pl (default: utils/run.pl)
   --acoustic-scale <s>          of the pseudo-log-likelihoods (default: 1.0)
   --self-loop-prob <p>          HMM self-loop probability (default: 0.5)
-  --class-frame-counts <file>   priors (default: <model-dir>/pdf_counts.vec)"
+  --class-frame-counts <file>   priors (default: <model-dir>/pdf_counts.vec)
+  --model <file>                the model (default: <model-dir>/final.mdl)"
 [ -f ./path.sh ] && . ./path.sh
 . utils/parse_options.sh || exit 1
 if [ $# != 4 ]; then echo "$help_message" 1>&2; exit 1; fi
 data=$1 lang=$2 srcdir=$3 dir=$4
 [ -z "$class_frame_counts" ] && class_frame_counts=$srcdir/pdf_counts.vec
+[ -z "$model" ] && model=$srcdir/final.mdl
 for f in $data/feats.scp $data/text $lang/words.txt $lang/lexicon.txt $lang/phone_pdfs.txt \
-         $srcdir/final.mdl $class_frame_counts; do
+         $model $class_frame_counts; do
     [ -f $f ] || { echo "$0: no such file $f"; exit 1; }
 done
 mkdir -p $dir/log || exit 1
@@ -42,7 +45,7 @@ for j in $(seq $nj); do
     awk -v j=$j -v n=$nj '(NR - 1) % n == j - 1' $data/feats.scp > $split/feats.$j.scp
 done
 $cmd JOB=1:$nj $dir/log/align.JOB.log \
-    nnet-forward --apply-log=true --class-frame-counts=$class_frame_counts $srcdir/final.mdl \
+    nnet-forward --apply-log=true --class-frame-counts=$class_frame_counts $model \
         scp:$split/feats.JOB.scp ark:- \| \
     align-mapped --acoustic-scale=$acoustic_scale --self-loop-prob=$self_loop_prob $lang ark:- \
         ark:$data/text ark,scp:$(cd $dir && pwd)/ali.JOB.ark,$dir/ali.JOB.scp || \

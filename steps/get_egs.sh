@@ -46,6 +46,9 @@ nnet_config=              # the network config, for --num-pdfs
 # End configuration section.
 
 echo "$0 $*"
+# The options as given, recorded in <egs-dir>/info/options (train.sh --realign-times remakes the
+# examples with them).
+egs_options=$(n=$#; i=0; for a in "$@"; do i=$((i + 1)); [ $i -le $((n - 2)) ] && printf '%q ' "$a"; done)
 help_message="Usage: $0 [options] <data-dir> <egs-dir>
 e.g.: $0 --num-jobs 2 --samples-per-iter 20000 --nnet-config conf/nnet.config data/train exp/nnet/egs
 <data-dir> holds (Kaldi's formats; utils/validate_data_dir.sh --no-text checks a directory):
@@ -207,6 +210,7 @@ if [ $stage -le 2 ]; then
     echo $iters_per_epoch > $dir/info/iters_per_epoch
     echo $samples_per_iter > $dir/info/samples_per_iter
     echo $frames_per_eg > $dir/info/frames_per_eg
+    echo "$egs_options" > $dir/info/options
     cp $dir/info/num_jobs $dir/num_jobs_nnet
     cp $dir/info/iters_per_epoch $dir/iters_per_epoch
     cp $dir/info/samples_per_iter $dir/samples_per_iter

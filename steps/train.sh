@@ -93,6 +93,10 @@ max_job_retries=2    # rerun: at most this many more attempts of a failed job
 min_jobs_done=       # average: at least this many jobs must finish (default: half, rounded up)
 straggler_backup=0   # F > 0: back up a job still running F x as long as the first half took
 straggler_backup_opts= # runner options for a backup, HOST = the straggler's host ("-x HOST": slurm.pl)
+realign_times=       # fractions of the run (0..1) at which to realign the data and remake the examples
+realign_data=        # with --realign-times: the training data dir (feats.scp, text, labels.scp)
+realign_lang=        # with --realign-times: the lang dir (decode-word-loop's)
+realign_nj=4         # alignment jobs
 # End configuration section.
 
 echo "$0 $*"
@@ -139,7 +143,14 @@ Options:
                                  the first half of the jobs took; the first copy to finish
                                  wins, the model is the same (default: 0, off)
   --straggler-backup-opts <opts> runner options for the backup copy, HOST replaced by the
-                                 straggler's host (slurm.pl: \"-x HOST\"; default: none)"
+                                 straggler's host (slurm.pl: \"-x HOST\"; default: none)
+  --realign-times <list>         nnet2's realignment: at these fractions of the run (e.g.
+                                 \"0.33 0.66\") realign --realign-data with the current model
+                                 (steps/align.sh, --realign-lang) and remake the examples with
+                                 get_egs.sh's options (default: none)
+  --realign-data <dir>           the training data directory (feats.scp, text, labels.scp)
+  --realign-lang <dir>           its lang directory (words.txt, lexicon.txt, phone_pdfs.txt)
+  --realign-nj <n>               alignment jobs (default: 4)"
 
 [ -f ./path.sh ] && . ./path.sh
 . utils/parse_options.sh || exit 1
@@ -169,6 +180,7 @@ fi
 . steps/lib/train-common.sh
 . steps/lib/train-jobs.sh
 . steps/lib/train-progress.sh
+. steps/lib/train-realign.sh
 train_read_egs_info $egs_dir
 [ -z "$num_jobs_initial" ] && num_jobs_initial=$num_jobs
 [ -z "$num_jobs_final" ] && num_jobs_final=$num_jobs
@@ -219,6 +231,7 @@ train_jobs_check_opts
 if [ $offline_window -gt $num_iters ]; then
     echo "$0: --offline-window $offline_window exceeds the $num_iters iterations"; exit 1
 fi
+realign_check
 mkdir -p $dir/log
 echo $num_iters > $dir/num_iters
 echo $num_jobs > $dir/num_jobs
@@ -325,6 +338,16 @@ case $averaging in elastic|parle) replicas=true ;; esac
 num_backoffs=0
 x=0
 while [ $x -lt $num_iters ]; do
+    if [[ " $realign_iters " == *" $x "* ]]; then   # --realign-times
+        if [ $stage -le $x ]; then
+            realign $x $(nnet-info $dir/$x.mdl 2>/dev/null | awk '$1 == "output-dim" { print $2 }')
+            $cmd $dir/log/compute_prob_valid.realign.$x.log \
+                nnet-compute-prob $dir/$x.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
+            initial_objf=$(valid_objf $dir/log/compute_prob_valid.realign.$x.log)
+        else
+            egs_dir=$dir/egs_realign_$x
+        fi
+    fi
     if [ $stage -le $x ]; then
         [ ! -f $dir/$x.mdl ] && echo "$0: missing $dir/$x.mdl (resume from an earlier stage)" && exit 1
         # Diagnostics of the model this iteration starts from, in the background (its validation

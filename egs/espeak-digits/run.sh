@@ -165,8 +165,10 @@ fi
 
 if [ $stage -le 5 ] && [ $stop_stage -ge 5 ]; then
     echo "$0: stage 5: priors from the training label counts"
+    labels=$data/train_cmvn/labels.scp   # or the last realignment's (train.sh --realign-times)
+    [ -f $dir/data_realign_last ] && labels=$(cat $dir/data_realign_last)/labels.scp
     analyze-counts --counts-dim=$(cat $data/lang/num_pdfs) --binary=false \
-        scp:$data/train_cmvn/labels.scp $dir/pdf_counts.vec 2>$dir/log/analyze_counts.log
+        scp:$labels $dir/pdf_counts.vec 2>$dir/log/analyze_counts.log
 fi
 
 if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then

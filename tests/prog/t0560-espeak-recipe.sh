@@ -46,6 +46,14 @@ grep -qE '^%WER [0-9.]+ .*/decode_test/wer_(5|10|20)_[02468]$' exp/nnet/decode_t
 grep -qE 'real-time factor [0-9.e-]+ \(forward pass and decoding, wall, [0-9.]+ s of audio\), the decoder.s own [0-9.e-]+ \(CPU\)' run.out \
     && pass "RTF of the whole decode beside the decoder's" || fail "no whole-decode RTF: $(grep real-time run.out)"
 expect_eq "every test utterance decoded" "$(wc -l < exp/nnet/decode_test/hyp.txt)" 10
+# nnet2's --realign-times (issue 32): at half the run, realign the training data with the current
+# model (steps/align.sh) and remake the examples with get_egs.sh's recorded options.
+ln -s $PARNET_TOP/steps steps; ln -s $PARNET_TOP/utils utils
+expect_status "train.sh --realign-times 0.5" 0 steps/train.sh --num-epochs 2 --realign-times 0.5 \
+    --realign-data data/train_cmvn --realign-lang data/lang --realign-nj 1 exp/egs exp/nnet/nnet.config exp/realign
+grep -q "^steps/align.sh: aligned 30 of 30 utterances of data/train_cmvn" out && \
+    grep -q "^steps/train.sh: iteration 1: training on the realigned examples exp/realign/egs_realign_1$" out && \
+    [ -f exp/realign/final.mdl ] && pass "realigned at iteration 1 and trained on" || fail "realign: $(grep -i realign out | tail -n 3)"
 grep -q -- "--srand=0 .*--precision=fp32 " exp/nnet/log/train.0.1.log && \
     pass "run.sh defaults: --srand 0, nnet-train --precision=fp32" || \
     fail "run.sh defaults not in $(head -n 1 exp/nnet/log/train.0.1.log)"
