@@ -4,7 +4,8 @@
 # <data-dir>/labels.{ark,scp} (one int32 label per row). The conversion is a documented pipe:
 #   awk (CSV -> Kaldi text archive) | copy-feats ark,t:- ark,scp:...    and likewise for labels.
 # Each row must have the same number of fields; features must be numbers. Labels that are all
-# integers >= 0 are the class ids; otherwise (class names: "setosa", "cat") each distinct name gets
+# integers >= 0 are the class ids (a fractional or negative number is an error); otherwise (class
+# names: "setosa", "cat") each distinct name gets
 # an id in sorted (LC_ALL=C) order, and the mapping is saved as <data-dir>/label_map.txt ("<name>
 # <id>" lines, as a words.txt); --label-map uses a saved one (the test set with the training set's
 # ids; an unknown name is an error). Each row is its own speaker: utt2spk and spk2utt map a key to
@@ -41,7 +42,9 @@ elif [ $label_column -gt 0 ]; then
         /^[ \t\r]*$/ { next }
         { sub(/\r$/, ""); v = $lab; gsub(/^[ \t"]+|[ \t"]+$/, "", v); if (v != "") print v }' "$csv" | \
         LC_ALL=C sort -u > $tmp/names
-    if grep -qv '^[0-9][0-9]*$' $tmp/names; then
+    # Names when some label is not an integer >= 0 and none is another number (a fractional or
+    # negative number is a mistake, reported below with its line, not a class name).
+    if grep -qv '^[0-9][0-9]*$' $tmp/names && ! grep -qE '^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$' <(grep -v '^[0-9][0-9]*$' $tmp/names); then
         awk '{ print $1, NR - 1 }' $tmp/names > $tmp/label_map.txt
         grep -q ' ' $tmp/names && { echo "$0: $csv: class names with spaces are not supported ($(grep ' ' $tmp/names | head -n 1))" 1>&2; exit 1; }
     fi
