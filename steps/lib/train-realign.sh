@@ -10,7 +10,7 @@
 # realign_iterations: the iteration numbers of --realign-times (fractions of the run in (0, 1)).
 realign_iterations() {
     local t
-    for t in $realign_times; do
+    for t in ${realign_times//,/ }; do   # "0.33 0.66" or "0.33,0.66" (one word through a recipe's --train-opts)
         awk -v t=$t -v n=$num_iters 'BEGIN { if (!(t > 0 && t < 1)) exit 1; x = int(t * n + 0.5); if (x < 1) x = 1; print x }' ||
             { echo "$0: --realign-times $t: expected fractions of the run between 0 and 1" 1>&2; return 1; }
     done
