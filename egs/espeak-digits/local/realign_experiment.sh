@@ -37,12 +37,12 @@ $run --size $size --stage 3 --stop-stage 3 --data $w/flat --exp $w/flat_exp --fe
 for s in $seeds; do
     $run --size $size $ep --stage 4 --srand $s --data $w/data --exp $w/exp --feat-dir $w/fbank \
         --dir $w/exp/synth_$s > $w/synth_$s.log 2>&1
-    r=$(grep 'held-out voices' $w/synth_$s.log | sed 's/.*frame accuracy \([0-9.]*\)%.*%WER \([0-9.]*\).*/\1 \2/')
+    r=$(grep 'held-out voices: frame accuracy' $w/synth_$s.log | sed 's/.*frame accuracy \([0-9.]*\)%.*%WER \([0-9.]*\).*/\1 \2/')
     echo "synth $s $r $(agree $w/data/train_cmvn/labels.scp)" >> $w/realign_results.txt
     $run --size $size $ep --stage 4 --srand $s --data $w/flat --exp $w/flat_exp --feat-dir $w/fbank \
         --dir $w/flat_exp/flat_$s --train-opts "--realign-times $realign_times --realign-data $w/flat/train_cmvn --realign-lang $w/data/lang --realign-nj 2" \
         > $w/flat_$s.log 2>&1
-    r=$(grep 'held-out voices' $w/flat_$s.log | sed 's/.*frame accuracy \([0-9.]*\)%.*%WER \([0-9.]*\).*/\1 \2/')
+    r=$(grep 'held-out voices: frame accuracy' $w/flat_$s.log | sed 's/.*frame accuracy \([0-9.]*\)%.*%WER \([0-9.]*\).*/\1 \2/')
     echo "flat+realign $s $r $(agree $(cat $w/flat_exp/flat_$s/data_realign_last)/labels.scp)" >> $w/realign_results.txt
     cat $w/realign_results.txt
 done
