@@ -111,34 +111,21 @@ static int mpi_allreduce_now(struct mpi_ctx *c, void *data, size_t count, enum c
     return 0;
 }
 
-/* --use-gpu on every rank, one GPU per rank on a node (matrix_select_device_rank: the local
- * rank modulo the visible GPUs first). The ranks must agree: NCCL all-reduces device buffers,
- * MPI host ones. If some rank cannot have a GPU, "yes"/"wait" fail on every rank (the lowest
- * failing rank says why, one line) and "optional" puts every rank on the CPU. 0 or 1 (exit). */
-static int select_devices(const char *use_gpu, int rank) {
+/* The minimum of x over the ranks (matrix_cli_apply_ranks' agreement). */
+static int mpi_all_min(void *ctx, int x) {
+    int min = x;
+    MPI_Allreduce(&x, &min, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return min;
+}
+
+/* This rank's place among the ranks on its node. */
+static int node_rank(void) {
     MPI_Comm node;
     int local = 0;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &local);
     MPI_Comm_free(&node);
-    int size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int bad = matrix_select_device_rank(use_gpu, local) ? rank : size, first_bad = size;
-    MPI_Allreduce(&bad, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (first_bad < size) {
-        if (rank == first_bad)
-            log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__, "rank %d: %s", rank,
-                        error_get());
-        return 1;
-    }
-    int on_gpu = matrix_default_device == MATRIX_GPU, all_gpu = 0;
-    MPI_Allreduce(&on_gpu, &all_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (on_gpu && !all_gpu) { /* only with "optional": some rank got no GPU */
-        WARN("rank %d: --use-gpu=%s: another rank has no GPU; every rank runs on the CPU", rank,
-             use_gpu);
-        matrix_default_device = MATRIX_CPU;
-    }
-    return 0;
+    return local;
 }
 
 #if HAVE_CUDA
@@ -194,9 +181,6 @@ int main(int argc, char **argv) {
     options_parse(&argc, argv, usage, specs, num_specs);
     if (argc != 4) options_usage_exit(usage, specs, num_specs);
     if (train_sync_cli_check(&c)) die("%s", error_get());
-    struct matrix_cli mc = c.train.mc;
-    mc.use_gpu = "no"; /* each rank's device once MPI runs: select_devices */
-    if (matrix_cli_apply(&mc)) die("%s", error_get());
 
     MPI_Init(&argc, &argv);
     struct mpi_ctx ctx = {.comm = MPI_COMM_WORLD, .timeout = comm_timeout};
@@ -204,14 +188,18 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &comm.rank);
     ctx.rank = comm.rank;
     MPI_Comm_size(MPI_COMM_WORLD, &comm.size);
-    if (select_devices(c.train.mc.use_gpu, comm.rank)) {
+    /* threads, one GPU per rank on a node (--use-gpu), the precision: the ranks agree */
+    int dev = matrix_cli_apply_ranks(&c.train.mc, comm.rank, node_rank(), mpi_all_min, NULL);
+    if (dev) {
+        if (dev < 0)
+            log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__, "rank %d: %s", comm.rank,
+                        error_get());
         MPI_Finalize();
         return 1;
     }
 #if HAVE_CUDA
     if (matrix_default_device == MATRIX_GPU && nccl_setup(&ctx, comm.rank, comm.size))
         die_alone("rank %d: %s", comm.rank, error_get());
-    if (matrix_set_precision(mc.precision)) die_alone("rank %d: %s", comm.rank, error_get());
 #endif
     char *egs = replace_job(argv[2], comm.rank + 1);
     char *state_rx = *c.state_in ? replace_job(c.state_in, comm.rank + 1) : NULL;

@@ -478,3 +478,14 @@ void cpu_diff_normalize_rows(struct cpu_mat in_deriv, struct cpu_mat in_value,
     struct cpu_args a = {.m = {in_deriv, in_value, out_deriv}, .n = 3};
     cpu_split_rows(diff_normalize_k, &a);
 }
+
+/* Drawn in row order, one element at a time (no split: the stream is sequential). */
+void cpu_set_random(struct cpu_mat m, struct rng *r, int kind, float a, float b) {
+    for (int i = 0; i < m.rows; i++) {
+        float *p = m.data + (long)i * m.stride;
+        if (kind == CPU_RANDN)
+            for (int j = 0; j < m.cols; j++) p[j] = a * rng_gauss(r);
+        else
+            for (int j = 0; j < m.cols; j++) p[j] = rng_uniform(r) < a ? b : 0.0f;
+    }
+}

@@ -12,7 +12,8 @@
  * Files, one per family as in src/cuda/: cpu-blas.c (OpenBLAS: every cblas_* call of parnet),
  * cpu-elementwise.c (fills, copies, elementwise, nonlinearities, softmax, p-norm, normalize),
  * cpu-reduce.c (sums, dots, traces, row/column sums, argmax), cpu-splice.c (splicing, sparse
- * access), cpu-split.c (the thread split below), cpu-project.c (the natural gradient's thin
+ * access), cpu-split.c (the thread split below), cpu-layer.c (the layer products' engine),
+ * cpu-project.c (the natural gradient's thin
  * products, one fused kernel with no cuda.h twin: on the GPU matrix_project_out is composed of
  * ordinary operations).
  *
@@ -26,8 +27,8 @@
  * Adding a kernel: a body `static double foo_k(const struct cpu_args *a)` over a->m[0..n-1], and
  * `void cpu_foo(...) { struct cpu_args a = {...}; cpu_split_rows(foo_k, &a); }` (or a plain loop
  * for work that cannot be cut by rows). A second host backend provides kernels over the same
- * views: onednn.h (bf16 layer products on AMX / AVX512-BF16), picked by the layer product's
- * dispatch line under --precision=bf16 (precision.c).
+ * views: onednn.h (bf16 layer products on AMX / AVX512-BF16), picked for the layer products by
+ * cpu_layer_gemm (cpu-layer.c) under --precision=bf16.
  *
  * Errors: none; shapes are the caller's contract (checked there with ASSERT).
  */
@@ -72,6 +73,17 @@ void cpu_set_num_threads(int n);
  * pool along c's longer side when each part is still a good product. */
 void cpu_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, struct cpu_mat b,
               int trans_b, float beta);
+/* The layer products (matrix_layer_product, matrix_layer_affine): the one place that picks their
+ * engine, by the precision (cpu_set_layer_bf16, from matrix_set_precision) and the shape: under
+ * bf16, onednn_gemm (onednn.h) where both sides are >= MATRIX_BF16_MIN_SIDE and the inner
+ * dimension >= MATRIX_BF16_MIN_INNER, onednn_gemm_f32 for thin ones (a side or the inner dimension
+ * in [MATRIX_F32_THIN_MIN, MATRIX_BF16_MIN_SIDE)), cpu_gemm otherwise and always under fp32.
+ * keep_a, keep_b: enum matrix_keep. cpu_layer_affine: out = in w^T + 1 bias^T. */
+void cpu_set_layer_bf16(int on);
+int cpu_layer_bf16(void);
+void cpu_layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
+                    struct cpu_mat b, int trans_b, int keep_b, float beta);
+void cpu_layer_affine(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *bias);
 /* c = alpha a a^T + beta c (trans 0) or alpha a^T a + beta c (trans 1), both triangles filled; the
  * lower triangle of c is read on entry. */
 void cpu_syrk(struct cpu_mat c, float alpha, struct cpu_mat a, int trans, float beta);
@@ -93,6 +105,11 @@ void cpu_mul_elements(struct cpu_mat m, struct cpu_mat a);
 void cpu_mul_rows(struct cpu_mat m, const float *scale); /* dim rows */
 void cpu_mul_cols(struct cpu_mat m, const float *scale); /* dim cols */
 void cpu_set_rows(struct cpu_mat m, const float *v);     /* every row = v (dim cols) */
+/* Random fills, drawn from r in row order: CPU_RANDN, m = N(0, a^2); CPU_BERNOULLI, each element b
+ * with probability a, else 0. */
+enum cpu_random { CPU_RANDN = 0, CPU_BERNOULLI = 1 };
+struct rng;
+void cpu_set_random(struct cpu_mat m, struct rng *r, int kind, float a, float b);
 void cpu_add_vec_to_rows(struct cpu_mat m, float alpha, const float *v);
 
 enum cpu_nonlin { CPU_SIGMOID, CPU_TANH, CPU_RELU };

@@ -10,14 +10,17 @@
  *                                cpu_reduce(CPU_SUM, KM(m), KM(m)));
  * Threading, loops and BLAS calls live in the kernels. Built without CUDA the first call
  * vanishes (cuda.h is not even included), so no operation carries an #if HAVE_CUDA of its own;
- * the only ones left are storage (matrix.c alloc_on/free_on) and the copy across devices.
+ * the only ones left are storage (matrix.c alloc_on/free_on). A GPU path composed of several
+ * calls is a parenthesized comma list in the first slot (matrix_set_rows), or a static helper
+ * (the random fills: drawn on the host, then uploaded).
  *
  * GPUn(...) is 1 when the operands live on the GPU and asserts that they all live on the same
  * device: mixing devices in one operation is a programmer bug (matrix_copy and vector_copy are
- * the only operations that cross). Without CUDA it asserts they are all on the CPU.
+ * the only operations that cross: GPU_EITHER). Without CUDA it asserts they are all on the CPU.
  *
- * The layer products (matrix_layer_product, precision.c) have a third kernel on the CPU side,
- * onednn_gemm (src/matrix/onednn.h), chosen in the same dispatch line by --precision and shape.
+ * The layer products (matrix_layer_product, precision.c) dispatch like the others; on the CPU,
+ * cpu_layer_gemm (cpu-layer.c) picks their engine (OpenBLAS, or onednn.h in bf16 or fp32) by
+ * --precision and shape.
  *
  * Adding an operation: its declaration in matrix.h, a kernel in cpu.h (and cuda.h for the GPU),
  * and here a function that checks shapes and dispatches.
@@ -59,6 +62,17 @@ static inline int matrix_on_gpu(int d0, int d1, int d2, int d3) {
     return 0;
 #endif
 }
+/* For the copy across devices: 1 when either operand lives on the GPU (without CUDA it asserts
+ * both are on the CPU). */
+static inline int matrix_either_on_gpu(int d0, int d1) {
+#if HAVE_CUDA
+    return d0 == MATRIX_GPU || d1 == MATRIX_GPU;
+#else
+    ASSERT(d0 == MATRIX_CPU && d1 == MATRIX_CPU);
+    return 0;
+#endif
+}
+#define GPU_EITHER(a, b) matrix_either_on_gpu((a)->device, (b)->device)
 #define GPU1(a) matrix_on_gpu((a)->device, -1, -1, -1)
 #define GPU2(a, b) matrix_on_gpu((a)->device, (b)->device, -1, -1)
 #define GPU3(a, b, c) matrix_on_gpu((a)->device, (b)->device, (c)->device, -1)

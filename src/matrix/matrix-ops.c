@@ -45,6 +45,15 @@ void vector_row_sq_norms(struct vector *v, const struct matrix *m) {
     DISPATCH(GPU2(v, m), cuda_row_sq_norms(v->data, CM(m)), cpu_row_sq_norms(v->data, KM(m)));
 }
 
+/* The GPU's x - h w with the norms before and after, as ordinary operations. */
+static inline void project_out_residual(struct matrix *x, const struct matrix *h,
+                                        const struct matrix *w, struct vector *in_sq,
+                                        struct vector *out_sq) {
+    if (in_sq) vector_row_sq_norms(in_sq, x);
+    matrix_add_mat_mat(x, -1.0f, h, MATRIX_NO_TRANS, w, MATRIX_NO_TRANS, 1.0f);
+    if (out_sq) vector_row_sq_norms(out_sq, x);
+}
+
 /* matrix_project_out(_j) composed of the ordinary operations: x = x0 (copied from src), h = x w^T
  * (unless have_h), j = h^T x (if j), then x - h w with the norms; on the CPU that last step is
  * cpu_project_out with h given (one pass, the norms from its registers). The GPU's way, and the
@@ -64,15 +73,10 @@ static void project_out_composed(struct matrix *x, struct matrix *h, struct matr
     }
     if (!have_h) matrix_add_mat_mat(h, 1.0f, x, MATRIX_NO_TRANS, w, MATRIX_TRANS, 0.0f);
     if (j) matrix_add_mat_mat(j, 1.0f, h, MATRIX_TRANS, x, MATRIX_NO_TRANS, 0.0f);
-    if (!GPU3(x, h, w)) {
-        struct cpu_mat none = {0};
-        cpu_project_out(KM(x), KM(h), KM(w), 1, none, in_sq ? in_sq->data : NULL,
-                        out_sq ? out_sq->data : NULL);
-        return;
-    }
-    if (in_sq) vector_row_sq_norms(in_sq, x);
-    matrix_add_mat_mat(x, -1.0f, h, MATRIX_NO_TRANS, w, MATRIX_NO_TRANS, 1.0f);
-    if (out_sq) vector_row_sq_norms(out_sq, x);
+    struct cpu_mat none = {0};
+    DISPATCH(GPU3(x, h, w), project_out_residual(x, h, w, in_sq, out_sq),
+             cpu_project_out(KM(x), KM(h), KM(w), 1, none, in_sq ? in_sq->data : NULL,
+                             out_sq ? out_sq->data : NULL));
 }
 
 static void project_out_check(const struct matrix *x, const struct matrix *h,
@@ -94,33 +98,32 @@ void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix 
                         const struct matrix *src, struct vector *in_sq, struct vector *out_sq) {
     project_out_check(x, h, w, src, in_sq, out_sq);
     ASSERT(!have_h || !src);
-    if (GPU3(x, h, w)) { /* no fused kernel there */
-        project_out_composed(x, h, NULL, w, have_h, src, in_sq, out_sq);
-        return;
-    }
-    struct cpu_mat none = {0};
-    cpu_project_out(KM(x), KM(h), KM(w), have_h, src ? KM(src) : none, in_sq ? in_sq->data : NULL,
-                    out_sq ? out_sq->data : NULL);
+    struct cpu_mat none = {0}; /* no fused kernel on the GPU */
+    DISPATCH(GPU3(x, h, w), project_out_composed(x, h, NULL, w, have_h, src, in_sq, out_sq),
+             cpu_project_out(KM(x), KM(h), KM(w), have_h, src ? KM(src) : none,
+                             in_sq ? in_sq->data : NULL, out_sq ? out_sq->data : NULL));
 }
+
+int matrix_project_out_fused(const struct matrix *x) { return DISPATCH_VALUE(GPU1(x), 0, 1); }
 
 int matrix_project_j_path = -1;
 
-/* 1 if matrix_project_out_j runs the fused kernel for x (on the CPU) and this rank. */
-static int project_j_fused(const struct matrix *x, int rank) {
-    if (GPU1(x)) return 0;
+/* 1 if matrix_project_out_j runs the fused kernel on the CPU for this rank. */
+static int project_j_fused(int rank) {
     return matrix_project_j_path < 0 ? cpu_project_j_preferred(rank) : matrix_project_j_path;
 }
 
 int matrix_project_out_j_scratch(const struct matrix *x, int rank) {
-    return project_j_fused(x, rank) ? (cpu_project_parts(x->rows) - 1) * rank : 0;
+    return DISPATCH_VALUE(GPU1(x), 0,
+                          project_j_fused(rank) ? (cpu_project_parts(x->rows) - 1) * rank : 0);
 }
 
-void matrix_project_out_j(struct matrix *x, struct matrix *h, struct matrix *j,
-                          const struct matrix *w, const struct matrix *src, struct vector *in_sq,
-                          struct vector *out_sq, struct matrix *scratch) {
-    project_out_check(x, h, w, src, in_sq, out_sq);
-    ASSERT(j->rows == w->rows && j->cols == x->cols && j->device == x->device);
-    if (!project_j_fused(x, w->rows)) {
+/* On the CPU: the fused kernel where it is the faster (project_j_fused), else the products. */
+static void project_out_j_cpu(struct matrix *x, struct matrix *h, struct matrix *j,
+                              const struct matrix *w, const struct matrix *src,
+                              struct vector *in_sq, struct vector *out_sq,
+                              struct matrix *scratch) {
+    if (!project_j_fused(w->rows)) {
         project_out_composed(x, h, j, w, 0, src, in_sq, out_sq);
         return;
     }
@@ -134,21 +137,13 @@ void matrix_project_out_j(struct matrix *x, struct matrix *h, struct matrix *j,
                       need > 0 ? KM(scratch) : none);
 }
 
-/* Drawn on the host in row order whatever the device (as matrix_set_randn), then uploaded. */
-void matrix_set_bernoulli(struct matrix *m, struct rng *r, float keep, float scale) {
-    ASSERT(keep >= 0.0f && keep <= 1.0f);
-    if (GPU1(m)) {
-        long n = (long)m->rows * m->cols;
-        float *h = xmalloc((size_t)(n + 1) * sizeof *h);
-        for (long i = 0; i < n; i++) h[i] = rng_uniform(r) < keep ? scale : 0.0f;
-        matrix_from_host(m, h);
-        free(h);
-        return;
-    }
-    for (int i = 0; i < m->rows; i++) {
-        float *p = m->data + (long)i * m->stride;
-        for (int j = 0; j < m->cols; j++) p[j] = rng_uniform(r) < keep ? scale : 0.0f;
-    }
+void matrix_project_out_j(struct matrix *x, struct matrix *h, struct matrix *j,
+                          const struct matrix *w, const struct matrix *src, struct vector *in_sq,
+                          struct vector *out_sq, struct matrix *scratch) {
+    project_out_check(x, h, w, src, in_sq, out_sq);
+    ASSERT(j->rows == w->rows && j->cols == x->cols && j->device == x->device);
+    DISPATCH(GPU3(x, h, w), project_out_composed(x, h, j, w, 0, src, in_sq, out_sq),
+             project_out_j_cpu(x, h, j, w, src, in_sq, out_sq, scratch));
 }
 
 /* ---- nonlinearities ---- */

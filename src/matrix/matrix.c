@@ -160,6 +160,37 @@ struct vector vector_from_matrix(const struct matrix *m) {
     return v;
 }
 
+/* ---- staging ---- */
+
+static const struct matrix *stage(const struct matrix *src, struct matrix *staging, int device) {
+    if (src->device == device) return src;
+    if (!staging->data || staging->device != device || staging->rows != src->rows ||
+        staging->cols != src->cols) {
+        matrix_release(staging);
+        matrix_init_on(staging, src->rows, src->cols, device);
+    }
+    matrix_copy(staging, src);
+    return staging;
+}
+
+const struct matrix *matrix_on_default_device(const struct matrix *src, struct matrix *staging) {
+    return stage(src, staging, matrix_default_device);
+}
+
+const struct matrix *matrix_on_host(const struct matrix *src, struct matrix *staging) {
+    return stage(src, staging, MATRIX_CPU);
+}
+
+const struct vector *vector_on_host(const struct vector *src, struct vector *staging) {
+    if (src->device == MATRIX_CPU) return src;
+    if (!staging->data || staging->device != MATRIX_CPU || staging->dim != src->dim) {
+        vector_release(staging);
+        vector_init_on(staging, src->dim, MATRIX_CPU);
+    }
+    vector_copy(staging, src);
+    return staging;
+}
+
 /* ---- host transfer ---- */
 
 void matrix_to_host(const struct matrix *m, float *dst) {
@@ -217,15 +248,10 @@ void vector_set(struct vector *v, int i, float value) {
 void matrix_copy(struct matrix *dst, const struct matrix *src) {
     SAME_SHAPE(dst, src);
     if (dst->data == src->data) return;
-#if HAVE_CUDA
-    if (dst->device == MATRIX_GPU || src->device == MATRIX_GPU) {
-        cuda_copy2d(dst->data, dst->stride, dst->device == MATRIX_GPU, src->data, src->stride,
-                    src->device == MATRIX_GPU, dst->rows, dst->cols);
-        return;
-    }
-#endif
-    GPU2(dst, src); /* asserts both are on the CPU */
-    cpu_copy(KM(dst), KM(src));
+    DISPATCH(GPU_EITHER(dst, src),
+             cuda_copy2d(dst->data, dst->stride, dst->device == MATRIX_GPU, src->data, src->stride,
+                         src->device == MATRIX_GPU, dst->rows, dst->cols),
+             cpu_copy(KM(dst), KM(src)));
 }
 
 void vector_copy(struct vector *dst, const struct vector *src) {
@@ -259,20 +285,25 @@ void vector_set_const(struct vector *v, float value) {
 }
 
 /* Random fills are drawn on the host in row order whatever the device, so both devices get the
- * same values from the same seed; a GPU matrix is filled through a host buffer. */
+ * same values from the same seed; a GPU matrix is filled through a host copy. */
+static inline void set_random_through_host(struct matrix *m, struct rng *r, int kind, float a,
+                                           float b) {
+    struct matrix h;
+    matrix_init_on(&h, m->rows, m->cols, MATRIX_CPU);
+    cpu_set_random(KM(&h), r, kind, a, b);
+    matrix_copy(m, &h);
+    matrix_release(&h);
+}
+
 void matrix_set_randn(struct matrix *m, struct rng *r, float stddev) {
-    if (GPU1(m)) {
-        long n = (long)m->rows * m->cols;
-        float *h = xmalloc((size_t)(n + 1) * sizeof *h);
-        for (long i = 0; i < n; i++) h[i] = stddev * rng_gauss(r);
-        matrix_from_host(m, h);
-        free(h);
-        return;
-    }
-    for (int i = 0; i < m->rows; i++) {
-        float *p = m->data + (long)i * m->stride;
-        for (int j = 0; j < m->cols; j++) p[j] = stddev * rng_gauss(r);
-    }
+    DISPATCH(GPU1(m), set_random_through_host(m, r, CPU_RANDN, stddev, 0),
+             cpu_set_random(KM(m), r, CPU_RANDN, stddev, 0));
+}
+
+void matrix_set_bernoulli(struct matrix *m, struct rng *r, float keep, float scale) {
+    ASSERT(keep >= 0.0f && keep <= 1.0f);
+    DISPATCH(GPU1(m), set_random_through_host(m, r, CPU_BERNOULLI, keep, scale),
+             cpu_set_random(KM(m), r, CPU_BERNOULLI, keep, scale));
 }
 
 void vector_set_randn(struct vector *v, struct rng *r, float stddev) {

@@ -132,6 +132,16 @@ struct matrix_cli {
         MATRIX_PRECISION_OPTION((mc).precision),                                               \
         {"use-gpu", OPT_STRING, &(mc).use_gpu, "yes|no|optional|wait: run on a GPU (make CUDA=1)"}
 int matrix_cli_apply(const struct matrix_cli *mc);
+/* matrix_cli_apply for one of several processes that must agree on the device (MPI ranks: NCCL
+ * all-reduces device buffers, MPI host ones). rank numbers this process, local_rank its place on
+ * its node (matrix_select_device_rank spreads a node's processes over its GPUs); all_min(ctx, x)
+ * returns the minimum of x over the processes, a collective that every process calls alike. If
+ * some process cannot have the device ("yes"/"wait" without a GPU, a bad option), every one
+ * fails; if some got no GPU under "optional", every one runs on the CPU (a WARN line); then the
+ * precision, checked alike. Returns 0 on every process; or, on failure, -1 with error_set on the
+ * lowest-numbered process that failed (it alone says why) and 1 on the others. */
+int matrix_cli_apply_ranks(const struct matrix_cli *mc, int rank, int local_rank,
+                           int (*all_min)(void *ctx, int x), void *ctx);
 int matrix_get_precision(void); /* enum matrix_precision */
 /* 0 when --precision=bf16 can run here, else -1 with error_set saying why (see above). */
 int matrix_bf16_supported(void);
@@ -186,6 +196,15 @@ struct vector matrix_row(const struct matrix *m, int r);
 struct matrix matrix_from_vector(const struct vector *v, int rows, int cols);
 /* A contiguous matrix (stride == cols) seen as a vector. */
 struct vector vector_from_matrix(const struct matrix *m);
+
+/* ---- staging between the host and the compute device ----
+ * src where the caller needs it: src itself when it is there already, else a copy in *staging
+ * (resized, or allocated from a zeroed struct, where it must be; the caller releases it).
+ * matrix_on_default_device: on matrix_default_device (a host minibatch before the network's
+ * forward); matrix_on_host, vector_on_host: on the host (a writer's copy of parameters). */
+const struct matrix *matrix_on_default_device(const struct matrix *src, struct matrix *staging);
+const struct matrix *matrix_on_host(const struct matrix *src, struct matrix *staging);
+const struct vector *vector_on_host(const struct vector *src, struct vector *staging);
 
 /* ---- host transfer (dst/src are host arrays, row-major rows x cols, or dim floats) ---- */
 void matrix_to_host(const struct matrix *m, float *dst);
@@ -260,6 +279,11 @@ void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix 
  * rows of D columns, or NULL if that is 0 (the GPU, the products one by one). j must not overlap
  * x, h, w or src. */
 int matrix_project_out_j_scratch(const struct matrix *x, int rank);
+/* 1 when matrix_project_out(_j) with src fuses the copy into x, the products and both norms in one
+ * pass over the rows (the CPU backend), in_sq and out_sq then readable by the caller on the host
+ * (host vectors of x's device); 0 where they are composed of the ordinary operations (the GPU), when
+ * the caller does as well to copy first and call them with src NULL. */
+int matrix_project_out_fused(const struct matrix *x);
 void matrix_project_out_j(struct matrix *x, struct matrix *h, struct matrix *j,
                           const struct matrix *w, const struct matrix *src, struct vector *in_sq,
                           struct vector *out_sq, struct matrix *scratch);

@@ -1,6 +1,6 @@
-/* matrix: the precision of the layer products (--precision=fp32|bf16) and their dispatch: bf16
- * products go to oneDNN (src/matrix/onednn.h), split over parnet's pool; everything else to
- * matrix_add_mat_mat. */
+/* matrix: the precision of the layer products (--precision=fp32|bf16), the option group that sets
+ * it with the threads and the device, and the layer products' dispatch lines (their engine on the
+ * CPU is chosen by cpu_layer_gemm, cpu-layer.c). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +9,7 @@
 #include "matrix/onednn.h"
 #include "matrix/matrix-internal.h"
 
-static int precision = MATRIX_FP32;
-
-int matrix_get_precision(void) { return precision; }
+int matrix_get_precision(void) { return cpu_layer_bf16() ? MATRIX_BF16 : MATRIX_FP32; }
 
 int matrix_bf16_supported(void) {
     char isa[64];
@@ -21,7 +19,7 @@ int matrix_bf16_supported(void) {
 int matrix_set_precision(const char *name) {
     ASSERT(name);
     if (!strcmp(name, "fp32")) {
-        precision = MATRIX_FP32;
+        cpu_set_layer_bf16(0);
         return 0;
     }
     if (strcmp(name, "bf16"))
@@ -34,7 +32,7 @@ int matrix_set_precision(const char *name) {
     if (matrix_default_device != MATRIX_CPU)
         return error_set("--precision=bf16 runs on the CPU (oneDNN); with --use-gpu use "
                          "--precision=fp32");
-    precision = MATRIX_BF16;
+    cpu_set_layer_bf16(1);
     static int said;
     if (!said++)
         LOG("--precision=bf16: layer products in bf16 with fp32 accumulation on oneDNN (%s); "
@@ -49,6 +47,29 @@ int matrix_cli_apply(const struct matrix_cli *mc) {
     return matrix_set_precision(mc->precision);
 }
 
+/* -1 on the lowest-numbered process that failed, 1 on the others, 0 if none did. */
+static int agree(int failed, int rank, int (*all_min)(void *, int), void *ctx) {
+    int first = all_min(ctx, failed ? rank : INT32_MAX);
+    return first == INT32_MAX ? 0 : first == rank ? -1 : 1;
+}
+
+int matrix_cli_apply_ranks(const struct matrix_cli *mc, int rank, int local_rank,
+                           int (*all_min)(void *ctx, int x), void *ctx) {
+    int failed = mc->num_threads < 1;
+    if (failed) error_set("--num-threads=%d: must be at least 1", mc->num_threads);
+    else matrix_set_num_threads(mc->num_threads);
+    if (!failed) failed = matrix_select_device_rank(mc->use_gpu, local_rank) != 0;
+    int rc = agree(failed, rank, all_min, ctx);
+    if (rc) return rc;
+    int on_gpu = matrix_default_device == MATRIX_GPU;
+    if (on_gpu && !all_min(ctx, on_gpu)) { /* only with "optional": some process got no GPU */
+        WARN("rank %d: --use-gpu=%s: another rank has no GPU; every rank runs on the CPU", rank,
+             mc->use_gpu);
+        matrix_default_device = MATRIX_CPU;
+    }
+    return agree(matrix_set_precision(mc->precision) != 0, rank, all_min, ctx);
+}
+
 void matrix_layer_pass(int pass) {
     ASSERT(pass == MATRIX_PASS_FORWARD || pass == MATRIX_PASS_BACKWARD || pass == MATRIX_PASS_END);
     onednn_pass(pass);
@@ -58,23 +79,6 @@ void matrix_add_mat_mat_layer(struct matrix *c, float alpha, const struct matrix
                               const struct matrix *b, int trans_b, float beta) {
     matrix_layer_product(c, alpha, a, trans_a, MATRIX_KEEP_NONE, b, trans_b, MATRIX_KEEP_NONE,
                          beta);
-}
-
-/* bf16 pays where the output is wide enough for the engines' tiles and the sums long enough to
- * pay for the conversions (MATRIX_BF16_MIN_SIDE, MATRIX_BF16_MIN_INNER: bench/gemm-rates.c); a
- * thinner product stays fp32 (and forgets kept copies it writes over). */
-static int bf16_for(int m, int n, int k) {
-    return precision == MATRIX_BF16 && m >= MATRIX_BF16_MIN_SIDE && n >= MATRIX_BF16_MIN_SIDE &&
-           k >= MATRIX_BF16_MIN_INNER;
-}
-
-/* Under bf16, a product that stays fp32 and is thin (the 10-class layer) runs on oneDNN's fp32
- * kernels; the bias column (a side of 1) and the wide ones stay with OpenBLAS. */
-static int onednn_f32_for(int m, int n, int k) {
-    int lo = m < n ? m : n;
-    if (k < lo) lo = k;
-    return precision == MATRIX_BF16 && lo >= MATRIX_F32_THIN_MIN &&
-           lo < MATRIX_BF16_MIN_SIDE;
 }
 
 void matrix_layer_product(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
@@ -89,29 +93,17 @@ void matrix_layer_product(struct matrix *c, float alpha, const struct matrix *a,
     int n = trans_b == MATRIX_TRANS ? b->rows : b->cols;
     ASSERT(k == kb && c->rows == m && c->cols == n);
     ASSERT(m == 0 || n == 0 || (c->data != a->data && c->data != b->data)); /* BLAS: no aliasing */
-    if (precision == MATRIX_BF16 && m > 0 && n > 0) onednn_forget(KM(c));
     DISPATCH(GPU3(c, a, b), cuda_gemm(CM(c), alpha, CM(a), trans_a, CM(b), trans_b, beta),
-             bf16_for(m, n, k)
-                 ? onednn_gemm(KM(c), alpha, KM(a), trans_a, keep_a, KM(b), trans_b, keep_b, NULL,
-                               beta)
-             : onednn_f32_for(m, n, k)
-                 ? onednn_gemm_f32(KM(c), alpha, KM(a), trans_a, KM(b), trans_b, beta)
-                 : cpu_gemm(KM(c), alpha, KM(a), trans_a, KM(b), trans_b, beta));
+             cpu_layer_gemm(KM(c), alpha, KM(a), trans_a, keep_a, KM(b), trans_b, keep_b, beta));
 }
 
 void matrix_layer_affine(struct matrix *out, const struct matrix *in, const struct matrix *w,
                          const struct vector *b) {
     ASSERT(in->cols == w->cols && out->rows == in->rows && out->cols == w->rows);
     ASSERT(b->dim == w->rows);
-    int m = in->rows, n = w->rows, k = in->cols;
-    if (out->device == MATRIX_CPU && bf16_for(m, n, k)) {
-        ASSERT(in->device == MATRIX_CPU && w->device == MATRIX_CPU && b->device == MATRIX_CPU);
-        ASSERT(out->data != in->data && out->data != w->data);
-        onednn_gemm(KM(out), 1, KM(in), MATRIX_NO_TRANS, MATRIX_KEEP_VALUE, KM(w), MATRIX_TRANS,
-                    MATRIX_KEEP_VALUE, b->data, 0);
-        return;
-    }
-    matrix_set_rows(out, b); /* then beta 1: one pass fewer than a product and a bias pass */
-    matrix_layer_product(out, 1, in, MATRIX_NO_TRANS, MATRIX_KEEP_VALUE, w, MATRIX_TRANS,
-                         MATRIX_KEEP_VALUE, 1);
+    ASSERT(out->rows == 0 || out->cols == 0 || (out->data != in->data && out->data != w->data));
+    DISPATCH(GPU4(out, in, w, b),
+             (cuda_set_zero(CM(out)), cuda_add_vec_to_rows(CM(out), 1, b->data),
+              cuda_gemm(CM(out), 1, CM(in), MATRIX_NO_TRANS, CM(w), MATRIX_TRANS, 1)),
+             cpu_layer_affine(KM(out), KM(in), KM(w), b->data));
 }

@@ -478,7 +478,7 @@ static int natgrad_update(struct natgrad *p, int N, double tr_xx, int defer) {
 
     p->up_n = N;
     p->up_tr_xx = tr_xx;
-    if (defer && natgrad_async && R >= natgrad_async_min_rank && p->device == MATRIX_CPU) {
+    if (defer && natgrad_async && R >= natgrad_async_min_rank) { /* the helper: host work only */
         p->pending = 1; /* natgrad_join finishes it, at the next call */
         p->helper_running = pthread_create(&p->helper, NULL, natgrad_helper, p) == 0;
         return 0;
@@ -576,8 +576,7 @@ void natgrad_precondition_copy(struct natgrad *p, const struct matrix *src, stru
     ASSERT(!row_sq || row_sq->dim == x->rows);
     natgrad_join(p);
     int N = x->rows;
-    if (p->rank == 0 || N == 0 || !p->initialized || x->device != MATRIX_CPU ||
-        src->device != MATRIX_CPU || !row_sq) {
+    if (p->rank == 0 || N == 0 || !p->initialized || !matrix_project_out_fused(x) || !row_sq) {
         natgrad_copy_in(x, src); /* the general way: copy, then natgrad_precondition_rows */
         natgrad_precondition_rows(p, x, scale, row_sq);
         return;
@@ -587,7 +586,7 @@ void natgrad_precondition_copy(struct natgrad *p, const struct matrix *src, stru
     *scale = 1.0f;
     if (p->in_sq.dim < N) {
         vector_release(&p->in_sq);
-        vector_init_on(&p->in_sq, N, MATRIX_CPU);
+        vector_init_on(&p->in_sq, N, x->device);
     }
     struct vector in_sq = vector_range(&p->in_sq, 0, N);
     int update = natgrad_update_due(p);

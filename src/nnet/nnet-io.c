@@ -64,11 +64,8 @@ int nio_read_int_vector(struct nnet_stream *s, int **v, int *n) {
 
 /* The io layer writes host objects; parameters may live on the GPU. */
 int nio_write_matrix(struct nnet_stream *s, const struct matrix *m) {
-    if (m->device == MATRIX_CPU) return io_write_matrix(s->out, s->binary, m);
-    struct matrix h;
-    matrix_init_on(&h, m->rows, m->cols, MATRIX_CPU);
-    matrix_copy(&h, m);
-    int r = io_write_matrix(s->out, s->binary, &h);
+    struct matrix h = {0};
+    int r = io_write_matrix(s->out, s->binary, matrix_on_host(m, &h));
     matrix_release(&h);
     return r;
 }
@@ -78,15 +75,8 @@ int nio_read_matrix(struct nnet_stream *s, struct matrix *m) {
 }
 
 int nio_write_vector(struct nnet_stream *s, const struct vector *v) {
-    if (v->device == MATRIX_CPU || v->dim == 0) {
-        struct vector h = *v;
-        h.device = MATRIX_CPU;
-        return io_write_vector(s->out, s->binary, &h);
-    }
-    struct vector h;
-    vector_init_on(&h, v->dim, MATRIX_CPU);
-    vector_copy(&h, v);
-    int r = io_write_vector(s->out, s->binary, &h);
+    struct vector h = {0};
+    int r = io_write_vector(s->out, s->binary, vector_on_host(v, &h));
     vector_release(&h);
     return r;
 }

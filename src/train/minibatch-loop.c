@@ -40,13 +40,7 @@ int minibatch_check(const struct egs_minibatch *mb, const struct nnet *n, const 
 }
 
 const struct matrix *minibatch_input_on_device(const struct egs_minibatch *mb, struct matrix *dev) {
-    if (matrix_default_device == MATRIX_CPU) return &mb->input;
-    if (dev->rows != mb->input.rows || dev->cols != mb->input.cols) {
-        matrix_release(dev);
-        matrix_init(dev, mb->input.rows, mb->input.cols);
-    }
-    matrix_copy(dev, &mb->input);
-    return dev;
+    return matrix_on_default_device(&mb->input, dev);
 }
 
 const struct matrix *minibatch_loop_forward(struct minibatch_loop *l,

@@ -175,16 +175,10 @@ void train_forward_utterance(struct nnet *n, const struct matrix *feats, int app
                sizeof(float) * dim);
     }
     struct matrix dev = {0};
-    const struct matrix *in = &padded;
-    if (matrix_default_device != MATRIX_CPU) {
-        matrix_init(&dev, padded.rows, padded.cols);
-        matrix_copy(&dev, &padded);
-        in = &dev;
-    }
-    const struct matrix *y = nnet_forward(n, in, 1, 0);
+    const struct matrix *y = nnet_forward(n, matrix_on_default_device(&padded, &dev), 1, 0);
     ASSERT(y->rows == t_max);
     matrix_resize(out, y->rows, y->cols);
-    if (out->device != MATRIX_CPU) ASSERT(!"train_forward_utterance: out must be a host matrix");
+    ASSERT(out->device == MATRIX_CPU); /* train.h: a host matrix */
     matrix_copy(out, y);
     int last_is_log = nnet_component(n, nnet_num_components(n) - 1)->ops->output_is_log;
     for (int r = 0; r < out->rows; r++) {

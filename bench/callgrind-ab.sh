@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# bench/callgrind-ab.sh: instructions per function of nnet-train's training step, two revisions
+# side by side (a change that must not cost speed, checked on a machine too loaded for clocks).
+#
+# Each revision is exported (git archive) and built with `make ARCH=x86-64-v3 DNNL=0` (valgrind
+# cannot run AVX-512 code; oneDNN is not on the fp32 path); both then train the same model on the
+# same random examples (bench/lib.sh: make_egs, config) under
+#   OPENBLAS_CORETYPE=HASWELL valgrind --tool=callgrind nnet-train --minibatch-size=128
+#       --minibatches-per-phase=0 --max-change=0 --num-threads=T <model> ark:<egs> <out>
+# and callgrind_annotate's self counts are paired by function. Prints a row per function with at
+# least 0.1% of either run's instructions: A, B and B/A, then the totals. One thread gives counts
+# that do not depend on timing; with two the pool's spin-wait moves with scheduling.
+#
+# Usage: bench/callgrind-ab.sh [--threads T] [--egs N] [--type AffineComponent] [--dir DIR] REV-A REV-B
+# e.g.:  bench/callgrind-ab.sh main HEAD
+#        bench/callgrind-ab.sh --type NaturalGradientAffineComponent --threads 2 main i34
+set -euo pipefail
+threads=1 egs=1024 type=AffineComponent dir=/tmp/callgrind-ab
+while [ $# -gt 2 ]; do
+    case $1 in
+    --threads) threads=$2; shift 2 ;;
+    --egs) egs=$2; shift 2 ;;
+    --type) type=$2; shift 2 ;;
+    --dir) dir=$2; shift 2 ;;
+    *) echo "$0: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+[ $# -eq 2 ] || { sed -n '/^# Usage:/,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/bench/lib.sh"
+mkdir -p "$dir"
+
+build() { # rev -> $dir/<name>/bin
+    local rev=$1 out=$dir/$2
+    rm -rf "$out" && mkdir -p "$out"
+    git -C "$top" archive "$rev" | tar -x -C "$out"
+    make -C "$out" -j2 ARCH=x86-64-v3 DNNL=0 bin/nnet-train bin/nnet-init bin/nnet-get-egs \
+        >"$out.build.log" 2>&1 || { echo "$0: build of $rev failed: $out.build.log" >&2; exit 1; }
+}
+build "$1" a
+build "$2" b
+
+export PATH=$dir/a/bin:$PATH
+[ -s "$dir/data.$egs.egs" ] || make_egs 784 10 "$egs" "$dir/data.$egs"
+config "$type" 784 512 512 10 >"$dir/net.config"
+nnet-init --srand=1 "$dir/net.config" "$dir/0.mdl" 2>/dev/null
+
+for side in a b; do
+    OPENBLAS_CORETYPE=HASWELL valgrind --tool=callgrind --callgrind-out-file="$dir/$side.out" \
+        "$dir/$side/bin/nnet-train" --minibatch-size=128 --minibatches-per-phase=0 \
+        --max-change=0 --num-threads="$threads" "$dir/0.mdl" "ark:$dir/data.$egs.egs" \
+        "$dir/$side.mdl" 2>"$dir/$side.log"
+    callgrind_annotate --threshold=100 "$dir/$side.out" 2>/dev/null |
+        awk '/^ *[0-9,]+ .*:/ { n = $1; gsub(",", "", n); f = $0; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", f);
+             sub(/ \[[^]]*\]$/, "", f); i = index(f, ":"); file = substr(f, 1, i - 1);
+             sub(/.*\//, "", file); c[file ":" substr(f, i + 1)] += n }
+             END { for (f in c) print c[f] "\t" f }' \
+            >"$dir/$side.fn"
+done
+
+echo "callgrind A/B: $1 (A) vs $2 (B), $type 784-512-512-10, $egs examples, minibatch 128, $threads thread(s)"
+awk -F'\t' 'FNR == NR { a[$2] = $1; ta += $1; next } { b[$2] = $1; tb += $1 }
+    END {
+        for (f in a) seen[f] = 1
+        for (f in b) seen[f] = 1
+        printf "%15s %15s %9s  %s\n", "A", "B", "B/A", "function"
+        for (f in seen) if (a[f] >= ta / 1000 || b[f] >= tb / 1000)
+            printf "%15d %15d %9.5f  %s\n", a[f], b[f], a[f] ? b[f] / a[f] : 0, f
+        printf "%15d %15d %9.5f  %s\n", ta, tb, tb / ta, "(total)"
+    }' "$dir/a.fn" "$dir/b.fn" | { read -r head; echo "$head"; sort -k1,1nr; }
