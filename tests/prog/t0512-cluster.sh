@@ -40,7 +40,11 @@ expect_eq "the lost jobs are noticed within 30 s ($((SECONDS - tk)) s)" \
 wait $trainer; rc=$?
 expect_eq "train.sh completes across nodes with pn2 dead ($((SECONDS - t0)) s with the start)" $rc 0
 expect_same "final.mdl identical to the run without a fault on this host" ref/final.mdl clu/final.mdl
-expect_eq "the 4 jobs on 3 nodes" "$(grep -h '^# Running on' clu/log/train.0.*.log* | sort -u | wc -l)" 3
+# At least two hosts, not exactly three: at a load average near 20, Slurm twice placed every
+# attempt on pn1 and pn2 (its placement, not train.sh's). tests/cluster/faults.sh checks
+# the 4 jobs on 3 hosts on a fault-free run.
+expect_eq "the jobs and their reruns on at least 2 nodes" \
+    "$(( $(grep -h '^# Running on' clu/log/train.0.*.log* | sort -u | wc -l) >= 2 ))" 1
 expect_eq "the reruns ran on live nodes" "$(grep -h '^# Running on' clu/log/train.0.*.log | grep -c pn2)" 0
 expect_eq "the lost attempts' logs kept" "$(ls clu/log/train.0.*.log.failed-1 | wc -l)" \
     "$(grep -l '^# Running on pn2' clu/log/train.0.*.log.failed-1 | wc -l)"
