@@ -11,20 +11,11 @@
 # least 0.1% of either run's instructions: A, B and B/A, then the totals. One thread gives counts
 # that do not depend on timing; with two the pool's spin-wait moves with scheduling.
 #
-# Usage: bench/callgrind-ab.sh [--threads T] [--egs N] [--type AffineComponent] [--dir DIR] REV-A REV-B
+# Usage: [THREADS=1] [EGS=1024] [TYPE=AffineComponent] [DIR=/tmp/callgrind-ab] bench/callgrind-ab.sh REV-A REV-B
 # e.g.:  bench/callgrind-ab.sh main HEAD
-#        bench/callgrind-ab.sh --type NaturalGradientAffineComponent --threads 2 main i34
+#        TYPE=NaturalGradientAffineComponent THREADS=2 bench/callgrind-ab.sh main i34
 set -euo pipefail
-threads=1 egs=1024 type=AffineComponent dir=/tmp/callgrind-ab
-while [ $# -gt 2 ]; do
-    case $1 in
-    --threads) threads=$2; shift 2 ;;
-    --egs) egs=$2; shift 2 ;;
-    --type) type=$2; shift 2 ;;
-    --dir) dir=$2; shift 2 ;;
-    *) echo "$0: unknown option $1" >&2; exit 2 ;;
-    esac
-done
+threads=${THREADS:-1} egs=${EGS:-1024} type=${TYPE:-AffineComponent} dir=${DIR:-/tmp/callgrind-ab}
 [ $# -eq 2 ] || { sed -n '/^# Usage:/,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/lib.sh"
