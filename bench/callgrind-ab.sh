@@ -21,12 +21,15 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/lib.sh"
 mkdir -p "$dir"
 
-build() { # rev -> $dir/<name>/bin
-    local rev=$1 out=$dir/$2
+build() { # rev -> $dir/<name>/bin (kept, and reused for the same commit)
+    local rev=$1 out=$dir/$2 commit
+    commit=$(git -C "$top" rev-parse "$rev^{commit}")
+    [ -x "$out/bin/nnet-train" ] && [ "$(cat "$out.commit" 2>/dev/null)" = "$commit" ] && return
     rm -rf "$out" && mkdir -p "$out"
     git -C "$top" archive "$rev" | tar -x -C "$out"
     make -C "$out" -j2 ARCH=x86-64-v3 DNNL=0 bin/nnet-train bin/nnet-init bin/nnet-get-egs \
         >"$out.build.log" 2>&1 || { echo "$0: build of $rev failed: $out.build.log" >&2; exit 1; }
+    echo "$commit" >"$out.commit"
 }
 build "$1" a
 build "$2" b
@@ -36,13 +39,18 @@ export PATH=$dir/a/bin:$PATH
 config "$type" 784 512 512 10 >"$dir/net.config"
 nnet-init --srand=1 "$dir/net.config" "$dir/0.mdl" 2>/dev/null
 
+# REANNOTATE=1: pair the profiles of an earlier run (same settings) again without running them.
 for side in a b; do
-    OPENBLAS_CORETYPE=HASWELL valgrind --tool=callgrind --callgrind-out-file="$dir/$side.out" \
-        "$dir/$side/bin/nnet-train" --minibatch-size=128 --minibatches-per-phase=0 \
-        --max-change=0 --num-threads="$threads" "$dir/0.mdl" "ark:$dir/data.$egs.egs" \
-        "$dir/$side.mdl" 2>"$dir/$side.log"
-    callgrind_annotate --threshold=100 "$dir/$side.out" 2>/dev/null |
-        awk '/^ *[0-9,]+ .*:/ { n = $1; gsub(",", "", n); f = $0; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", f);
+    run=$dir/$side-$type-$threads-$egs
+    if [ -z "${REANNOTATE:-}" ] || [ ! -s "$run.out" ]; then
+        OPENBLAS_CORETYPE=HASWELL valgrind --tool=callgrind --callgrind-out-file="$run.out" \
+            "$dir/$side/bin/nnet-train" --minibatch-size=128 --minibatches-per-phase=0 \
+            --max-change=0 --num-threads="$threads" "$dir/0.mdl" "ark:$dir/data.$egs.egs" \
+            "$run.mdl" 2>"$run.log"
+    fi
+    callgrind_annotate --threshold=100 "$run.out" 2>/dev/null |
+        awk '/file:function/ && !seen { on = seen = 1; getline; next } on && /^---/ { on = 0 }
+             on && /^ *[0-9,]+ .*:/ { n = $1; gsub(",", "", n); f = $0; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", f);
              sub(/ \[[^]]*\]$/, "", f); i = index(f, ":"); file = substr(f, 1, i - 1);
              sub(/.*\//, "", file); c[file ":" substr(f, i + 1)] += n }
              END { for (f in c) print c[f] "\t" f }' \
