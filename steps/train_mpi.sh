@@ -14,6 +14,9 @@
 # are carried from one iteration to the next in $dir/state/<iter>.<rank+1> (--state-in/-out), so
 # the run computes what one long MPI job would. --momentum/--nesterov/--weight-decay apply in
 # every mode (with --carry-state true the velocity is carried in params/gradients modes too).
+# --stage N resumes at iteration N; with carried states, each rank's state/N.<rank+1> must be
+# there (else the run names the stage to resume from). One run per directory ($dir/.lock,
+# steps/lib/lock.sh); option values are checked before anything runs.
 #
 # Learning rates: the effective rate decays geometrically from --initial-learning-rate to
 # --final-learning-rate over the run. In params mode each rank trains with num_jobs x the effective
@@ -98,6 +101,13 @@ egs_dir=$1
 config=$2
 dir=$3
 set -o pipefail
+. steps/lib/train-checks.sh
+train_check_common
+check_int average-every "$average_every" 0
+check_int parle-inner-steps "$parle_inner_steps" 1
+check_number_in elastic-alpha "$elastic_alpha" 0 1
+check_number_in weight-decay "$weight_decay" 0 1
+[ -n "$momentum" ] && check_number_in momentum "$momentum" 0 0.999999
 
 case $mode in params|gradients|elastic|parle) ;;
     *) echo "$0: --mode must be params, gradients, elastic or parle" && exit 1;; esac
@@ -117,6 +127,9 @@ command -v nnet-train-mpi >/dev/null || { echo "$0: nnet-train-mpi not found (bu
 . steps/lib/train-common.sh
 train_read_egs_info $egs_dir
 [ $num_iters -lt 1 ] && echo "$0: no iterations (num_epochs=$num_epochs)" && exit 1
+# One run per directory (steps/lib/lock.sh).
+. steps/lib/lock.sh
+LOCK_ARGS="$*" dir_lock $dir
 mkdir -p $dir/log
 echo $num_iters > $dir/num_iters
 echo $num_jobs > $dir/num_jobs
@@ -189,6 +202,14 @@ for x in $(seq 0 $((num_iters - 1))); do
         # JOB in the egs-rspecifier becomes each rank's job number (rank + 1).
         state_opts=
         if $carry_state; then
+            # Each rank's state after iteration x-1 must be there: starting without it would
+            # silently train a different model.
+            for j in $(seq $num_jobs); do
+                if [ $x -gt 0 ] && [ ! -f $dir/state/$x.$j ]; then
+                    echo "$0: missing $dir/state/$x.$j (rank $j's optimiser state): iteration $((x - 1)) did not finish; resume with --stage $((x - 1))" 1>&2
+                    exit 1
+                fi
+            done
             state_opts="--state-out=$dir/state/$((x + 1)).JOB"
             [ $x -gt 0 ] && state_opts="$state_opts --state-in=$dir/state/$x.JOB"
         fi
