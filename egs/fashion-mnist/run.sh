@@ -25,10 +25,14 @@ srand=0          # seed of the initial model and of the shuffling
 egs_dir=exp/egs
 use_gpu=no       # yes|no|wait|optional: the training jobs on GPUs (make CUDA=1; run.pl: one per GPU)
 data_src=/usr/share/datasets/fashion-mnist   # the four idx .gz files
+train_opts=      # extra options for steps/train.sh (e.g. "--averaging bmuf --average-best 5")
+model=final      # the model stage 3 tests: final | avg (final.avg.mdl) | best (final.best.mdl)
 # End configuration section.
-help_message="Usage: $0 [--stage N] [--cmd runner] [--num-jobs N] [--num-epochs N] [--limit N] [--precision fp32|bf16] [--srand N] [--dir D] [--use-gpu yes|no] [--data-src DIR]"
+help_message="Usage: $0 [--stage N] [--cmd runner] [--num-jobs N] [--num-epochs N] [--limit N] [--precision fp32|bf16] [--srand N] [--dir D] [--use-gpu yes|no] [--data-src DIR] [--train-opts \"...\"] [--model final|avg|best]"
 . utils/parse_options.sh || exit 1
 set -e -o pipefail
+case $model in final) mdl=final.mdl ;; avg|best) mdl=final.$model.mdl ;;
+    *) echo "$0: --model $model: expected final, avg or best"; exit 1 ;; esac
 start=$(date +%s)
 
 if [ $stage -le 0 ]; then
@@ -47,17 +51,18 @@ if [ $stage -le 2 ]; then
     steps/train.sh --cmd "$cmd" --num-jobs $num_jobs --num-epochs $num_epochs \
         --minibatch-size $minibatch_size --initial-learning-rate $initial_learning_rate \
         --final-learning-rate $final_learning_rate --srand $srand --use-gpu $use_gpu \
-        --train-opts "--precision=$precision" $egs_dir $config $dir
+        --train-opts "--precision=$precision" $train_opts $egs_dir $config $dir
 fi
 
 if [ $stage -le 3 ]; then
     echo "$0: stage 3: test accuracy"
     [ -f $egs_dir/test.egs ] || nnet-get-egs scp:data/test/feats.scp scp:data/test/labels.scp \
         ark:$egs_dir/test.egs 2>$dir/log/test_egs.log
-    nnet-compute-prob $dir/final.mdl ark:$egs_dir/test.egs 2>$dir/log/compute_prob_test.log >/dev/null
+    nnet-compute-prob $dir/$mdl ark:$egs_dir/test.egs 2>$dir/log/compute_prob_test.log >/dev/null
     acc=$(grep -o 'accuracy is [0-9.]*' $dir/log/compute_prob_test.log | awk '{print $3}')
     logprob=$(grep -o 'average probability is [-0-9.]*' $dir/log/compute_prob_test.log | awk '{print $4}')
-    valid_acc=$(grep -o 'accuracy is [0-9.]*' $dir/log/compute_prob_valid.final.log | awk '{print $3}')
+    vlog=$dir/log/compute_prob_valid.$(basename $mdl .mdl | tr . _).log   # final, final_avg, final_best
+    valid_acc=$(grep -o 'accuracy is [0-9.]*' $vlog | awk '{print $3}')
     printf "%s: validation accuracy %.2f%%, test accuracy %.2f%% (log-prob %s) after %d s\n" \
         "$0" "$(echo "$valid_acc * 100" | bc -l)" "$(echo "$acc * 100" | bc -l)" "$logprob" \
         $(( $(date +%s) - start ))
