@@ -11,31 +11,25 @@
 # least 0.1% of either run's instructions: A, B and B/A, then the totals. One thread gives counts
 # that do not depend on timing; with two the pool's spin-wait moves with scheduling.
 #
-# Usage: bench/callgrind-ab.sh [--threads T] [--egs N] [--type AffineComponent] [--dir DIR] REV-A REV-B
+# Usage: [THREADS=1] [EGS=1024] [TYPE=AffineComponent] [DIR=/tmp/callgrind-ab] bench/callgrind-ab.sh REV-A REV-B
 # e.g.:  bench/callgrind-ab.sh main HEAD
-#        bench/callgrind-ab.sh --type NaturalGradientAffineComponent --threads 2 main i34
+#        TYPE=NaturalGradientAffineComponent THREADS=2 bench/callgrind-ab.sh main i34
 set -euo pipefail
-threads=1 egs=1024 type=AffineComponent dir=/tmp/callgrind-ab
-while [ $# -gt 2 ]; do
-    case $1 in
-    --threads) threads=$2; shift 2 ;;
-    --egs) egs=$2; shift 2 ;;
-    --type) type=$2; shift 2 ;;
-    --dir) dir=$2; shift 2 ;;
-    *) echo "$0: unknown option $1" >&2; exit 2 ;;
-    esac
-done
+threads=${THREADS:-1} egs=${EGS:-1024} type=${TYPE:-AffineComponent} dir=${DIR:-/tmp/callgrind-ab}
 [ $# -eq 2 ] || { sed -n '/^# Usage:/,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/lib.sh"
 mkdir -p "$dir"
 
-build() { # rev -> $dir/<name>/bin
-    local rev=$1 out=$dir/$2
+build() { # rev -> $dir/<name>/bin (kept, and reused for the same commit)
+    local rev=$1 out=$dir/$2 commit
+    commit=$(git -C "$top" rev-parse "$rev^{commit}")
+    [ -x "$out/bin/nnet-train" ] && [ "$(cat "$out.commit" 2>/dev/null)" = "$commit" ] && return
     rm -rf "$out" && mkdir -p "$out"
     git -C "$top" archive "$rev" | tar -x -C "$out"
     make -C "$out" -j2 ARCH=x86-64-v3 DNNL=0 bin/nnet-train bin/nnet-init bin/nnet-get-egs \
         >"$out.build.log" 2>&1 || { echo "$0: build of $rev failed: $out.build.log" >&2; exit 1; }
+    echo "$commit" >"$out.commit"
 }
 build "$1" a
 build "$2" b
@@ -45,13 +39,18 @@ export PATH=$dir/a/bin:$PATH
 config "$type" 784 512 512 10 >"$dir/net.config"
 nnet-init --srand=1 "$dir/net.config" "$dir/0.mdl" 2>/dev/null
 
+# REANNOTATE=1: pair the profiles of an earlier run (same settings) again without running them.
 for side in a b; do
-    OPENBLAS_CORETYPE=HASWELL valgrind --tool=callgrind --callgrind-out-file="$dir/$side.out" \
-        "$dir/$side/bin/nnet-train" --minibatch-size=128 --minibatches-per-phase=0 \
-        --max-change=0 --num-threads="$threads" "$dir/0.mdl" "ark:$dir/data.$egs.egs" \
-        "$dir/$side.mdl" 2>"$dir/$side.log"
-    callgrind_annotate --threshold=100 "$dir/$side.out" 2>/dev/null |
-        awk '/^ *[0-9,]+ .*:/ { n = $1; gsub(",", "", n); f = $0; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", f);
+    run=$dir/$side-$type-$threads-$egs
+    if [ -z "${REANNOTATE:-}" ] || [ ! -s "$run.out" ]; then
+        OPENBLAS_CORETYPE=HASWELL valgrind --tool=callgrind --callgrind-out-file="$run.out" \
+            "$dir/$side/bin/nnet-train" --minibatch-size=128 --minibatches-per-phase=0 \
+            --max-change=0 --num-threads="$threads" "$dir/0.mdl" "ark:$dir/data.$egs.egs" \
+            "$run.mdl" 2>"$run.log"
+    fi
+    callgrind_annotate --threshold=100 "$run.out" 2>/dev/null |
+        awk '/file:function/ && !seen { on = seen = 1; getline; next } on && /^---/ { on = 0 }
+             on && /^ *[0-9,]+ .*:/ { n = $1; gsub(",", "", n); f = $0; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", f);
              sub(/ \[[^]]*\]$/, "", f); i = index(f, ":"); file = substr(f, 1, i - 1);
              sub(/.*\//, "", file); c[file ":" substr(f, i + 1)] += n }
              END { for (f in c) print c[f] "\t" f }' \

@@ -157,6 +157,45 @@ static int nccl_setup(struct mpi_ctx *c, int rank, int size) {
         exit(1); \
     } while (0)
 
+/* Rank 0's summary of a successful run. */
+static void log_summary(const struct train_sync_options *o, const struct train_sync_stats *st,
+                        int size, struct nnet *n) {
+    const struct train_stats *t = &st->total;
+    double loop = st->local.seconds > 0 ? st->local.seconds : 1e-9;
+    LOG("Trained on %lld examples (%lld frames, %lld minibatches over %d ranks, %lld steps "
+        "skipped) in %.1f s, %.0f frames/s; accuracy %.4f", t->num_egs, t->num_frames,
+        t->num_minibatches, size, t->num_skipped, t->seconds,
+        t->num_frames / (t->seconds > 0 ? t->seconds : 1), t->correct / t->weight);
+    LOG("Exchanges (rank 0): %lld all-reduces of the %s, %.3f MB of payload per rank, "
+        "%.3f s (%.1f%% of the loop); %.3f s (%.1f%%) in the per-minibatch flag all-reduce",
+        st->num_exchanges,
+        o->mode == TRAIN_SYNC_PARAMS      ? "parameters"
+        : o->mode == TRAIN_SYNC_ELASTIC   ? "elastic differences"
+        : o->mode == TRAIN_SYNC_PARLE     ? "EMAs and anchors"
+        : o->train.gaf_microbatches > 0 ? "gathered microgradients"
+                                         : "steps",
+        st->exchange_bytes / 1e6, st->exchange_seconds, 100 * st->exchange_seconds / loop,
+        st->flag_seconds, 100 * st->flag_seconds / loop);
+    if (o->mode == TRAIN_SYNC_PARLE)
+        LOG("Parle: %lld outer steps; scoping counter t=%lld, gamma %.4g, rho %.4g at the end",
+            t->outer_steps, st->parle_steps, st->parle_gamma, st->parle_rho);
+    if (o->check_sync)
+        LOG("Checked: all %d ranks held bitwise the same parameters after each of the %lld "
+            "exchanges", size, st->num_exchanges);
+    if (o->train.gaf_microbatches > 0)
+        LOG("GAF: %lld steps, %lld skipped (nothing agreed), %lld updates; accept rate %.4f "
+            "(%lld of %lld microbatches after the first of each step)", t->gaf_steps,
+            t->gaf_skipped, t->num_updates,
+            t->gaf_offered ? (double)t->gaf_accepted / t->gaf_offered : 0.0, t->gaf_accepted,
+            t->gaf_offered);
+    nnet_log_max_change_stats(n); /* rank 0's steps */
+    if (st->num_stopped_early)
+        LOG("%lld rank(s) stopped with examples left (the shortest archive ends the pass)",
+            st->num_stopped_early);
+    LOG("[this line is to be parsed by a script:] log-prob-per-frame=%.6f",
+        t->objf / t->weight);
+}
+
 /* A copy of spec with every "JOB" replaced by job. */
 static char *replace_job(const char *spec, int job) {
     char num[16];
@@ -293,42 +332,7 @@ int main(int argc, char **argv) {
     watchdog_arm(ctx.timeout, 1, "rank %d: the end (rank 0 writes the model)", comm.rank);
     MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
     watchdog_disarm();
-    if (ok && comm.rank == 0) {
-        const struct train_stats *t = &st.total;
-        double loop = st.local.seconds > 0 ? st.local.seconds : 1e-9;
-        LOG("Trained on %lld examples (%lld frames, %lld minibatches over %d ranks, %lld steps "
-            "skipped) in %.1f s, %.0f frames/s; accuracy %.4f", t->num_egs, t->num_frames,
-            t->num_minibatches, comm.size, t->num_skipped, t->seconds,
-            t->num_frames / (t->seconds > 0 ? t->seconds : 1), t->correct / t->weight);
-        LOG("Exchanges (rank 0): %lld all-reduces of the %s, %.3f MB of payload per rank, "
-            "%.3f s (%.1f%% of the loop); %.3f s (%.1f%%) in the per-minibatch flag all-reduce",
-            st.num_exchanges,
-            o.mode == TRAIN_SYNC_PARAMS      ? "parameters"
-            : o.mode == TRAIN_SYNC_ELASTIC   ? "elastic differences"
-            : o.mode == TRAIN_SYNC_PARLE     ? "EMAs and anchors"
-            : o.train.gaf_microbatches > 0 ? "gathered microgradients"
-                                             : "steps",
-            st.exchange_bytes / 1e6, st.exchange_seconds, 100 * st.exchange_seconds / loop,
-            st.flag_seconds, 100 * st.flag_seconds / loop);
-        if (o.mode == TRAIN_SYNC_PARLE)
-            LOG("Parle: %lld outer steps; scoping counter t=%lld, gamma %.4g, rho %.4g at the end",
-                t->outer_steps, st.parle_steps, st.parle_gamma, st.parle_rho);
-        if (o.check_sync)
-            LOG("Checked: all %d ranks held bitwise the same parameters after each of the %lld "
-                "exchanges", comm.size, st.num_exchanges);
-        if (o.train.gaf_microbatches > 0)
-            LOG("GAF: %lld steps, %lld skipped (nothing agreed), %lld updates; accept rate %.4f "
-                "(%lld of %lld microbatches after the first of each step)", t->gaf_steps,
-                t->gaf_skipped, t->num_updates,
-                t->gaf_offered ? (double)t->gaf_accepted / t->gaf_offered : 0.0, t->gaf_accepted,
-                t->gaf_offered);
-        nnet_log_max_change_stats(n); /* rank 0's steps */
-        if (st.num_stopped_early)
-            LOG("%lld rank(s) stopped with examples left (the shortest archive ends the pass)",
-                st.num_stopped_early);
-        LOG("[this line is to be parsed by a script:] log-prob-per-frame=%.6f",
-            t->objf / t->weight);
-    }
+    if (ok && comm.rank == 0) log_summary(&o, &st, comm.size, n);
 done:
     nnet_free(n);
     free(egs);

@@ -177,12 +177,14 @@ const struct matrix *matrix_on_default_device(const struct matrix *src, struct m
     return stage(src, staging, matrix_default_device);
 }
 
+/* An empty matrix or vector needs no copy to be read on the host. */
 const struct matrix *matrix_on_host(const struct matrix *src, struct matrix *staging) {
+    if (src->rows == 0 || src->cols == 0) return src;
     return stage(src, staging, MATRIX_CPU);
 }
 
 const struct vector *vector_on_host(const struct vector *src, struct vector *staging) {
-    if (src->device == MATRIX_CPU) return src;
+    if (src->device == MATRIX_CPU || src->dim == 0) return src;
     if (!staging->data || staging->device != MATRIX_CPU || staging->dim != src->dim) {
         vector_release(staging);
         vector_init_on(staging, src->dim, MATRIX_CPU);

@@ -201,7 +201,8 @@ struct vector vector_from_matrix(const struct matrix *m);
  * src where the caller needs it: src itself when it is there already, else a copy in *staging
  * (resized, or allocated from a zeroed struct, where it must be; the caller releases it).
  * matrix_on_default_device: on matrix_default_device (a host minibatch before the network's
- * forward); matrix_on_host, vector_on_host: on the host (a writer's copy of parameters). */
+ * forward); matrix_on_host, vector_on_host: on the host (a writer's copy of parameters; an empty
+ * one is returned as it is, since nothing in it is read). */
 const struct matrix *matrix_on_default_device(const struct matrix *src, struct matrix *staging);
 const struct matrix *matrix_on_host(const struct matrix *src, struct matrix *staging);
 const struct vector *vector_on_host(const struct vector *src, struct vector *staging);
