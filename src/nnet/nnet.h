@@ -18,7 +18,7 @@
  * (FixedAffine, FixedScale, FixedBias) own their own storage. A second block of the same layout,
  * nnet_delta(n), receives the gradient or the step computed by nnet_backward().
  *   Layout per type:  Affine, NaturalGradientAffine: W (output_dim x input_dim, row-major), then b
- *   (output_dim).
+ *   (output_dim). Convolution: its filters (num-filters x filter size, row-major), then b.
  *
  * Chunks. nnet_forward() takes the input as num_chunks equal chunks of rows (one per example, or
  * one per utterance); Splice acts inside each chunk, so a chunk of C rows becomes C - left - right
@@ -51,6 +51,13 @@
  *     Dropout: <Dim> d <DropoutProportion> f
  *     FixedAffine: <LinearParams> FM <BiasParams> FV
  *     FixedScale: <Scales> FV;   FixedBias: <Bias> FV
+ *     Convolution: <LearningRate> f <MaxChange> f, the image geometry (<InputHeight> <InputWidth>
+ *              <InputChannels> <NumFilters> <FilterHeight> <FilterWidth> <StrideHeight>
+ *              <StrideWidth> <PadHeight> <PadWidth>, ints), <Filters> FM <BiasParams> FV
+ *              <UseNaturalGradient> b, then NaturalGradientAffine's <RankIn> .. <MaxChangePerSample>
+ *     MaxPooling: <InputHeight> <InputWidth> <InputChannels> <PoolHeight> <PoolWidth>
+ *              <StrideHeight> <StrideWidth> <PadHeight> <PadWidth> (ints)
+ *   (docs/COMPONENTS.md: images in rows, height x width x channels per row, channel fastest.)
  * <MaxChange> is optional on read (Kaldi files lack it), and so are <IsGradient> F and, in
  * NaturalGradientAffine, <UpdatePeriod> (then 1); Kaldi's name AffineComponentPreconditionedOnline
  * reads as NaturalGradientAffine (written under parnet's name).
@@ -91,6 +98,7 @@ void config_line_release(struct config_line *cl);
 int config_get_int(struct config_line *cl, const char *key, int *out);
 int config_get_float(struct config_line *cl, const char *key, float *out);
 int config_get_string(struct config_line *cl, const char *key, const char **out);
+int config_get_bool(struct config_line *cl, const char *key, int *out); /* true|false|1|0 */
 /* Colon-separated integers ("-4:-3:0:2"); *out is xmalloc'ed. */
 int config_get_int_list(struct config_line *cl, const char *key, int **out, int *num);
 int config_check_unused(const struct config_line *cl);
