@@ -152,6 +152,17 @@ egs_dir=$1
 config=$2
 dir=$3
 set -o pipefail
+. steps/lib/train-checks.sh
+train_check_common
+check_int offline-window "$offline_window" 0
+check_int max-backoffs "$max_backoffs" 0
+check_number_in agreement-threshold "$agreement_threshold" 0 2
+[ -n "$elastic_alpha" ] && check_number_in elastic-alpha "$elastic_alpha" 0 1
+for o in parle_gamma0 parle_rho0 parle_gamma_max parle_rho_max; do
+    check_number_in ${o//_/-} "${!o}" 0 1e6
+done
+check_number_in parle-scoping "$parle_scoping" 0 100
+check_int parle-inner-steps "$parle_inner_steps" 1
 
 # As Kaldi's recipes: the training jobs ask the runner for a GPU each, nnet-train for the device.
 case $use_gpu in
@@ -212,6 +223,9 @@ train_jobs_check_opts
 if [ $offline_window -gt $num_iters ]; then
     echo "$0: --offline-window $offline_window exceeds the $num_iters iterations"; exit 1
 fi
+# One run per directory (a second one would overwrite the first's models): steps/lib/lock.sh.
+. steps/lib/lock.sh
+LOCK_ARGS="$*" dir_lock $dir
 mkdir -p $dir/log
 echo $num_iters > $dir/num_iters
 echo $num_jobs > $dir/num_jobs
@@ -283,6 +297,7 @@ if [ ! -f $dir/log/compute_prob_valid.0.log ] || [ -z "$(valid_objf $dir/log/com
         nnet-compute-prob $dir/0.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
 fi
 initial_objf=$(valid_objf $dir/log/compute_prob_valid.0.log)
+[ -z "$initial_objf" ] && echo "$0: no validation objective in $dir/log/compute_prob_valid.0.log" 1>&2 && exit 1
 echo "$0: validation objective of the initial model: $initial_objf"
 
 if $ramp; then
@@ -325,9 +340,17 @@ while [ $x -lt $num_iters ]; do
         ramp_opts=
         [ $x -eq 0 ] && ramp_opts="--minibatch-size=$(( (minibatch_egs + 1) / 2 )) --max-change=1.41421"
         if $replicas; then
-            # Each job continues its own replica (the centre for the first iteration).
+            # Each job continues its own replica; the centre stands in for them only at iteration 0
+            # (where they start from it). Later a missing replica means iteration x-1 did not
+            # finish (killed between the centre's update and the replicas' pulls): resuming from the
+            # centre would silently train a different model.
             for j in $(seq $nj); do
-                [ -f $dir/$x.$j.rep.mdl ] || cp $dir/$x.mdl $dir/$x.$j.rep.mdl || exit 1
+                [ -f $dir/$x.$j.rep.mdl ] && continue
+                if [ $x -gt 0 ]; then
+                    echo "$0: missing $dir/$x.$j.rep.mdl (job $j's replica): iteration $((x - 1)) did not finish; resume with --stage $((x - 1))" 1>&2
+                    exit 1
+                fi
+                cp $dir/$x.mdl $dir/$x.$j.rep.mdl.tmp && mv $dir/$x.$j.rep.mdl.tmp $dir/$x.$j.rep.mdl || exit 1
             done
             start=$dir/$x.JOB.rep.mdl
         fi
@@ -381,6 +404,9 @@ while [ $x -lt $num_iters ]; do
         $cmd $dir/log/compute_prob_valid.$((x + 1)).log \
             nnet-compute-prob $dir/$((x + 1)).mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
         objf=$(valid_objf $dir/log/compute_prob_valid.$((x + 1)).log)
+        if [ -z "$objf" ]; then
+            echo "$0: no validation objective in $dir/log/compute_prob_valid.$((x + 1)).log" 1>&2; exit 1
+        fi
         if diverged "$objf" "$initial_objf"; then
             lr=$(learning_rate $x)
             if [ $on_divergence = backoff ] && [ $num_backoffs -lt $max_backoffs ]; then

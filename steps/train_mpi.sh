@@ -98,6 +98,13 @@ egs_dir=$1
 config=$2
 dir=$3
 set -o pipefail
+. steps/lib/train-checks.sh
+train_check_common
+check_int average-every "$average_every" 0
+check_int parle-inner-steps "$parle_inner_steps" 1
+check_number_in elastic-alpha "$elastic_alpha" 0 1
+check_number_in weight-decay "$weight_decay" 0 1
+[ -n "$momentum" ] && check_number_in momentum "$momentum" 0 0.999999
 
 case $mode in params|gradients|elastic|parle) ;;
     *) echo "$0: --mode must be params, gradients, elastic or parle" && exit 1;; esac
@@ -117,6 +124,9 @@ command -v nnet-train-mpi >/dev/null || { echo "$0: nnet-train-mpi not found (bu
 . steps/lib/train-common.sh
 train_read_egs_info $egs_dir
 [ $num_iters -lt 1 ] && echo "$0: no iterations (num_epochs=$num_epochs)" && exit 1
+# One run per directory (steps/lib/lock.sh).
+. steps/lib/lock.sh
+LOCK_ARGS="$*" dir_lock $dir
 mkdir -p $dir/log
 echo $num_iters > $dir/num_iters
 echo $num_jobs > $dir/num_jobs
@@ -189,6 +199,14 @@ for x in $(seq 0 $((num_iters - 1))); do
         # JOB in the egs-rspecifier becomes each rank's job number (rank + 1).
         state_opts=
         if $carry_state; then
+            # Each rank's state after iteration x-1 must be there: starting without it would
+            # silently train a different model.
+            for j in $(seq $num_jobs); do
+                if [ $x -gt 0 ] && [ ! -f $dir/state/$x.$j ]; then
+                    echo "$0: missing $dir/state/$x.$j (rank $j's optimiser state): iteration $((x - 1)) did not finish; resume with --stage $((x - 1))" 1>&2
+                    exit 1
+                fi
+            done
             state_opts="--state-out=$dir/state/$((x + 1)).JOB"
             [ $x -gt 0 ] && state_opts="$state_opts --state-in=$dir/state/$x.JOB"
         fi

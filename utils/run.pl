@@ -77,7 +77,7 @@ sub run_job {
     print $fh "# $cmd\n# Started at " . `date` . "#\n";
     close $fh;
     my $start = time();
-    my $ret = system("bash", "-c", "( $cmd ) >>'$log' 2>&1");
+    my $ret = system("bash", "-c", "( $cmd ) >>" . JobQueue::sq($log) . " 2>&1");
     my ($lowbits, $code, $elapsed) = ($ret & 127, $ret >> 8, time() - $start);
     open($fh, ">>", $log) or die "run.pl: cannot append to '$log'\n";
     print $fh "# Accounting: time=$elapsed threads=1\n";

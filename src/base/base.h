@@ -114,6 +114,15 @@ struct option_spec {
 void options_parse(int *argc, char **argv, const char *usage, const struct option_spec *specs,
                    int num_specs);
 /* Print usage and the option table, then exit(2). For a wrong positional count. */
+/* Bounds of numeric options, one row per option (a program's own table): a value outside
+ * [min, max] is one ERROR "--name=value: must be from min to max" and exit 1 -- instead of an
+ * allocation that aborts. Rows naming no option of specs are a programmer's error (ASSERT). */
+struct option_limit {
+    const char *name;
+    double min, max;
+};
+void options_check_limits(const struct option_spec *specs, int num_specs,
+                          const struct option_limit *limits, int num_limits);
 _Noreturn void options_usage_exit(const char *usage, const struct option_spec *specs,
                                   int num_specs);
 /* Parse helpers shared with config-line parsing elsewhere; return 0 or -1 (error_set). */

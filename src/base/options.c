@@ -267,3 +267,19 @@ void options_parse(int *argc, char **argv, const char *usage, const struct optio
     free(orig);
     *argc = out;
 }
+
+void options_check_limits(const struct option_spec *specs, int num_specs,
+                          const struct option_limit *limits, int num_limits) {
+    for (int l = 0; l < num_limits; l++) {
+        const struct option_spec *sp = NULL;
+        for (int i = 0; i < num_specs && !sp; i++)
+            if (!strcmp(specs[i].name, limits[l].name)) sp = &specs[i];
+        ASSERT(sp && (sp->type == OPT_INT || sp->type == OPT_FLOAT || sp->type == OPT_DOUBLE));
+        double v = sp->type == OPT_INT     ? *(const int *)sp->value
+                   : sp->type == OPT_FLOAT ? *(const float *)sp->value
+                                           : *(const double *)sp->value;
+        if (!(v >= limits[l].min && v <= limits[l].max))
+            die("--%s=%.15g: must be from %.15g to %.15g", sp->name, v, limits[l].min,
+                limits[l].max);
+    }
+}

@@ -5,6 +5,7 @@
 #include "base/base.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -17,7 +18,10 @@ enum { TEMPFILE_OPEN = 1, TEMPFILE_PENDING = 2 };
 struct tempfile {
     struct tempfile *next;
     char *path;       /* the temporary */
-    char *final_path; /* where it goes on commit */
+    char *final_path; /* where it goes on commit: symbolic links followed, the directory canonical */
+    char *backup;     /* during tempfile_commit_all: a hard link to the old final file, or NULL */
+    int existed;      /* during tempfile_commit_all: final_path existed before */
+    int renamed;      /* during tempfile_commit_all: renamed onto final_path */
     volatile sig_atomic_t state;
 };
 
@@ -62,6 +66,7 @@ static void unlock(const sigset_t *old) {
 static void tempfile_free(struct tempfile *t) {
     free(t->path);
     free(t->final_path);
+    free(t->backup);
     free(t);
 }
 
@@ -117,18 +122,99 @@ static mode_t file_mode(void) {
     return mode;
 }
 
-struct tempfile *tempfile_create(const char *final_path, int *fd) {
-    size_t n = strlen(final_path);
+/* Where writing `path` really goes: a symbolic link is followed to its target (the link stays, the
+ * target gets the new content, as fopen(path, "w") would), and the directory is made canonical so
+ * that two spellings of one file compare equal. NULL (error_set) on a loop or a missing directory. */
+static char *resolve_output(const char *path) {
+    char *p = xstrdup(path);
+    for (int hops = 0;; hops++) {
+        struct stat st;
+        if (lstat(p, &st) || !S_ISLNK(st.st_mode)) break;
+        if (hops == 40) {
+            error_set("cannot write '%s': too many levels of symbolic links", path);
+            free(p);
+            return NULL;
+        }
+        char target[PATH_MAX];
+        ssize_t n = readlink(p, target, sizeof target - 1);
+        if (n < 0) break;
+        target[n] = '\0';
+        const char *slash = strrchr(p, '/');
+        if (target[0] == '/' || !slash) {
+            free(p);
+            p = xstrdup(target);
+        } else { /* relative to the link's directory */
+            size_t d = (size_t)(slash - p + 1);
+            char *q = xmalloc(d + (size_t)n + 1);
+            memcpy(q, p, d);
+            memcpy(q + d, target, (size_t)n + 1);
+            free(p);
+            p = q;
+        }
+    }
+    const char *slash = strrchr(p, '/');
+    const char *base = slash ? slash + 1 : p;
+    char *dir = slash ? xstrdup(slash == p ? "/" : p) : xstrdup(".");
+    if (slash && slash != p) dir[slash - p] = '\0';
+    char canon[PATH_MAX];
+    if (!realpath(dir, canon)) {
+        error_set("cannot open '%s' for writing: %s", path, strerror(errno));
+        free(dir);
+        free(p);
+        return NULL;
+    }
+    free(dir);
+    size_t c = strlen(canon), b = strlen(base);
+    char *out = xmalloc(c + b + 2);
+    memcpy(out, canon, c);
+    out[c] = '/';
+    memcpy(out + c + 1 - (c == 1), base, b + 1); /* "/" + base: no double slash */
+    free(p);
+    return out;
+}
+
+/* "<dir>/.<name>.XXXXXX", the name shortened so that it and the backup "...~" fit NAME_MAX. */
+static char *temp_name(const char *final_path) {
     const char *slash = strrchr(final_path, '/');
     size_t dir_len = slash ? (size_t)(slash - final_path + 1) : 0;
+    size_t base_len = strlen(final_path + dir_len);
+    size_t max_base = NAME_MAX - 9; /* '.' + name + ".XXXXXX" + '~' */
+    if (base_len > max_base) base_len = max_base;
+    char *path = xmalloc(dir_len + base_len + 16);
+    memcpy(path, final_path, dir_len);
+    path[dir_len] = '.';
+    memcpy(path + dir_len + 1, final_path + dir_len, base_len);
+    strcpy(path + dir_len + 1 + base_len, ".XXXXXX");
+    return path;
+}
+
+struct tempfile *tempfile_create(const char *final_path, int *fd) {
+    char *target = resolve_output(final_path);
+    if (!target) return NULL;
+    struct stat old;
+    int exists = stat(target, &old) == 0 && S_ISREG(old.st_mode);
+    /* Replacing by rename would break hard links: the other names would keep the old content.
+     * Rewriting in place would lose "old content on failure"; so refuse, before any work. */
+    if (exists && old.st_nlink > 1) {
+        error_set("cannot write '%s': it has %lu hard links, and writing a new file and renaming it "
+                  "into place would break them; remove the other links or write another name",
+                  final_path, (unsigned long)old.st_nlink);
+        free(target);
+        return NULL;
+    }
     struct tempfile *t = xcalloc(1, sizeof *t);
-    t->path = xmalloc(n + 16);
-    memcpy(t->path, final_path, dir_len);
-    snprintf(t->path + dir_len, n + 16 - dir_len, ".%s.XXXXXX", final_path + dir_len);
-    t->final_path = xstrdup(final_path);
-    sigset_t old;
-    lock(&old);
+    t->path = temp_name(target);
+    t->final_path = target;
+    sigset_t oldmask;
+    lock(&oldmask);
     install_handlers();
+    for (struct tempfile *u = tempfile_list; u; u = u->next)
+        if (u->state && !strcmp(u->final_path, target)) {
+            unlock(&oldmask);
+            tempfile_free(t);
+            error_set("cannot write '%s': the same file is already an output of this program", final_path);
+            return NULL;
+        }
     *fd = mkstemp(t->path);
     int e = errno;
     if (*fd >= 0) {
@@ -136,13 +222,18 @@ struct tempfile *tempfile_create(const char *final_path, int *fd) {
         t->next = tempfile_list;
         tempfile_list = t;
     }
-    unlock(&old);
+    unlock(&oldmask);
     if (*fd < 0) {
         tempfile_free(t);
         error_set("cannot open '%s' for writing: %s", final_path, strerror(e));
         return NULL;
     }
-    fchmod(*fd, file_mode());
+    if (exists) { /* the new file keeps the old one's mode and, where allowed, its group */
+        fchmod(*fd, old.st_mode & 07777);
+        if (fchown(*fd, (uid_t)-1, old.st_gid)) fchmod(*fd, old.st_mode & 0777);
+    } else {
+        fchmod(*fd, file_mode());
+    }
     return t;
 }
 
@@ -183,6 +274,45 @@ void tempfile_remove(struct tempfile *t) {
     tempfile_free(t);
 }
 
+/* Rename each of the list (creation order) onto its final name, all or none: every temporary is
+ * checked first; an existing final file is kept as a hard link "<temporary>~" until all renames
+ * succeeded, so that when one fails, those already renamed get their old content back (or are
+ * removed if they did not exist before). Where the filesystem refuses the link, that one output
+ * cannot be rolled back. The caller holds the lock. */
+static int commit_list(struct tempfile *list) {
+    int rc = 0;
+    for (struct tempfile *t = list; t && !rc; t = t->next) {
+        struct stat st;
+        if (lstat(t->path, &st))
+            rc = error_set("cannot rename '%s' to '%s': %s", t->path, t->final_path, strerror(errno));
+    }
+    for (struct tempfile *t = list; t && !rc; t = t->next) {
+        struct stat st;
+        size_t n = strlen(t->path);
+        t->backup = xmalloc(n + 2);
+        memcpy(t->backup, t->path, n);
+        memcpy(t->backup + n, "~", 2);
+        t->existed = lstat(t->final_path, &st) == 0;
+        if (!t->existed || link(t->final_path, t->backup)) {
+            free(t->backup);
+            t->backup = NULL;
+        }
+        if (rename(t->path, t->final_path))
+            rc = error_set("cannot rename '%s' to '%s': %s", t->path, t->final_path, strerror(errno));
+        else t->renamed = 1;
+    }
+    for (struct tempfile *t = list; t; t = t->next) {
+        if (rc && t->renamed) {
+            if (t->backup) rename(t->backup, t->final_path);
+            else if (!t->existed) unlink(t->final_path);
+        } else if (t->backup) {
+            unlink(t->backup);
+        }
+        if (!t->renamed) unlink(t->path);
+    }
+    return rc;
+}
+
 int tempfile_commit_all(void) {
     /* With the signals blocked throughout, a SIGTERM arriving now waits for the renames. */
     sigset_t old;
@@ -196,11 +326,9 @@ int tempfile_commit_all(void) {
         t->next = *to;
         *to = t;
     }
-    int rc = 0;
+    int rc = commit_list(rev);
     for (struct tempfile *t = rev, *next; t; t = next) {
         next = t->next;
-        if (rc) unlink(t->path);
-        else if (commit_now(t)) rc = -1;
         tempfile_free(t);
     }
     struct tempfile *list = NULL; /* keep back to newest first */

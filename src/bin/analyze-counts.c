@@ -17,6 +17,8 @@ int main(int argc, char **argv) {
     };
     int ns = sizeof specs / sizeof specs[0];
     options_parse(&argc, argv, usage, specs, ns);
+    static const struct option_limit limits[] = {{"counts-dim", 0, 1 << 24}};
+    options_check_limits(specs, ns, limits, 1);
     if (argc != 3) options_usage_exit(usage, specs, ns);
     struct table_reader r;
     if (table_reader_open(&r, argv[1], &holder_int32_vector)) die("%s", error_get());

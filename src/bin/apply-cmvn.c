@@ -48,6 +48,7 @@ int main(int argc, char **argv) {
     int rc;
     while ((rc = table_reader_next(&feats, &m)) > 0) {
         const char *utt = table_reader_key(&feats);
+        if (io_check_finite(&m)) die("'%s': key '%s': %s", feats_in, utt, error_get());
         if (!global) {
             const char *key = *utt2spk ? token_map_find(&spk, utt) : utt;
             int got = key ? table_reader_lookup(&stats_table, key, &stats) : 0;

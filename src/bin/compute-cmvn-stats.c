@@ -50,6 +50,7 @@ int main(int argc, char **argv) {
                     num_err++;
                     continue;
                 }
+                if (io_check_finite(&m)) die("'%s': key '%s': %s", feats_in, utts.v[i], error_get());
                 if (stats.rows && stats.cols != m.cols + 1) {
                     WARN("utterance %s: dimension %d differs from %d", utts.v[i], m.cols,
                          stats.cols - 1);
@@ -76,6 +77,7 @@ int main(int argc, char **argv) {
         }
         LOG("Done accumulating CMVN stats for %lld speakers; %lld utterances processed, %lld "
             "with errors.", num_spk, num_done, num_err);
+        if (!num_done) die("no utterance of '%s' has features in '%s'", spk2utt, feats_in);
     } else {
         while ((rc = table_reader_next(&feats, &m)) > 0) {
             const char *utt = table_reader_key(&feats);
@@ -84,6 +86,7 @@ int main(int argc, char **argv) {
                 num_err++;
                 continue;
             }
+            if (io_check_finite(&m)) die("'%s': key '%s': %s", feats_in, utt, error_get());
             if (!global) feat_dmatrix_release(&stats);
             if (stats.rows && stats.cols != m.cols + 1)
                 die("utterance %s: feature dimension %d differs from %d", utt, m.cols,

@@ -61,6 +61,8 @@ int main(int argc, char **argv) {
     int rc;
     while ((rc = table_reader_next(&r, &ll)) == 1) {
         const char *key = table_reader_key(&r);
+        /* A NaN or Inf log-likelihood would silently drop or invent words: refuse (docs/RELIABILITY.md). */
+        if (io_check_finite(&ll)) die("'%s': key '%s': %s", argv[2], key, error_get());
         if (decoder_decode(d, &ll, &res)) {
             WARN("'%s': key '%s': %s; no output", argv[2], key, error_get());
             continue;
@@ -98,5 +100,6 @@ int main(int argc, char **argv) {
     matrix_release(&ll);
     decoder_free(d);
     decode_graph_free(g);
-    return num_done ? 0 : 1;
+    if (!num_done) die("decoded no utterances from '%s'", argv[2]);
+    return 0;
 }

@@ -39,6 +39,8 @@ int main(int argc, char **argv) {
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc < 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
+    static const struct option_limit limits[] = {{"minibatch-size", 1, 1 << 20}};
+    options_check_limits(specs, sizeof specs / sizeof specs[0], limits, 1);
     if (o.minibatch_size < 1) die("--minibatch-size=%d: must be at least 1", o.minibatch_size);
     if (o.max_examples < 1) die("--max-examples=%d: must be at least 1", o.max_examples);
     if (o.num_iters < 0) die("--num-iters=%d: must not be negative", o.num_iters);

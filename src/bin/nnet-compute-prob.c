@@ -18,6 +18,8 @@ int main(int argc, char **argv) {
     };
     options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
     if (argc != 3) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
+    static const struct option_limit limits[] = {{"minibatch-size", 1, 1 << 20}};
+    options_check_limits(specs, sizeof specs / sizeof specs[0], limits, 1);
     if (minibatch_size < 1) die("--minibatch-size must be at least 1");
     if (matrix_cli_apply(&mc)) die("%s", error_get());
 

@@ -64,5 +64,6 @@ int main(int argc, char **argv) {
         LOG("skipped %lld examples whose frame %s is absent or padding", st.num_skipped, frame_opt);
     LOG("Read %lld neural-network training examples, wrote %lld", st.num_read, st.num_written);
     if (st.num_read == 0) die("no examples in '%s'", argv[1]);
-    return st.num_written == 0 ? 1 : 0;
+    if (st.num_written == 0) die("wrote no examples from '%s' (--keep-proportion=%g)", argv[1], keep);
+    return 0;
 }

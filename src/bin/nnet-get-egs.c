@@ -36,6 +36,9 @@ int main(int argc, char **argv) {
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
     options_parse(&argc, argv, usage, specs, nspecs);
     if (argc != 4) options_usage_exit(usage, specs, nspecs);
+    static const struct option_limit limits[] = {
+        {"num-frames", 1, 10000}, {"left-context", 0, 1000}, {"right-context", 0, 1000}};
+    options_check_limits(specs, nspecs, limits, 3);
     if (opts.left_context < 0) die("--left-context=%d: must not be negative", opts.left_context);
     if (opts.right_context < 0)
         die("--right-context=%d: must not be negative", opts.right_context);

@@ -29,6 +29,8 @@ int main(int argc, char **argv) {
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
     options_parse(&argc, argv, usage, specs, nspecs);
     if (argc != 3) options_usage_exit(usage, specs, nspecs);
+    static const struct option_limit limits[] = {{"buffer-size", 0, 1 << 20}};
+    options_check_limits(specs, nspecs, limits, 1);
     if (buffer_size < 0) die("--buffer-size must be >= 0");
     if (balanced < 0 || group < 1) die("--class-balanced must be >= 0, --class-balanced-group >= 1");
     if (balanced > 0 && buffer_size > 0) die("--class-balanced reads everything: no --buffer-size");
@@ -38,7 +40,8 @@ int main(int argc, char **argv) {
             die("%s", error_get());
         LOG("Wrote %lld class-balanced examples (%d per class per block, %d blocks per group) "
             "drawn from %lld", bs.num_written, balanced, group, bs.num_read);
-        return bs.num_written == 0 ? 1 : 0;
+        if (bs.num_written == 0) die("wrote no examples from '%s'", argv[1]);
+        return 0;
     }
 
     struct egs_stats st;

@@ -20,7 +20,9 @@ int main(int argc, char **argv) {
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
     options_parse(&argc, argv, usage, specs, nspecs);
     if (argc != 3) options_usage_exit(usage, specs, nspecs);
-    if (n < 0) die("--n must be >= 0");
+    /* --n=0 would write an empty archive: "processed nothing" is an error (docs/STYLE.md §9). */
+    static const struct option_limit limits[] = {{"n", 1, 1 << 26}};
+    options_check_limits(specs, nspecs, limits, 1);
 
     struct egs_stats st;
     int rc = egs_subset(argv[1], argv[2], n, (uint64_t)(int64_t)srand, randomize, &st);

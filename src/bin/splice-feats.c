@@ -26,6 +26,8 @@ int main(int argc, char **argv) {
     long long num_done = 0;
     int rc;
     while ((rc = table_reader_next(&reader, &in)) > 0) {
+        if (io_check_finite(&in))
+            die("'%s': key '%s': %s", argv[1], table_reader_key(&reader), error_get());
         feat_splice(&in, left, right, &out);
         if (table_writer_write(&writer, table_reader_key(&reader), &out)) {
             table_writer_abort(&writer);

@@ -8,6 +8,8 @@
 #include "egs/egs.h"
 #include "egs/egs-internal.h"
 
+#include <limits.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -253,11 +255,24 @@ int egs_reader_close(struct egs_reader *r) {
 const char *egs_reader_key(const struct egs_reader *r) { return table_reader_key(&r->table); }
 
 /* Make mb's storage hold rows x dim (grow-only in rows). */
-static void reserve(struct egs_minibatch *mb, int rows, int dim) {
-    if (mb->storage.cols != dim || mb->storage.rows < rows) {
-        matrix_release(&mb->storage);
-        matrix_init_on(&mb->storage, rows, dim, MATRIX_CPU);
+/* Storage for at least `rows` rows of `dim`, keeping the first `keep` rows. It grows by doubling
+ * as examples arrive, so that a minibatch size far above what the data holds (--minibatch-size
+ * 10^6) costs only the examples actually read, not minibatch x dim up front. */
+static void reserve(struct egs_minibatch *mb, long rows, int dim, int keep) {
+    if (mb->storage.cols == dim && mb->storage.rows >= rows) return;
+    long cap = mb->storage.cols == dim ? 2L * mb->storage.rows : 0;
+    if (cap < rows) cap = rows;
+    if (cap < 64) cap = 64;
+    if (cap > INT_MAX) cap = rows;
+    ASSERT(cap <= INT_MAX);
+    struct matrix grown;
+    matrix_init_on(&grown, (int)cap, dim, MATRIX_CPU);
+    if (keep > 0) {
+        struct matrix dst = matrix_rows(&grown, 0, keep), src = matrix_rows(&mb->storage, 0, keep);
+        matrix_copy(&dst, &src);
     }
+    matrix_release(&mb->storage);
+    mb->storage = grown;
 }
 
 static void add_labels(struct egs_minibatch *mb, int k, int frames, const int *start,
@@ -282,7 +297,7 @@ static void add_labels(struct egs_minibatch *mb, int k, int frames, const int *s
 
 /* Example k (a struct example) into mb: k == 0 sets the minibatch's shape. Checks as
  * egs_minibatch_build. */
-static int place_example(struct egs_reader *r, struct egs_minibatch *mb, int k, int max_egs,
+static int place_example(struct egs_reader *r, struct egs_minibatch *mb, int k,
                          const struct example *eg, int left, int right) {
     int trim = left >= 0;
     if (k == 0) {
@@ -291,7 +306,6 @@ static int place_example(struct egs_reader *r, struct egs_minibatch *mb, int k, 
         mb->frames_per_eg = eg->num_frames;
         mb->input_dim = example_input_dim(eg);
         mb->rows_per_eg = mb->left_context + eg->num_frames + mb->right_context;
-        reserve(mb, max_egs * mb->rows_per_eg, mb->input_dim);
         r->shape = (struct eg_shape){1, eg->rows, eg->cols, eg->num_frames, eg->left_context,
                                      eg->spk_dim};
     }
@@ -310,6 +324,7 @@ static int place_example(struct egs_reader *r, struct egs_minibatch *mb, int k, 
                          "(%d, %d)",
                          k, eg->left_context, example_right_context(eg), mb->left_context,
                          mb->right_context);
+    reserve(mb, (long)(k + 1) * mb->rows_per_eg, mb->input_dim, k * mb->rows_per_eg);
     struct matrix dst = matrix_rows(&mb->storage, k * mb->rows_per_eg, mb->rows_per_eg);
     if (example_input_decode_rows(eg, eg->left_context - mb->left_context, mb->rows_per_eg, &dst))
         return error_wrap("example %d of the minibatch: ", k);
@@ -383,7 +398,7 @@ int egs_reader_read(struct egs_reader *r, struct egs_minibatch *mb, int max_egs,
                 mb->rows_per_eg = sh->rows;
             }
             add_labels(mb, k, sink.num_frames, r->start, r->index, r->weight);
-        } else if ((rc = place_example(r, mb, k, max_egs, &sink.eg, left, right)) < 0) {
+        } else if ((rc = place_example(r, mb, k, &sink.eg, left, right)) < 0) {
             break;
         }
         k++;

@@ -683,7 +683,9 @@ int egs_subset(const char *in_rspec, const char *out_wspec, int n, uint64_t sran
     if (open_pair(&r, in_rspec, &w, out_wspec)) return -1;
     struct rng g;
     rng_seed(&g, srand);
-    struct item *items = xcalloc(n ? (size_t)n : 1, sizeof *items);
+    /* The reservoir grows as examples arrive: --n far above the archive's size costs nothing. */
+    int cap = n < 1024 ? (n ? n : 1) : 1024;
+    struct item *items = xcalloc((size_t)cap, sizeof *items);
     struct example eg;
     example_init(&eg);
     int rc = 0, got, kept = 0;
@@ -691,6 +693,12 @@ int egs_subset(const char *in_rspec, const char *out_wspec, int n, uint64_t sran
     while ((got = table_reader_next(&r, &eg)) == 1) {
         st->num_read++;
         if (kept < n) {
+            if (kept == cap) {
+                int grown = cap > n / 2 ? n : 2 * cap;
+                items = xrealloc(items, (size_t)grown * sizeof *items);
+                memset(items + cap, 0, (size_t)(grown - cap) * sizeof *items);
+                cap = grown;
+            }
             item_take(&items[kept++], &r, &eg);
         } else if (st->num_read <= UINT32_MAX) {
             uint32_t j = rng_below(&g, (uint32_t)st->num_read);

@@ -129,7 +129,8 @@ int feat_opts_check(const struct feat_opts *o) {
     if (window_code(o->window_type) < 0)
         return error_set("invalid --window-type '%s' (hamming, hanning, povey, rectangular, "
                          "sine, blackman)", o->window_type);
-    if (o->num_bins < 3) return error_set("--num-mel-bins must be >= 3");
+    if (o->num_bins < 3 || o->num_bins > 1024)
+        return error_set("--num-mel-bins=%d: must be from 3 to 1024", o->num_bins);
     double nyquist = 0.5 * o->samp_freq;
     double high = o->high_freq > 0 ? o->high_freq : nyquist + o->high_freq;
     if (o->low_freq < 0 || o->low_freq >= nyquist || high <= 0 || high > nyquist ||

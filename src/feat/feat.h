@@ -83,7 +83,11 @@ struct feat_wave {
     float samp_freq;
 };
 /* Read one WAVE file from the stream's current position. *w must be zeroed or hold a previous
- * wave (released first). 0, or -1 (error_set). */
+ * wave (released first). 0, or -1 (error_set). A standalone file may give a streamed 'data'
+ * size (0, 0xFFFFFFFF, just under 2^31: read to the end); a WAVE object in an archive
+ * (holder_wave) must give its exact size: a streamed, odd (not a whole sample) or too large
+ * size, or one the RIFF size does not cover, is an error, since reading on would swallow the
+ * next utterances. */
 int feat_wave_read(struct kin *in, struct feat_wave *w);
 void feat_wave_release(struct feat_wave *w);
 /* Write 16-bit PCM WAVE (values rounded and clipped to int16). For tests and tools. */

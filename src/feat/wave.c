@@ -57,7 +57,11 @@ static unsigned char *read_upto(struct kin *in, uint64_t n, size_t *got) {
     return buf;
 }
 
-int feat_wave_read(struct kin *in, struct feat_wave *w) {
+/* in_archive: the WAVE object is one entry of an archive, followed by the next key. Its sizes
+ * must then be exact -- a streamed size (0 or 0xFFFFFFFF: "to the end") or one larger than the
+ * RIFF object would swallow the following utterances, and an odd one would take the first byte
+ * of the next key -- so each of these is an error; a standalone file keeps the tolerant reading. */
+static int wave_read(struct kin *in, struct feat_wave *w, int in_archive) {
     feat_wave_release(w);
     unsigned char h[12];
     size_t avail;
@@ -67,6 +71,8 @@ int feat_wave_read(struct kin *in, struct feat_wave *w) {
         return kin_error(in, "not a RIFF/WAVE file (no 'RIFF' tag)");
     if (kin_read(in, h, 12, "WAVE header")) return kin_error(in, "truncated WAVE header");
     if (memcmp(h + 8, "WAVE", 4)) return kin_error(in, "not a RIFF/WAVE file (no 'WAVE' tag)");
+    uint32_t riff_size = le32(h + 4);
+    uint64_t consumed = 4; /* bytes of the RIFF object read so far ("WAVE") */
     int have_fmt = 0;
     unsigned channels = 0, bits = 0, block_align = 0;
     uint32_t rate = 0, data_size = 0;
@@ -76,6 +82,7 @@ int feat_wave_read(struct kin *in, struct feat_wave *w) {
             return kin_error(in, have_fmt ? "truncated WAVE header (no 'data' chunk)"
                                           : "truncated WAVE header (no 'fmt ' chunk)");
         uint32_t size = le32(ch + 4);
+        consumed += 8;
         if (!memcmp(ch, "fmt ", 4)) {
             if (size < 16) return kin_error(in, "'fmt ' chunk too short (%u bytes)", size);
             if (size > 1024) return kin_error(in, "'fmt ' chunk too long (%u bytes)", size);
@@ -103,6 +110,7 @@ int feat_wave_read(struct kin *in, struct feat_wave *w) {
                 return kin_error(in, "WAVE block align %u does not match %u channels of 16 bits",
                                  block_align, channels);
             have_fmt = 1;
+            consumed += size + (size & 1u);
         } else if (!memcmp(ch, "data", 4)) {
             if (!have_fmt) return kin_error(in, "'data' chunk before the 'fmt ' chunk");
             data_size = size;
@@ -111,15 +119,34 @@ int feat_wave_read(struct kin *in, struct feat_wave *w) {
             return kin_error(in, "truncated WAVE header (in a '%c%c%c%c' chunk)",
                              isprint(ch[0]) ? ch[0] : '?', isprint(ch[1]) ? ch[1] : '?',
                              isprint(ch[2]) ? ch[2] : '?', isprint(ch[3]) ? ch[3] : '?');
+        } else {
+            consumed += (uint64_t)size + (size & 1u);
         }
+    }
+    if (in_archive) {
+        if (data_size == 0 || data_size == 0xFFFFFFFFu)
+            return kin_error(in, "'data' chunk size %u in an archive (a streamed size: the "
+                             "object's end is unknown)", data_size);
+        if (data_size % block_align)
+            return kin_error(in, "'data' chunk size %u is not a multiple of the block size %u",
+                             data_size, block_align);
+        if (consumed + data_size > riff_size)
+            return kin_error(in, "'data' chunk size %u is larger than the RIFF object (%llu bytes "
+                             "left of %u)", data_size,
+                             (unsigned long long)(consumed > riff_size ? 0 : riff_size - consumed),
+                             riff_size);
     }
     /* A streamed WAVE whose writer did not know the length says 0, 0xFFFFFFFF, or (sox writing
      * to a pipe) just under 2^31: read to the end of the stream. */
-    int to_end = data_size == 0 || data_size >= 0x7FFF0000u;
+    int to_end = !in_archive && (data_size == 0 || data_size >= 0x7FFF0000u);
     size_t got;
     unsigned char *raw = read_upto(in, to_end ? 0 : data_size, &got);
     if (!raw) return -1;
     size_t frames = got / block_align;
+    if (in_archive && got < data_size) {
+        free(raw);
+        return kin_error(in, "truncated: the 'data' chunk says %u bytes, %zu read", data_size, got);
+    }
     if (!to_end && got < data_size)
         WARN("'%s': expected %u bytes of audio, read only %zu: truncated file?", in->name,
              data_size, got);
@@ -185,7 +212,9 @@ int feat_wave_write(struct kout *out, const struct feat_wave *w) {
     return n ? kout_write(out, buf, n) : 0;
 }
 
-static int wave_hread(struct kin *in, void *obj) { return feat_wave_read(in, obj); }
+int feat_wave_read(struct kin *in, struct feat_wave *w) { return wave_read(in, w, 0); }
+
+static int wave_hread(struct kin *in, void *obj) { return wave_read(in, obj, 1); }
 static int wave_hwrite(struct kout *out, int binary, const void *obj) {
     (void)binary;
     return feat_wave_write(out, obj);

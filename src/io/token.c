@@ -63,8 +63,9 @@ static int token_read(struct kin *in, void *obj) {
     struct token_vec v = {0};
     if (read_line_tokens(in, &v)) return -1;
     if (v.n != 1) {
+        int n = v.n; /* token_vec_release zeroes it */
         token_vec_release(&v);
-        return kin_error(in, "expected one token on the line, got %d", v.n);
+        return kin_error(in, "expected one token on the line, got %d", n);
     }
     *s = v.v[0];
     free(v.v);

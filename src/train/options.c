@@ -107,8 +107,8 @@ int train_cli_register(struct train_cli *c, struct train_options *o, int groups,
 
 int train_cli_check(struct train_cli *c) {
     struct train_options *o = c->o;
-    if ((c->groups & TRAIN_CLI_COMMON) && o->minibatch_size < 1)
-        return error_set("--minibatch-size must be at least 1");
+    if ((c->groups & TRAIN_CLI_COMMON) && (o->minibatch_size < 1 || o->minibatch_size > (1 << 20)))
+        return error_set("--minibatch-size=%d: must be from 1 to %d", o->minibatch_size, 1 << 20);
     if (c->groups & TRAIN_CLI_GAF) {
         if (o->gaf_microbatches < 0 || !(o->gaf_threshold >= 0))
             return error_set("--gaf-microbatches and --gaf-threshold must not be negative");

@@ -1,6 +1,7 @@
 /* libFuzzer target: arbitrary bytes as a WAVE file (feat_wave_read), then, when it reads, features
- * of its first channel at its own sample rate (framing, FFT, mel banks); the same bytes also as a
- * table entry of training targets (Posterior or int32 vector, holder_targets). */
+ * of its first channel at its own sample rate (framing, FFT, mel banks); the same bytes as a WAVE
+ * object of an archive (holder_wave, exact sizes); and as a table entry of training targets
+ * (Posterior or int32 vector, holder_targets). */
 #include "feat/feat.h"
 
 #include <stdlib.h>
@@ -37,6 +38,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 feat_computer_free(c);
             }
         }
+    }
+    feat_wave_release(&w);
+    kin_close(&in);
+    fclose(f);
+
+    /* The same bytes as a WAVE object inside an archive (holder_wave: exact sizes required, a
+     * streamed, odd or too large 'data' size is an error). */
+    f = fmemopen((void *)data, size ? size : 1, "rb");
+    kin_wrap(&in, f, "mem.ark", (int64_t)size);
+    if (!size) in.eof = 1;
+    if (holder_wave.read(&in, &w) == 0) {
+        if (w.num_channels < 1 || w.num_samples < 1 || !w.data) abort();
     }
     feat_wave_release(&w);
     kin_close(&in);

@@ -72,3 +72,9 @@ expect_err "names the problem" "lacks 'JOB'"
 expect_status "bad range" 1 $run JOB=3:2 log/x.JOB.log true
 expect_status "unknown option" 1 $run --no-such-option 1 log/x.log true
 expect_status "queue options are accepted" 0 $run --mem 2G --num-threads 2 -V JOB=1:1 log/o.JOB.log true
+
+# Issue 29: an argument holding both ' and ", and a log name with ', reach bash correctly.
+expect_status "both quotes in an argument" 0 run.pl q.log echo "it's \"quoted\""
+expect_eq "the argument as given" "$(grep -v '^#' q.log)" "it's \"quoted\""
+expect_status "a log name with '" 0 run.pl JOB=1:2 "it's.JOB.log" echo "a'b\"JOB"
+expect_eq "the log with ' written" "$(grep -v '^#' "it's.2.log")" "a'b\"2"

@@ -5,32 +5,8 @@
 ln -s $PARNET_TOP/steps steps
 ln -s $PARNET_TOP/utils utils
 
-python3 - <<'PY'
-import os, random
-random.seed(5)
-means = [[random.gauss(0, 1.5) for _ in range(8)] for _ in range(3)]
-def write(d, n):
-    os.makedirs(d, exist_ok=True)
-    with open(d + "/feats.txt", "w") as f, open(d + "/labels.txt", "w") as l:
-        for i in range(n):
-            c = i % 3
-            f.write(f"u{i:04d}  [\n  " + " ".join(f"{m + random.gauss(0, 1):.5f}" for m in means[c]) + " ]\n")
-            l.write(f"u{i:04d} {c}\n")
-write("data/train", 800)
-write("data/valid", 150)
-PY
-for d in train valid; do
-    copy-feats ark,t:data/$d/feats.txt ark,scp:$PWD/data/$d/feats.ark,data/$d/feats.scp 2>/dev/null
-    copy-int-vector ark,t:data/$d/labels.txt ark,scp:$PWD/data/$d/labels.ark,data/$d/labels.scp 2>/dev/null
-done
-steps/get_egs.sh --num-jobs 2 --samples-per-iter 200 --valid-data-dir data/valid --num-utts-subset 100 \
-    data/train egs >egs.log 2>&1 || { fail "get_egs.sh"; tail -n 5 egs.log; exit 1; }
-cat > nnet.config <<'CFG'
-AffineComponent input-dim=8 output-dim=16 learning-rate=0.01
-RectifiedLinearComponent dim=16
-AffineComponent input-dim=16 output-dim=3 learning-rate=0.01 param-stddev=0 bias-stddev=0
-SoftmaxComponent dim=3
-CFG
+. "$PARNET_TOP/tests/prog/gauss3-task.sh"
+gauss3_task 5 1.5 || { fail "get_egs.sh"; tail -n 5 egs.log; exit 1; }
 opts="--num-epochs 2 --minibatch-size 16 --initial-learning-rate 0.003 --final-learning-rate 0.001 --cleanup false"
 valid_acc() { grep -o 'accuracy is [0-9.]*' $1/log/compute_prob_valid.final.log | awk '{print $3}'; }
 check_acc() {
@@ -66,3 +42,37 @@ expect_status "hwa.sh missing model" 1 steps/hwa.sh --window 9 hwa x.mdl
 expect_status "twa combine" 0 steps/train.sh $opts --stage 4 --combine-method twa egs nnet.config hwa
 grep -q 'TWA: 4 models span 4 dimensions' hwa/log/combine.log && pass "TWA over the last models" || fail "no TWA in combine.log"
 expect_status "bad averaging" 1 steps/train.sh $opts --averaging mean egs nnet.config bad
+
+# Issue 29. Resuming elastic or parle: the centre stands in for the replicas only at iteration 0;
+# a later iteration whose replicas are missing (the previous one did not finish) is an error
+# naming the stage to resume from, never a silently different model.
+for m in elastic parle; do
+    cp $m/final.mdl $m.final.mdl
+    expect_status "$m: --stage 3 without 3.*.rep.mdl" 1 steps/train.sh $opts --averaging $m --combine false --stage 3 egs nnet.config $m
+    expect_err "$m: the missing replica and the stage named" "missing $m/3\.1\.rep\.mdl \(job 1's replica\): iteration 2 did not finish; resume with --stage 2"
+    expect_same "$m: final.mdl untouched" $m.final.mdl $m/final.mdl
+done
+# One run per directory: a live run's lock (here a sleeping process standing in for it) stops a
+# second run before it writes anything, naming the other run; a dead run's lock is taken over.
+sleep 60 & holder=$!
+mkdir hwa/.lock
+printf '%s %s %s %s\nsteps/train.sh other run\n' $(hostname) $holder "$(sed 's/^.*) //' /proc/$holder/stat | awk '{print $20}')" 2026-01-01T00:00:00Z >hwa/.lock/owner
+cp hwa/final.mdl hwa.final.mdl
+expect_status "a second run on a locked directory" 1 steps/train.sh $opts --stage 4 egs nnet.config hwa
+expect_err "the other run named" "hwa is in use by another run \(host $(hostname), pid $holder, started 2026-01-01T00:00:00Z: steps/train.sh other run\)"
+expect_same "the locked directory's final.mdl untouched" hwa.final.mdl hwa/final.mdl
+kill $holder; wait $holder 2>/dev/null
+expect_status "a dead run's lock is taken over" 0 steps/train.sh $opts --stage 5 egs nnet.config hwa
+expect_err "taking over named" "taking over the stale lock hwa/\.lock of pid $holder"
+[ ! -e hwa/.lock ] && pass "the lock is released at the end" || fail "hwa/.lock left behind"
+# Option values are checked before any job runs.
+for lr in nan 0 -1 inf ''; do
+    expect_status "--initial-learning-rate '$lr'" 1 steps/train.sh $opts --initial-learning-rate "$lr" egs nnet.config badlr
+    expect_err "--initial-learning-rate '$lr' named" "\-\-initial-learning-rate '$lr': must be a positive finite number"
+done
+[ ! -e badlr/log ] && pass "a bad option runs no job" || fail "badlr/log exists"
+# Kill -9 at a random point of an elastic run and resume: the same final.mdl (the 20-kill campaign
+# for every method is tests/reliability/kill-resume.sh, run by hand; docs/RELIABILITY.md).
+$PARNET_TOP/tests/reliability/kill-resume.sh --kills 1 --seed 3 --work $PWD elastic >kr.log 2>&1  # reuses egs/
+grep -q 'SUMMARY elastic: 1 of 1 identical' kr.log && pass "kill -9 and resume: $(grep '^elastic kill' kr.log)" \
+    || { fail "kill -9 and resume"; cat kr.log; }

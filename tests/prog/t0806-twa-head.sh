@@ -5,32 +5,8 @@
 ln -s $PARNET_TOP/steps steps
 ln -s $PARNET_TOP/utils utils
 
-python3 - <<'PY'
-import os, random
-random.seed(6)
-means = [[random.gauss(0, 1.2) for _ in range(8)] for _ in range(3)]
-def write(d, n):
-    os.makedirs(d, exist_ok=True)
-    with open(d + "/feats.txt", "w") as f, open(d + "/labels.txt", "w") as l:
-        for i in range(n):
-            c = i % 3
-            f.write(f"u{i:04d}  [\n  " + " ".join(f"{m + random.gauss(0, 1):.5f}" for m in means[c]) + " ]\n")
-            l.write(f"u{i:04d} {c}\n")
-write("data/train", 800)
-write("data/valid", 150)
-PY
-for d in train valid; do
-    copy-feats ark,t:data/$d/feats.txt ark,scp:$PWD/data/$d/feats.ark,data/$d/feats.scp 2>/dev/null
-    copy-int-vector ark,t:data/$d/labels.txt ark,scp:$PWD/data/$d/labels.ark,data/$d/labels.scp 2>/dev/null
-done
-steps/get_egs.sh --num-jobs 2 --samples-per-iter 200 --valid-data-dir data/valid --num-utts-subset 100 \
-    data/train egs >egs.log 2>&1 || { fail "get_egs.sh"; tail -n 5 egs.log; exit 1; }
-cat > nnet.config <<'CFG'
-AffineComponent input-dim=8 output-dim=16 learning-rate=0.01
-RectifiedLinearComponent dim=16
-AffineComponent input-dim=16 output-dim=3 learning-rate=0.01 param-stddev=0 bias-stddev=0
-SoftmaxComponent dim=3
-CFG
+. "$PARNET_TOP/tests/prog/gauss3-task.sh"
+gauss3_task 6 1.2 || { fail "get_egs.sh"; tail -n 5 egs.log; exit 1; }
 expect_status "train.sh, models kept" 0 steps/train.sh --num-epochs 2 --minibatch-size 16 \
     --initial-learning-rate 0.003 --final-learning-rate 0.001 --cleanup false egs nnet.config exp
 expect_eq "4 iterations" "$(cat exp/num_iters)" 4

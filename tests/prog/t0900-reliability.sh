@@ -135,11 +135,11 @@ expect_same "NaN: old outputs untouched" keep out.mdl
 
 # Option errors name the option and value.
 expect_status "--num-frames=0" 1 nnet-get-egs --num-frames=0 ark:f.ark ark,t:ali.txt ark:out.ark
-expect_err "--num-frames named" "\-\-num-frames=0: must be at least 1"
+expect_err "--num-frames named" "\-\-num-frames=0: must be from 1 to 10000"
 expect_status "--left-context=-3" 1 nnet-get-egs --left-context=-3 ark:f.ark ark,t:ali.txt ark:out.ark
-expect_err "--left-context named" "\-\-left-context=-3: must not be negative"
+expect_err "--left-context named" "\-\-left-context=-3: must be from 0 to 1000"
 expect_status "nnet-combine --minibatch-size=0" 1 nnet-combine --minibatch-size=0 m2.mdl m2.mdl ark:egs.ark out.mdl
-expect_err "--minibatch-size named" "\-\-minibatch-size=0: must be at least 1"
+expect_err "--minibatch-size named" "\-\-minibatch-size=0: must be from 1 to 1048576"
 
 # Structure differences are named: which component, which dimension, which files.
 expect_status "nnet-average different structure" 1 nnet-average m2.mdl m2b.mdl out.mdl
@@ -152,3 +152,46 @@ no_temps "all"
 # Disk full: the write error is reported (here at the final flush) and the status is 1.
 expect_status "disk full" 1 copy-feats ark:f.ark ark:/dev/full
 expect_err "disk full named" "cannot write 'ark:/dev/full': write error on '/dev/full': No space left on device"
+
+# Issue 29, output path kinds. A symbolic link is written through (the link stays, its target gets
+# the new content); an existing file keeps its mode; a hard-linked file is refused (a rename
+# would break the link) and keeps its content; one file given twice as an output is an error;
+# a 254-byte name works (the temporary's name is shortened to fit NAME_MAX).
+echo old >target.ark; chmod 640 target.ark; ln -s target.ark link.ark
+expect_status "write through a symlink" 0 copy-feats ark:f.ark ark:link.ark
+[ -L link.ark ] && pass "the symlink stays a symlink" || fail "link.ark replaced by a regular file"
+expect_same "the symlink's target has the new content" f.ark target.ark
+expect_eq "the target keeps its mode" "$(stat -c %a target.ark)" 640
+echo old >hard.ark; ln hard.ark hard2.ark
+expect_status "a hard-linked output" 1 copy-feats ark:f.ark ark:hard.ark
+expect_err "hard links named" "cannot write 'hard.ark': it has 2 hard links"
+expect_eq "hard-linked file untouched" "$(cat hard2.ark)" old
+expect_status "ark,scp:x,x" 1 copy-feats ark:f.ark ark,scp:x,x
+expect_err "same file twice named" "cannot write 'x': the same file is already an output"
+[ ! -e x ] && pass "ark,scp:x,x writes nothing" || fail "ark,scp:x,x left x"
+egs_two() { nnet-get-egs ark:f.ark ark,t:ali.txt ark:two.egs 2>/dev/null; nnet-copy-egs ark:two.egs ark:o.egs ark:./o.egs; }
+expect_status "nnet-copy-egs with one output twice" 1 egs_two
+expect_err "two spellings of one output" "the same file is already an output"
+long=$(printf 'n%.0s' $(seq 254))
+expect_status "a 254-byte file name" 0 copy-feats ark:f.ark ark:$long
+expect_same "the long name has the output" f.ark $long
+rm -f $long
+# A failed rename at exit undoes the renames made before it: all outputs or none (here the scp's
+# directory is removed while the program reads its input).
+mkdir -p d1 d2; echo old >d1/o.ark
+( copy-feats "ark:sleep 1; cat f.ark |" ark,scp:d1/o.ark,d2/o.scp >out 2>err; echo $? >rc ) & sleep 0.4; rm -rf d2; wait
+expect_eq "a failed rename at exit: exit 1" "$(cat rc)" 1
+expect_err "the failed rename named" "cannot rename .*d2/\.o\.scp"
+expect_eq "the archive renamed before it is rolled back" "$(cat d1/o.ark)" old
+[ -z "$(ls -A d1 | grep -v '^o.ark$')" ] && pass "no temporary or backup left in d1" || fail "left in d1: $(ls -A d1)"
+no_temps "path kinds"
+
+# Issue 29, messages: a bad utt2spk line counts its tokens (it said "got 0": read after the free);
+# speakers matching no utterance say so (not "no features").
+printf 'u1 A B\n' >u2s.bad
+compute-cmvn-stats ark:f.ark st.ark 2>/dev/null
+expect_status "utt2spk with two speakers on a line" 1 apply-cmvn --utt2spk=ark:u2s.bad ark:st.ark ark:f.ark ark:o.ark
+expect_err "the token count" "key 'u1': .*expected one token on the line, got 2"
+printf 'sZ nobody\n' >s2u.none
+expect_status "spk2utt matching no utterance" 1 compute-cmvn-stats --spk2utt=ark:s2u.none ark:f.ark ark:o.ark
+expect_err "no utterance of the speakers named" "no utterance of 'ark:s2u.none' has features in 'ark:f.ark'"

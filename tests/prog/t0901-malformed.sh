@@ -31,6 +31,8 @@ nnet-init --srand=2 good.config good2.model 2>/dev/null
 compute-cmvn-stats ark:good.feats good.cmvn 2>/dev/null
 nnet-get-egs --left-context=1 --right-context=1 --compress=none ark:good.feats ark:good.labels \
     ark:good.egs 2>/dev/null
+mkdir lang   # decode-word-loop's: two pdfs, as good.feats has two columns
+printf '<eps> 0\na 1\n' >lang/words.txt; printf 'sil 0\nA 1\n' >lang/phone_pdfs.txt; printf 'a A\n' >lang/lexicon.txt
 
 # ---- the rows ----
 ROWS=(
@@ -57,9 +59,10 @@ ROWS=(
     "nnet-average good.model @ OUT|model|trunc token empty dir missing"
     "nnet-combine good.model @ ark:good.egs OUT|model|trunc token empty dir missing"
     "nnet-combine good.model good2.model ark:@ OUT|egs|trunc token dims nan label empty dir missing"
-    "splice-feats --left-context=1 --right-context=1 ark:@ ark:OUT|feats|trunc token empty dir missing"
-    "compute-cmvn-stats ark:@ ark:OUT|feats|trunc token empty dir missing"
-    "apply-cmvn good.cmvn ark:@ ark:OUT|feats|trunc token dims empty dir missing"
+    "splice-feats --left-context=1 --right-context=1 ark:@ ark:OUT|feats|trunc token nan empty dir missing"
+    "compute-cmvn-stats ark:@ ark:OUT|feats|trunc token nan empty dir missing"
+    "apply-cmvn good.cmvn ark:@ ark:OUT|feats|trunc token dims nan empty dir missing"
+    "decode-word-loop lang ark:@ ark:OUT|feats|trunc token nan empty dir missing"
     "nnet-get-feature-transform ark:@ OUT|feats|trunc token nan empty dir missing"
     "analyze-counts ark:@ OUT|labels|trunc token empty dir missing"
     "ali-to-post ark:@ ark:OUT|labels|trunc token empty dir missing"
@@ -166,4 +169,24 @@ for cmd in "nnet-forward good.model ark:good.feats ark:OUT.ark" "nnet-compute-pr
            "nnet-train good.model ark:good.egs OUT.ark" "nnet-combine good.model good2.model ark:good.egs OUT.ark"; do
     read -ra c <<<"$cmd"
     cell "${c[0]} --num-threads=0" 1 "--num-threads" "" "${c[0]}" --num-threads=0 "${c[@]:1}"
+done
+
+# Issue 29: an option value past its limit is one ERROR naming the option and the limit, exit 1 --
+# not an abort from an allocation of minibatch x dim (or of the buffer) before any data is read.
+big=2147483647
+LIMITS=(
+    "nnet-train --minibatch-size=$big good.model ark:good.egs OUT.ark|--minibatch-size=$big: must be from 1 to 1048576"
+    "nnet-compute-prob --minibatch-size=$big good.model ark:good.egs|--minibatch-size=$big: must be from 1 to 1048576"
+    "nnet-combine --minibatch-size=$big good.model good2.model ark:good.egs OUT.ark|--minibatch-size=$big: must be from 1 to 1048576"
+    "nnet-shuffle-egs --buffer-size=$big ark:good.egs ark:OUT.ark|--buffer-size=$big: must be from 0 to 1048576"
+    "nnet-subset-egs --n=$big ark:good.egs ark:OUT.ark|--n=$big: must be from 1 to 67108864"
+    "nnet-subset-egs --n=0 ark:good.egs ark:OUT.ark|--n=0: must be from 1"
+    "nnet-get-egs --num-frames=100000000 ark:good.feats ark:good.labels ark:OUT.ark|--num-frames=100000000: must be from 1 to 10000"
+    "nnet-get-egs --left-context=100000000 ark:good.feats ark:good.labels ark:OUT.ark|--left-context=100000000: must be from 0 to 1000"
+    "analyze-counts --counts-dim=$big ark:good.labels OUT.ark|--counts-dim=$big: must be from 0 to 16777216"
+    "nnet-copy-egs --keep-proportion=0 ark:good.egs ark:OUT.ark|wrote no examples from 'ark:good.egs'"
+)
+for row in "${LIMITS[@]}"; do
+    read -ra c <<<"${row%%|*}"
+    cell "${c[0]} ${c[1]}" 1 "${row#*|}" "" "${c[@]}"
 done

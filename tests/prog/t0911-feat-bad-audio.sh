@@ -70,3 +70,35 @@ expect_err "both archive entries" "Done 2 out of 2"
 expect_status "bad archive entry" 1 compute-mfcc-feats --dither=0 ark:bad.ark ark:z.ark
 expect_err "names key and reason" "key 'u2': .*truncated WAVE header"
 if [ -e z.ark ]; then fail "no output left after a failed table"; else pass "no output left after a failed table"; fi
+
+# Issue 29: WAVE objects in an archive must give their exact size. A streamed size (0 or
+# 0xFFFFFFFF), one larger than the RIFF object, or an odd one swallowed the next utterances (or
+# the first byte of the next key) with exit 0; each is now one ERROR naming the key.
+python3 - <<'PY'
+import struct, math
+pcm = b''.join(struct.pack('<h', int(3000 * math.sin(i / 5.0))) for i in range(1600))
+def wav(data, data_size=None):
+    fmt = struct.pack('<HHIIHH', 1, 1, 16000, 32000, 2, 16)
+    n = len(data) if data_size is None else data_size
+    body = b'WAVE' + b'fmt ' + struct.pack('<I', len(fmt)) + fmt + b'data' + struct.pack('<I', n) + data
+    return b'RIFF' + struct.pack('<I', len(body)) + body
+def ark(name, size):
+    with open(name, 'wb') as f:
+        f.write(b'u1 ' + wav(pcm, size) + b'u2 ' + wav(pcm) + b'u3 ' + wav(pcm))
+ark('good.wav.ark', None)
+ark('zero.wav.ark', 0)
+ark('ffff.wav.ark', 0xFFFFFFFF)
+ark('big.wav.ark', 1000000)
+ark('odd.wav.ark', len(pcm) - 1)
+PY
+expect_status "a WAVE archive" 0 compute-fbank-feats --dither=0 ark:good.wav.ark ark,t:good.fb
+expect_eq "three utterances" "$(grep -c '\[' good.fb)" 3
+for c in zero ffff big odd; do
+    echo keep >o.fb
+    expect_status "WAVE archive, data size $c" 1 compute-fbank-feats --dither=0 ark:$c.wav.ark ark,t:o.fb
+    expect_err "data size $c: one ERROR naming the key" "^ERROR .*$c\.wav\.ark.*key 'u1'.*'data' chunk size"
+    expect_eq "data size $c: one ERROR line" "$(grep -c '^ERROR' err)" 1
+    expect_eq "data size $c: the output untouched" "$(cat o.fb)" keep
+done
+expect_status "--num-mel-bins=10^8" 1 compute-fbank-feats --num-mel-bins=100000000 ark:good.wav.ark ark:o.fb
+expect_err "--num-mel-bins limit named" "\-\-num-mel-bins=100000000: must be from 3 to 1024"

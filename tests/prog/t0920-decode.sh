@@ -129,3 +129,18 @@ printf 'u1 a b c d\nu2 e f\n' > ref2.txt
 expect_status "perfect" 0 compute-wer ark:ref2.txt "ark:cat ref2.txt |"
 expect_eq "perfect WER" "$(head -1 out)" "%WER 0.00 [ 0 / 6, 0 ins, 0 del, 0 sub ]"
 expect_status "bad mode" 1 compute-wer --mode=bogus ark:ref.txt ark:hyp.txt
+
+# Issue 29: a NaN or Inf log-likelihood is refused (it silently dropped words), naming the key and
+# the row; an input with nothing decoded is an ERROR.
+mkdir lang2; cp lang/words.txt lang2/
+printf 'sil 0\nA 1\nB 2\n' > lang2/phone_pdfs.txt; printf 'a A\nb B\n' > lang2/lexicon.txt
+echo keep > hn
+printf 'u1  [\n  0 -10 -10\n  -10 nan -10\n  -10 0 -10\n  -10 -10 0 ]\n' > lln.txt
+expect_status "NaN log-likelihood" 1 decode-word-loop --acoustic-scale=1 lang2 ark:lln.txt ark,t:hn
+expect_err "NaN named" "'ark:lln.txt': key 'u1': non-finite value \(NaN\) at row 1, column 1"
+expect_eq "NaN: the output untouched" "$(cat hn)" keep
+printf 'u1  [\n  0 -10 -10\n  -10 0 -inf ]\n' > lli.txt
+expect_status "Inf log-likelihood" 1 decode-word-loop --acoustic-scale=1 lang2 ark:lli.txt ark,t:hn
+expect_err "Inf named" "key 'u1': non-finite value \(-Inf\) at row 1, column 2"
+expect_status "nothing to decode" 1 decode-word-loop lang2 ark:/dev/null ark,t:hn
+expect_err "nothing decoded: one ERROR" "^ERROR .*decoded no utterances from 'ark:/dev/null'"

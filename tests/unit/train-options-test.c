@@ -58,7 +58,7 @@ static void test_errors(void) {
     struct {
         const char *arg, *message;
     } cases[] = {
-        {"--minibatch-size=0", "--minibatch-size must be at least 1"},
+        {"--minibatch-size=0", "--minibatch-size=0: must be from 1 to 1048576"},
         {"--gaf-threshold=-1", "--gaf-microbatches and --gaf-threshold must not be negative"},
         {"--gaf-fusion=sum", "--gaf-fusion='sum': expected halving or mean"},
         {"--gaf-on=both", "--gaf-on='both': expected gradient or step"},

@@ -46,10 +46,13 @@ sub sq {
 
 # Kaldi's re-quoting of the command's arguments: no whitespace -> as is; contains a double quote
 # -> single quotes; otherwise double quotes. Escaped metacharacters (\| \> '&&') thus reach bash.
+# An argument holding both quote characters (where Kaldi's rule gives bash a syntax error) is
+# single-quoted with its single quotes escaped: it reaches the program as it was given.
 sub join_command {
     my @out;
     foreach my $x (@_) {
-        if ($x =~ m/^\S+$/) { push @out, $x; }
+        if ($x =~ m/'/ && $x =~ m/"/) { push @out, sq($x); }
+        elsif ($x =~ m/^\S+$/) { push @out, $x; }
         elsif ($x =~ m/"/) { push @out, "'$x'"; }
         else { push @out, "\"$x\""; }
     }
