@@ -1,5 +1,5 @@
-/* matrix: images in rows, convolution and max-pooling (contract in matrix.h); the kernels are
- * cpu-conv.c's. */
+/* matrix: images in rows, convolution and max-pooling, and batch normalisation (contract in
+ * matrix.h); the kernels are cpu-conv.c's. */
 #include <stdlib.h>
 
 #include "matrix/matrix-internal.h"
@@ -21,10 +21,18 @@ int matrix_conv_setup(struct matrix_conv *g, int pooling) {
                          g->k_w, g->in_h + 2 * g->pad_h, g->in_w + 2 * g->pad_w);
     g->out_h = (g->in_h + 2 * g->pad_h - g->k_h) / g->stride_h + 1;
     g->out_w = (g->in_w + 2 * g->pad_w - g->k_w) / g->stride_w + 1;
-    long in_dim = (long)g->in_h * g->in_w * g->in_c, out_dim = (long)g->out_h * g->out_w * g->out_c;
-    long filt = (long)g->k_h * g->k_w * g->in_c * g->out_c;
-    if (in_dim > 100000000L || out_dim > 100000000L || filt > 100000000L)
-        return error_set("the image or filter bank is too large");
+    /* Sizes a config could ask for by mistake (or a fuzzer): an image of more than 4M values,
+     * more than 16M filter weights, or more than 2^33 multiply-adds per image. */
+    double in_dim = (double)g->in_h * g->in_w * g->in_c;
+    double out_dim = (double)g->out_h * g->out_w * g->out_c;
+    double filt = (double)g->k_h * g->k_w * g->in_c * (pooling ? 1 : g->out_c);
+    if (in_dim > (1 << 22) || out_dim > (1 << 22))
+        return error_set("an image of %.0f values is too large (at most %d)",
+                         in_dim > out_dim ? in_dim : out_dim, 1 << 22);
+    if (filt > (1 << 24)) return error_set("%.0f filter weights are too many", filt);
+    if ((double)g->out_h * g->out_w * filt > 8589934592.0)
+        return error_set("%.3g multiply-adds per image are too many",
+                         (double)g->out_h * g->out_w * filt);
     return 0;
 }
 
@@ -97,4 +105,34 @@ void matrix_max_pool_backward(struct matrix *in_deriv, const struct matrix *in,
     ASSERT(out_deriv->rows == in->rows && in_deriv->rows == in->rows);
     DISPATCH(GPU3(in_deriv, in, out_deriv), NO_GPU_KERNEL("matrix_max_pool_backward"),
              cpu_max_pool_backward(KM(in_deriv), KM(in), KM(out_deriv), g));
+}
+
+static void check_channels(const struct matrix *m, int channels) {
+    ASSERT(channels >= 1 && m->cols % channels == 0);
+    ASSERT(m->stride == m->cols || m->rows <= 1);
+}
+
+void matrix_batch_norm_forward(struct matrix *out, const struct matrix *in, int channels,
+                               float eps, struct vector *mean, struct vector *var, int train) {
+    check_channels(in, channels);
+    check_channels(out, channels);
+    ASSERT(out->rows == in->rows && out->cols == in->cols && eps > 0);
+    ASSERT(mean->dim == channels && var->dim == channels && (!train || in->rows > 0));
+    DISPATCH(GPU4(out, in, mean, var), NO_GPU_KERNEL("matrix_batch_norm_forward"),
+             cpu_batch_norm_forward(KM(out), KM(in), channels, eps, mean->data, var->data,
+                                    train));
+}
+
+void matrix_batch_norm_backward(struct matrix *in_deriv, const struct matrix *in,
+                                const struct matrix *out_deriv, int channels, float eps,
+                                const struct vector *mean, const struct vector *var, int train) {
+    check_channels(in, channels);
+    check_channels(in_deriv, channels);
+    check_channels(out_deriv, channels);
+    ASSERT(in_deriv->rows == in->rows && in_deriv->cols == in->cols);
+    ASSERT(out_deriv->rows == in->rows && out_deriv->cols == in->cols && eps > 0);
+    ASSERT(mean->dim == channels && var->dim == channels);
+    DISPATCH(GPU4(in_deriv, in, out_deriv, mean), NO_GPU_KERNEL("matrix_batch_norm_backward"),
+             cpu_batch_norm_backward(KM(in_deriv), KM(in), KM(out_deriv), channels, eps,
+                                     mean->data, var->data, train));
 }

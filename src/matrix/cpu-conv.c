@@ -4,7 +4,7 @@
  * patch matrices and OpenBLAS products (cpu_gemm), a block of images at a time, and plain loops
  * for the pooling. The patch matrix itself (cpu_conv_patches) is always built here: natural
  * gradient needs it. */
-#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,5 +230,61 @@ void cpu_max_pool_backward(struct cpu_mat in_deriv, struct cpu_mat in, struct cp
                 for (int c = 0; c < g->in_c; c++)
                     d[argmax_of(img, g, oy, ox, c)] += od[((long)oy * g->out_w + ox) * g->in_c + c];
     }
+#endif
+}
+
+void cpu_batch_norm_forward(struct cpu_mat out, struct cpu_mat in, int channels, float eps,
+                            float *mean, float *var, int train) {
+    if (!in.rows) return;
+#if HAVE_DNNL
+    onednn_batch_norm_forward(out, in, channels, eps, mean, var, train);
+#else
+    long total = (long)in.rows * in.cols, count = total / channels;
+    if (train) {
+        double *s = xcalloc(2 * (size_t)channels, sizeof *s);
+        for (long i = 0; i < total; i++) s[i % channels] += in.data[i];
+        for (int c = 0; c < channels; c++) s[c] /= count;
+        for (long i = 0; i < total; i++) {
+            double d = in.data[i] - s[i % channels];
+            s[channels + i % channels] += d * d;
+        }
+        for (int c = 0; c < channels; c++) {
+            mean[c] = (float)s[c];
+            var[c] = (float)(s[channels + c] / count);
+        }
+        free(s);
+    }
+    for (long i = 0; i < total; i++) {
+        int c = (int)(i % channels);
+        out.data[i] = (in.data[i] - mean[c]) / sqrtf(var[c] + eps);
+    }
+#endif
+}
+
+void cpu_batch_norm_backward(struct cpu_mat in_deriv, struct cpu_mat in, struct cpu_mat out_deriv,
+                             int channels, float eps, const float *mean, const float *var,
+                             int train) {
+    if (!in.rows) return;
+#if HAVE_DNNL
+    onednn_batch_norm_backward(in_deriv, in, out_deriv, channels, eps, mean, var, train);
+#else
+    /* dx = r (dy - mean(dy) - xhat mean(dy xhat)), xhat = (x - mean) r, r = (var + eps)^-1/2;
+     * with constant statistics dx = r dy. */
+    long total = (long)in.rows * in.cols, count = total / channels;
+    double *s = xcalloc(2 * (size_t)channels, sizeof *s);
+    if (train)
+        for (long i = 0; i < total; i++) {
+            int c = (int)(i % channels);
+            double xhat = (in.data[i] - mean[c]) / sqrt((double)var[c] + eps);
+            s[c] += out_deriv.data[i];
+            s[channels + c] += out_deriv.data[i] * xhat;
+        }
+    for (long i = 0; i < total; i++) {
+        int c = (int)(i % channels);
+        double r = 1 / sqrt((double)var[c] + eps), xhat = (in.data[i] - mean[c]) * r;
+        in_deriv.data[i] =
+            (float)(r * (out_deriv.data[i] - (s[c] + xhat * s[channels + c]) / count));
+    }
+    free(s);
 #endif
 }

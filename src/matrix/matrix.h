@@ -388,6 +388,21 @@ void matrix_max_pool_forward(struct matrix *out, const struct matrix *in,
 void matrix_max_pool_backward(struct matrix *in_deriv, const struct matrix *in,
                               const struct matrix *out_deriv, const struct matrix_conv *g);
 
+/* ---- batch normalisation over channels ----
+ * Each row holds positions x channels values, channel fastest (channels divides cols; images in
+ * rows, above, or plain vectors with channels == cols); every channel is normalised over all rows
+ * and positions: y = (x - mean_c) / sqrt(var_c + eps). Forward, train = 1: mean and var
+ * (channels each) are outputs, the batch's mean and biased variance; train = 0: they are inputs
+ * (stored statistics). Backward: in_deriv (overwritten) from out_deriv with the forward's mean
+ * and var; train = 1 through the batch statistics, train = 0 with them constant. On the CPU,
+ * oneDNN's batch-normalisation primitive (fp32 whatever the precision), or loops with DNNL=0; no
+ * GPU kernel yet (stops the program with that message). */
+void matrix_batch_norm_forward(struct matrix *out, const struct matrix *in, int channels,
+                               float eps, struct vector *mean, struct vector *var, int train);
+void matrix_batch_norm_backward(struct matrix *in_deriv, const struct matrix *in,
+                                const struct matrix *out_deriv, int channels, float eps,
+                                const struct vector *mean, const struct vector *var, int train);
+
 /* ---- splicing (context windows) ---- */
 /* dst row r, column block k (width src->cols) = src row r + offsets[k]; offsets >= 0 and
  * dst->rows + max(offsets) <= src->rows; dst->cols == num_offsets * src->cols. */

@@ -1,4 +1,5 @@
-/* onednn: convolution and max-pooling primitives for images in rows (contract in onednn.h). */
+/* onednn: convolution, max-pooling and batch-normalisation primitives for images in rows
+ * (contract in onednn.h). */
 #include "matrix/onednn.h"
 
 #include <stdio.h>
@@ -22,12 +23,13 @@
         }                                                                                    \
     } while (0)
 
-enum kind { CONV_FWD = 1, CONV_BWD_DATA, CONV_BWD_WEIGHTS, POOL_FWD, POOL_BWD };
+enum kind { CONV_FWD = 1, CONV_BWD_DATA, CONV_BWD_WEIGHTS, POOL_FWD, POOL_BWD, BN_FWD, BN_BWD };
 
 /* Compared with memcmp: built from a zeroed struct. */
 struct key {
-    int kind, n, bf16;
-    struct matrix_conv g;
+    int kind, n, bf16; /* batch norm: bf16 is 1 for batch statistics (training), 0 for stored */
+    struct matrix_conv g; /* batch norm: in_h positions, in_c channels */
+    float eps;
 };
 
 /* One cached primitive and its memory descriptors: a = the image side (src or diff_src), w = the
@@ -159,6 +161,19 @@ static dnnl_primitive_desc_t pool_fwd_pd(const struct matrix_conv *g, int n, str
     return pd;
 }
 
+/* Batch statistics (k->bf16 = 1: training) or stored ones; e->a the data, e->b the statistics. */
+static dnnl_primitive_desc_t bn_fwd_pd(const struct key *k, struct entry *e) {
+    image_desc(&e->a, k->n, k->g.in_h, 1, k->g.in_c, dnnl_f32);
+    bias_desc(&e->b, k->g.in_c);
+    dnnl_batch_normalization_desc_t bd;
+    DNNL_CHECK(dnnl_batch_normalization_forward_desc_init(
+        &bd, dnnl_forward_training, &e->a, k->eps,
+        k->bf16 ? dnnl_normalization_flags_none : dnnl_use_global_stats));
+    dnnl_primitive_desc_t pd;
+    DNNL_CHECK(dnnl_primitive_desc_create(&pd, &bd, NULL, onednn_engine_handle(), NULL));
+    return pd;
+}
+
 static void entry_create(struct entry *e, const struct key *k) {
     const struct matrix_conv *g = &k->g;
     dnnl_data_type_t lo = k->bf16 ? dnnl_bf16 : dnnl_f32;
@@ -167,6 +182,7 @@ static void entry_create(struct entry *e, const struct key *k) {
                 kernel = {g->k_h, g->k_w};
     dnnl_convolution_desc_t cd;
     dnnl_pooling_desc_t pld;
+    dnnl_batch_normalization_desc_t bd;
     switch (k->kind) {
     case CONV_FWD:
         pd = conv_fwd_pd(g, k->n, lo, dnnl_f32, e);
@@ -188,6 +204,16 @@ static void entry_create(struct entry *e, const struct key *k) {
     case POOL_FWD:
         pd = pool_fwd_pd(g, k->n, e);
         break;
+    case BN_FWD:
+        pd = bn_fwd_pd(k, e);
+        break;
+    case BN_BWD:
+        hint = bn_fwd_pd(k, e);
+        DNNL_CHECK(dnnl_batch_normalization_backward_desc_init(
+            &bd, dnnl_backward_data, &e->a, &e->a, k->eps,
+            k->bf16 ? dnnl_normalization_flags_none : dnnl_use_global_stats));
+        DNNL_CHECK(dnnl_primitive_desc_create(&pd, &bd, NULL, onednn_engine_handle(), hint));
+        break;
     case POOL_BWD:
         hint = pool_fwd_pd(g, k->n, e);
         DNNL_CHECK(dnnl_primitive_create(&e->pool_fwd, hint));
@@ -204,14 +230,15 @@ static void entry_create(struct entry *e, const struct key *k) {
     e->key = *k;
 }
 
-static struct entry *entry_get(struct conv_cache *t, int kind, int n, int bf16,
-                               const struct matrix_conv *g) {
+static struct entry *entry_get_eps(struct conv_cache *t, int kind, int n, int bf16,
+                                   const struct matrix_conv *g, float eps) {
     struct key k;
     memset(&k, 0, sizeof k);
     k.kind = kind;
     k.n = n;
     k.bf16 = bf16;
     k.g = *g;
+    k.eps = eps;
     for (int i = 0; i < t->used; i++)
         if (!memcmp(&t->e[i].key, &k, sizeof k)) return &t->e[i];
     struct entry *e;
@@ -224,6 +251,11 @@ static struct entry *entry_get(struct conv_cache *t, int kind, int n, int bf16,
     }
     entry_create(e, &k);
     return e;
+}
+
+static struct entry *entry_get(struct conv_cache *t, int kind, int n, int bf16,
+                               const struct matrix_conv *g) {
+    return entry_get_eps(t, kind, n, bf16, g, 0);
 }
 
 /* Runs prim with args (arg kind, descriptor, data) on the calling thread's stream. */
@@ -386,6 +418,36 @@ void onednn_max_pool_backward(struct cpu_mat in_deriv, struct cpu_mat in, struct
     parallel_run(job_part, &j);
 }
 
+static struct entry *bn_entry(int kind, struct cpu_mat m, int channels, float eps, int train) {
+    struct matrix_conv g;
+    memset(&g, 0, sizeof g);
+    g.in_h = m.cols / channels;
+    g.in_c = channels;
+    return entry_get_eps(cache(), kind, m.rows, train, &g, eps);
+}
+
+void onednn_batch_norm_forward(struct cpu_mat out, struct cpu_mat in, int channels, float eps,
+                               float *mean, float *var, int train) {
+    struct entry *e = bn_entry(BN_FWD, in, channels, eps, train);
+    struct arg a[] = {{DNNL_ARG_SRC, &e->a, in.data},
+                      {DNNL_ARG_DST, &e->a, out.data},
+                      {DNNL_ARG_MEAN, &e->b, mean},
+                      {DNNL_ARG_VARIANCE, &e->b, var}};
+    run(e->prim, a, 4);
+}
+
+void onednn_batch_norm_backward(struct cpu_mat in_deriv, struct cpu_mat in,
+                                struct cpu_mat out_deriv, int channels, float eps,
+                                const float *mean, const float *var, int train) {
+    struct entry *e = bn_entry(BN_BWD, in, channels, eps, train);
+    struct arg a[] = {{DNNL_ARG_SRC, &e->a, in.data},
+                      {DNNL_ARG_MEAN, &e->b, (void *)mean},
+                      {DNNL_ARG_VARIANCE, &e->b, (void *)var},
+                      {DNNL_ARG_DIFF_DST, &e->a, out_deriv.data},
+                      {DNNL_ARG_DIFF_SRC, &e->a, in_deriv.data}};
+    run(e->prim, a, 5);
+}
+
 #else /* !HAVE_DNNL */
 
 void onednn_conv_forward(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *b,
@@ -406,6 +468,15 @@ void onednn_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct
 }
 void onednn_max_pool_backward(struct cpu_mat in_deriv, struct cpu_mat in, struct cpu_mat out_deriv,
                               const struct matrix_conv *g) {
+    die("onednn: parnet was built without oneDNN");
+}
+void onednn_batch_norm_forward(struct cpu_mat out, struct cpu_mat in, int channels, float eps,
+                               float *mean, float *var, int train) {
+    die("onednn: parnet was built without oneDNN");
+}
+void onednn_batch_norm_backward(struct cpu_mat in_deriv, struct cpu_mat in,
+                                struct cpu_mat out_deriv, int channels, float eps,
+                                const float *mean, const float *var, int train) {
     die("onednn: parnet was built without oneDNN");
 }
 void *onednn_engine_handle(void) { return NULL; }

@@ -378,3 +378,179 @@ const struct component_ops max_pooling_component_ops = {
     .copy_priv = pool_copy_priv,
     .free_priv = pool_free_priv,
 };
+
+/* ---- BatchNorm ----
+ * y = (x - mean_c) / sqrt(var_c + epsilon) per channel c of block-dim channels (each row holds
+ * dim / block-dim positions of block-dim values, channel fastest: images in rows, or plain
+ * vectors with block-dim = dim), no learned scale or offset (Kaldi nnet3's BatchNormComponent;
+ * the next affine or convolution layer provides them). Training (train = 1): the minibatch's
+ * mean and biased variance, and the stored statistics move towards them:
+ * s = (1 - momentum) s + momentum batch, for the mean and for the second moment E[x^2]. Test
+ * (train = 0): mean and variance from the stored statistics (var = E[x^2] - mean^2). The stored
+ * statistics are the component's own (not parameters, not trained); nnet-average averages them
+ * with the models' weights (nnet_add_stats), and because they are first and second moments, the
+ * average is the statistics of the jobs' data pooled (with equal counts). */
+
+struct bn_priv {
+    int block;
+    float eps, momentum;
+    struct vector stats;     /* 2 block: the stored mean, then the stored second moment */
+    struct vector mean, var; /* the last forward's (the batch's, or from the stored ones) */
+    int last_train;          /* whether the last forward used batch statistics */
+};
+
+static struct bn_priv *bn_new(struct component *c, int dim, int block, float eps, float momentum) {
+    struct bn_priv *p = xcalloc(1, sizeof *p);
+    c->priv = p;
+    c->input_dim = c->output_dim = dim;
+    p->block = block;
+    p->eps = eps;
+    p->momentum = momentum;
+    vector_init(&p->stats, 2 * block);
+    vector_init(&p->mean, block);
+    vector_init(&p->var, block);
+    return p;
+}
+
+static int bn_check(int dim, int block, float eps, float momentum) {
+    if (block < 1 || dim % block)
+        return error_set("key 'block-dim': %d does not divide dim %d", block, dim);
+    if (!(eps > 0)) return error_set("key 'epsilon': must be > 0, got %g", eps);
+    if (!(momentum >= 0 && momentum <= 1))
+        return error_set("key 'momentum': must be in [0, 1], got %g", momentum);
+    return 0;
+}
+
+static int bn_init(struct component *c, struct config_line *cl, int prev_dim, struct rng *r) {
+    int dim, block = -1;
+    float eps = 1e-3f, momentum = 0.1f;
+    if (component_dim_from_config(cl, "dim", prev_dim, &dim) ||
+        config_get_int(cl, "block-dim", &block) < 0 ||
+        config_get_float(cl, "epsilon", &eps) < 0 ||
+        config_get_float(cl, "momentum", &momentum) < 0)
+        return -1;
+    if (block < 0) block = dim;
+    if (bn_check(dim, block, eps, momentum)) return -1;
+    struct bn_priv *p = bn_new(c, dim, block, eps, momentum);
+    struct vector second = vector_range(&p->stats, block, block);
+    vector_set_const(&second, 1); /* mean 0, variance 1: the identity until trained */
+    return 0;
+}
+
+static int bn_read(struct component *c, struct nnet_stream *s) {
+    int dim, block;
+    float eps, momentum;
+    if (nio_expect_int(s, "<Dim>", &dim) || nio_expect_int(s, "<BlockDim>", &block) ||
+        nio_expect_float(s, "<Epsilon>", &eps) || nio_expect_float(s, "<Momentum>", &momentum))
+        return -1;
+    if (dim < 1) return error_set("<Dim> must be positive, got %d", dim);
+    if (bn_check(dim, block, eps, momentum)) return -1;
+    struct bn_priv *p = bn_new(c, dim, block, eps, momentum);
+    for (int k = 0; k < 2; k++) {
+        const char *token = k ? "<StatsSecondMoment>" : "<StatsMean>";
+        struct vector v = {0};
+        if (nio_expect_token(s, token) || nio_read_vector(s, &v)) return -1;
+        int bad = v.dim != block ? error_set("%s has dim %d, expected %d", token, v.dim, block)
+                                 : 0;
+        if (!bad) {
+            struct vector dst = vector_range(&p->stats, k * block, block);
+            vector_copy(&dst, &v);
+        }
+        vector_release(&v);
+        if (bad) return -1;
+    }
+    return 0;
+}
+
+static int bn_write(const struct component *c, struct nnet_stream *s) {
+    const struct bn_priv *p = c->priv;
+    struct vector m = vector_range(&p->stats, 0, p->block),
+                  q = vector_range(&p->stats, p->block, p->block);
+    if (nio_write_token(s, "<Dim>") || nio_write_int(s, c->input_dim) ||
+        nio_write_token(s, "<BlockDim>") || nio_write_int(s, p->block) ||
+        nio_write_token(s, "<Epsilon>") || nio_write_float(s, p->eps) ||
+        nio_write_token(s, "<Momentum>") || nio_write_float(s, p->momentum) ||
+        nio_write_token(s, "<StatsMean>") || nio_write_vector(s, &m) ||
+        nio_write_token(s, "<StatsSecondMoment>") || nio_write_vector(s, &q))
+        return -1;
+    return 0;
+}
+
+static void bn_propagate(struct component *c, const struct matrix *in, struct matrix *out,
+                         int num_chunks, int train) {
+    struct bn_priv *p = c->priv;
+    int b = p->block;
+    float *h = xmalloc(4 * (size_t)b * sizeof *h); /* stored mean, second moment; mean, var */
+    vector_to_host(&p->stats, h);
+    p->last_train = train && in->rows > 0;
+    if (p->last_train) {
+        matrix_batch_norm_forward(out, in, b, p->eps, &p->mean, &p->var, 1);
+        vector_to_host(&p->mean, h + 2 * b);
+        vector_to_host(&p->var, h + 3 * b);
+        float m = p->momentum;
+        for (int i = 0; i < b; i++) {
+            float mean = h[2 * b + i], second = h[3 * b + i] + mean * mean;
+            h[i] = (1 - m) * h[i] + m * mean;
+            h[b + i] = (1 - m) * h[b + i] + m * second;
+        }
+        vector_from_host(&p->stats, h);
+    } else {
+        for (int i = 0; i < b; i++) {
+            float v = h[b + i] - h[i] * h[i];
+            h[2 * b + i] = h[i];
+            h[3 * b + i] = v > 0 ? v : 0;
+        }
+        vector_from_host(&p->mean, h + 2 * b);
+        vector_from_host(&p->var, h + 3 * b);
+        matrix_batch_norm_forward(out, in, b, p->eps, &p->mean, &p->var, 0);
+    }
+    free(h);
+}
+
+static void bn_backprop(struct component *c, const struct matrix *in, const struct matrix *out,
+                        const struct matrix *out_deriv, struct matrix *in_deriv, int num_chunks,
+                        struct vector *delta, enum backprop_mode mode) {
+    const struct bn_priv *p = c->priv;
+    if (in_deriv)
+        matrix_batch_norm_backward(in_deriv, in, out_deriv, p->block, p->eps, &p->mean, &p->var,
+                                   p->last_train);
+}
+
+static void bn_info(const struct component *c, char *buf, size_t size) {
+    const struct bn_priv *p = c->priv;
+    snprintf(buf, size, ", block-dim=%d, epsilon=%g, momentum=%g", p->block, p->eps, p->momentum);
+}
+
+static struct vector bn_stats(const struct component *c) {
+    return ((const struct bn_priv *)c->priv)->stats;
+}
+
+static void bn_copy_priv(struct component *dst, const struct component *src) {
+    const struct bn_priv *s = src->priv;
+    struct bn_priv *d = bn_new(dst, src->input_dim, s->block, s->eps, s->momentum);
+    vector_copy(&d->stats, &s->stats);
+}
+
+static void bn_free_priv(struct component *c) {
+    struct bn_priv *p = c->priv;
+    if (p) {
+        vector_release(&p->stats);
+        vector_release(&p->mean);
+        vector_release(&p->var);
+    }
+    free(p);
+    c->priv = NULL;
+}
+
+const struct component_ops batch_norm_component_ops = {
+    .type = "BatchNormComponent",
+    .init = bn_init,
+    .read = bn_read,
+    .write = bn_write,
+    .propagate = bn_propagate,
+    .backprop = bn_backprop,
+    .info = bn_info,
+    .stats = bn_stats,
+    .copy_priv = bn_copy_priv,
+    .free_priv = bn_free_priv,
+};

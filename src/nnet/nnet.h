@@ -156,6 +156,10 @@ struct component_ops {
                          const struct matrix *out_deriv);
     void (*step_add)(struct component *c, const struct matrix *in, const struct matrix *out_deriv,
                      struct vector *dst, float beta);
+    /* (optional) The statistics the component stores in the model besides parameters
+     * (BatchNorm's running moments): not trained and not in the parameter block, but averaged
+     * with the parameters by nnet-average (nnet_add_stats). A view, valid while c lives. */
+    struct vector (*stats)(const struct component *c);
     /* (optional) Type-specific text for nnet-info, appended after the common part. */
     void (*info)(const struct component *c, char *buf, size_t size);
     /* (optional) Deep copy of the private data (dst is a shallow copy of src). */
@@ -259,6 +263,15 @@ float nnet_get_max_change(const struct nnet *n);
 #define NNET_MAX_CHANGE_LOG_EVENTS 5
 void nnet_log_max_change_stats(const struct nnet *n);
 void nnet_reset_max_change_stats(struct nnet *n);
+/* Stored statistics (the components' stats op: BatchNorm's running moments), component by
+ * component. nnet_stats_dim: their total size (0 for a network without them); nnet_scale_stats:
+ * every one *= alpha; nnet_add_stats: n's += alpha m's (m of n's structure, ASSERT). nnet-average
+ * (average_model_files) averages them with the weights it gives the parameters. The other ways
+ * of combining models (nnet-combine, TWA, the synchronous modes' averaging) keep the stored
+ * statistics of the model they start from. */
+int nnet_stats_dim(const struct nnet *n);
+void nnet_scale_stats(struct nnet *n, float alpha);
+void nnet_add_stats(struct nnet *n, float alpha, const struct nnet *m);
 /* Seed the random streams of the components that draw (Dropout masks, and the natural-gradient
  * preconditioners' fallback). nnet_init_from_config seeds with its seed, nnet_read with 0; a
  * trainer calls this with its --srand. */

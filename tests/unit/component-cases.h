@@ -50,6 +50,8 @@ static const struct component_case component_cases[] = {
      "pool-width=2",
      1, "MaxPoolingComponent input-height=4 input-width=4 input-channels=8 pool-height=2 "
         "pool-width=2", 0},
+    {"BatchNormComponent dim=6 block-dim=2", 1, "BatchNormComponent dim=64 block-dim=16", 0},
+    {"BatchNormComponent dim=5 epsilon=0.1", 2, NULL, 0},
     {"MaxPoolingComponent input-height=5 input-width=3 input-channels=2 pool-height=3 "
      "pool-width=2 stride-height=2 stride-width=1 pad-height=1 pad-width=1",
      1, NULL, 0},

@@ -839,6 +839,7 @@ static void test_cnn(void) {
         "RectifiedLinearComponent\n"
         "MaxPoolingComponent input-height=4 input-width=3 input-channels=4 pool-height=2 "
         "pool-width=2 stride-width=1\n"
+        "BatchNormComponent block-dim=4\n"
         "ConvolutionComponent input-height=2 input-width=2 input-channels=4 num-filters=8 "
         "filter-height=2 filter-width=2 use-natural-gradient=false learning-rate=0.01\n"
         "RectifiedLinearComponent\n"
@@ -882,6 +883,25 @@ static void test_cnn(void) {
     printf("    CNN: objective per frame %.4f -> %.4f\n", first, last);
     CHECK(last > -0.45);
     free(b.centers);
+    /* test mode normalises with the stored statistics, training mode with the batch's */
+    {
+        struct rng r2;
+        rng_seed(&r2, 9);
+        struct component *bn = nnet_component(n, 3);
+        struct matrix in = {0}, y = {0};
+        matrix_init(&in, 64, 16);
+        matrix_init(&y, 64, 16);
+        fill_randn(&in, &r2);
+        matrix_scale(&in, 3);
+        matrix_add_const(&in, 5); /* data far from the stored mean */
+        bn->ops->propagate(bn, &in, &y, 64, 0);
+        double test_sum = matrix_sum(&y);
+        bn->ops->propagate(bn, &in, &y, 64, 1);
+        CHECK(fabs(matrix_sum(&y)) < 1e-2);       /* the batch's mean removed */
+        CHECK(fabs(test_sum) > 1);                /* the stored mean is another */
+        matrix_release(&in);
+        matrix_release(&y);
+    }
     /* round trip: the same bytes again, the same outputs */
     struct rng r;
     rng_seed(&r, 4);
