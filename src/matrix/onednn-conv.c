@@ -40,6 +40,10 @@ struct entry {
     dnnl_primitive_t prim, pool_fwd;
     dnnl_memory_desc_t a, w, b, o, ws;
     size_t ws_bytes;
+    /* The filters as parnet stores them (ohwi) and, where the primitive chose another layout
+     * for w (its fast kernels want blocked filters), the reorder between the two. */
+    dnnl_memory_desc_t wu;
+    dnnl_primitive_t reorder;
 };
 
 enum { CONV_CACHE_SIZE = 32 };
@@ -50,7 +54,7 @@ struct conv_cache {
     struct grow {
         void *p;
         size_t bytes;
-    } src16, out16, w16, ws, tmp;
+    } src16, out16, w16, ws, tmp, wprim;
     struct conv_cache *chain;
 };
 
@@ -70,6 +74,7 @@ static void *grow(struct grow *b, size_t bytes) {
 static void entry_release(struct entry *e) {
     if (e->prim) dnnl_primitive_destroy(e->prim);
     if (e->pool_fwd) dnnl_primitive_destroy(e->pool_fwd);
+    if (e->reorder) dnnl_primitive_destroy(e->reorder);
     memset(e, 0, sizeof *e);
 }
 
@@ -83,6 +88,7 @@ static void free_caches(void) {
         free(t->w16.p);
         free(t->ws.p);
         free(t->tmp.p);
+        free(t->wprim.p);
         free(t);
     }
     all_caches = NULL;
@@ -110,9 +116,26 @@ static void image_desc(dnnl_memory_desc_t *d, int n, int h, int w, int c, dnnl_d
     DNNL_CHECK(dnnl_memory_desc_init_by_tag(d, 4, dims, dt, dnnl_nhwc));
 }
 
-static void filter_desc(dnnl_memory_desc_t *d, const struct matrix_conv *g, dnnl_data_type_t dt) {
+/* tag: dnnl_ohwi (parnet's layout) or dnnl_format_tag_any (the primitive chooses) */
+static void filter_desc(dnnl_memory_desc_t *d, const struct matrix_conv *g, dnnl_data_type_t dt,
+                        dnnl_format_tag_t tag) {
     dnnl_dims_t dims = {g->out_c, g->in_c, g->k_h, g->k_w};
-    DNNL_CHECK(dnnl_memory_desc_init_by_tag(d, 4, dims, dt, dnnl_ohwi));
+    DNNL_CHECK(dnnl_memory_desc_init_by_tag(d, 4, dims, dt, tag));
+}
+
+/* e->w from pd (query: weights or diff_weights), e->wu parnet's layout of the same type, and the
+ * reorder between them (to_user: from the primitive's layout to parnet's). */
+static void filters_chosen(struct entry *e, dnnl_primitive_desc_t pd, dnnl_query_t query,
+                           const struct matrix_conv *g, int to_user) {
+    e->w = *dnnl_primitive_desc_query_md(pd, query, 0);
+    filter_desc(&e->wu, g, e->w.data_type, dnnl_ohwi);
+    if (dnnl_memory_desc_equal(&e->w, &e->wu)) return;
+    dnnl_primitive_desc_t rpd;
+    dnnl_engine_t eng = onednn_engine_handle();
+    DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, to_user ? &e->w : &e->wu, eng,
+                                                  to_user ? &e->wu : &e->w, eng, NULL));
+    DNNL_CHECK(dnnl_primitive_create(&e->reorder, rpd));
+    dnnl_primitive_desc_destroy(rpd);
 }
 
 static void bias_desc(dnnl_memory_desc_t *d, int oc) {
@@ -124,7 +147,7 @@ static dnnl_primitive_desc_t conv_fwd_pd(const struct matrix_conv *g, int n, dnn
                                          dnnl_data_type_t out_t, struct entry *e) {
     dnnl_memory_desc_t a, w, b, o;
     image_desc(&a, n, g->in_h, g->in_w, g->in_c, in_t);
-    filter_desc(&w, g, in_t);
+    filter_desc(&w, g, in_t, dnnl_format_tag_any);
     bias_desc(&b, g->out_c);
     image_desc(&o, n, g->out_h, g->out_w, g->out_c, out_t);
     dnnl_dims_t strides = {g->stride_h, g->stride_w}, pad = {g->pad_h, g->pad_w};
@@ -186,6 +209,7 @@ static void entry_create(struct entry *e, const struct key *k) {
     switch (k->kind) {
     case CONV_FWD:
         pd = conv_fwd_pd(g, k->n, lo, dnnl_f32, e);
+        filters_chosen(e, pd, dnnl_query_weights_md, g, 0);
         break;
     case CONV_BWD_DATA:
         hint = conv_fwd_pd(g, k->n, lo, lo, e);
@@ -193,13 +217,15 @@ static void entry_create(struct entry *e, const struct key *k) {
         DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &e->a,
                                                             &e->w, &e->o, strides, pad, pad));
         DNNL_CHECK(dnnl_primitive_desc_create(&pd, &cd, NULL, onednn_engine_handle(), hint));
+        filters_chosen(e, pd, dnnl_query_weights_md, g, 0);
         break;
     case CONV_BWD_WEIGHTS:
         hint = conv_fwd_pd(g, k->n, lo, lo, e);
-        filter_desc(&e->w, g, dnnl_f32);
+        filter_desc(&e->w, g, dnnl_f32, dnnl_format_tag_any);
         DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(
             &cd, dnnl_convolution_direct, &e->a, &e->w, &e->b, &e->o, strides, pad, pad));
         DNNL_CHECK(dnnl_primitive_desc_create(&pd, &cd, NULL, onednn_engine_handle(), hint));
+        filters_chosen(e, pd, dnnl_query_diff_weights_md, g, 1);
         break;
     case POOL_FWD:
         pd = pool_fwd_pd(g, k->n, e);
@@ -288,6 +314,16 @@ static void *operand(struct grow *b, struct cpu_mat m, int r0, int n, int bf16) 
     return d;
 }
 
+/* The filters w (parnet's layout) as the primitive of e wants them: w itself, or reordered into
+ * the thread's buffer. */
+static void *filters_in(struct conv_cache *c, struct entry *e, void *w) {
+    if (!e->reorder) return w;
+    void *d = grow(&c->wprim, dnnl_memory_desc_get_size(&e->w));
+    struct arg a[] = {{DNNL_ARG_FROM, &e->wu, w}, {DNNL_ARG_TO, &e->w, d}};
+    run(e->reorder, a, 2);
+    return d;
+}
+
 /* One call split by images over the pool. */
 struct job {
     int kind, bf16;
@@ -314,7 +350,7 @@ static void job_part(void *arg, int t, int num) {
     case CONV_FWD: {
         struct entry *e = entry_get(c, CONV_FWD, n, j->bf16, g);
         void *x = operand(&c->src16, j->x, begin, n, j->bf16);
-        void *w = operand(&c->w16, j->w, 0, j->w.rows, j->bf16);
+        void *w = filters_in(c, e, operand(&c->w16, j->w, 0, j->w.rows, j->bf16));
         struct arg a[] = {{DNNL_ARG_SRC, &e->a, x},
                           {DNNL_ARG_WEIGHTS, &e->w, w},
                           {DNNL_ARG_BIAS, &e->b, (void *)j->b},
@@ -325,7 +361,7 @@ static void job_part(void *arg, int t, int num) {
     case CONV_BWD_DATA: {
         struct entry *e = entry_get(c, CONV_BWD_DATA, n, j->bf16, g);
         void *dy = operand(&c->out16, j->y, begin, n, j->bf16);
-        void *w = operand(&c->w16, j->w, 0, j->w.rows, j->bf16);
+        void *w = filters_in(c, e, operand(&c->w16, j->w, 0, j->w.rows, j->bf16));
         struct arg a[] = {{DNNL_ARG_DIFF_DST, &e->o, dy},
                           {DNNL_ARG_WEIGHTS, &e->w, w},
                           {DNNL_ARG_DIFF_SRC, &e->a, xp}};
@@ -343,11 +379,16 @@ static void job_part(void *arg, int t, int num) {
         struct entry *e = entry_get(c, CONV_BWD_WEIGHTS, n, j->bf16, g);
         void *x = operand(&c->src16, j->x, begin, n, j->bf16);
         void *dy = operand(&c->out16, j->y, begin, n, j->bf16);
+        void *dwp = e->reorder ? grow(&c->wprim, dnnl_memory_desc_get_size(&e->w)) : dw;
         struct arg a[] = {{DNNL_ARG_SRC, &e->a, x},
                           {DNNL_ARG_DIFF_DST, &e->o, dy},
-                          {DNNL_ARG_DIFF_WEIGHTS, &e->w, dw},
+                          {DNNL_ARG_DIFF_WEIGHTS, &e->w, dwp},
                           {DNNL_ARG_DIFF_BIAS, &e->b, db}};
         run(e->prim, a, 4);
+        if (e->reorder) { /* back into parnet's layout */
+            struct arg r[] = {{DNNL_ARG_FROM, &e->w, dwp}, {DNNL_ARG_TO, &e->wu, dw}};
+            run(e->reorder, r, 2);
+        }
         break;
     }
     case POOL_FWD: {
