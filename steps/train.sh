@@ -7,7 +7,10 @@
 # --final-learning-rate over the run; each job trains with num_jobs x the effective rate, because
 # averaging N models that each moved by lr*g moves the average by about (lr/N)*sum(g).
 # Iteration 0 keeps the best job's model instead of the average (Kaldi).
-# Every model is written atomically by the programs; rerun with --stage N to resume at iteration N.
+# Every model is written atomically by the programs; rerun with --stage N to resume at iteration N
+# (elastic and parle also need each job's replica N.j.rep.mdl; when they are missing the run says
+# which stage to resume from). One run per directory: $dir/.lock (steps/lib/lock.sh) names the
+# run holding it; a killed run's lock is taken over. Option values are checked before any job.
 #
 # Safety (Kaldi nnet3's defaults; README "Safe by default"): nnet-train clips with its default
 # global max-change (2.0) and the components' default max-changes; iteration 0 trains with half the

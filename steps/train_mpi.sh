@@ -14,6 +14,9 @@
 # are carried from one iteration to the next in $dir/state/<iter>.<rank+1> (--state-in/-out), so
 # the run computes what one long MPI job would. --momentum/--nesterov/--weight-decay apply in
 # every mode (with --carry-state true the velocity is carried in params/gradients modes too).
+# --stage N resumes at iteration N; with carried states, each rank's state/N.<rank+1> must be
+# there (else the run names the stage to resume from). One run per directory ($dir/.lock,
+# steps/lib/lock.sh); option values are checked before anything runs.
 #
 # Learning rates: the effective rate decays geometrically from --initial-learning-rate to
 # --final-learning-rate over the run. In params mode each rank trains with num_jobs x the effective

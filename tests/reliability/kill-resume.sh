@@ -2,7 +2,7 @@
 # Kill-and-resume campaign (by hand; docs/RELIABILITY.md "Killed runs resume"): for each method, one
 # run to the end as the reference, then N runs each killed with SIGKILL (the whole session: the
 # recipe, its runner, its jobs, mpirun and its ranks) at a uniformly random time within the
-# reference's wall time, resumed the way a user would (--stage = the newest iteration's model; if
+# reference's wall time (drawn again, from the shorter time, if the run ends before it), resumed the way a user would (--stage = the newest iteration's model; if
 # the recipe answers "resume with --stage K", once more with K), and final.mdl compared byte for byte
 # with the reference. One line per kill, then one summary line per method.
 #
@@ -62,16 +62,27 @@ for m in "$@"; do
     t0=$(now)
     $cmd egs nnet.config ref.$m >ref.$m.log 2>&1 || { echo "$m: the reference run failed (ref.$m.log)"; continue; }
     wall=$(awk -v a=$t0 -v b=$(now) 'BEGIN { printf "%.2f", b - a }')
-    same=0 asked=0 failed=0
+    same=0 asked=0 failed=0 misses=0
     stages=
-    for k in $(seq $kills); do
+    k=0
+    while [ $k -lt $kills ]; do
         d=run.$m
         rm -rf $d
         at=$(awk -v w=$wall -v r=$RANDOM 'BEGIN { printf "%.2f", w * r / 32768 }')
+        t0=${EPOCHREALTIME/./}
+        deadline=$((t0 + $(awk -v t=$at 'BEGIN { printf "%d", t * 1e6 }')))
         setsid $cmd egs nnet.config $d >$d.kill.log 2>&1 &
         pid=$!
         disown $pid
-        sleep $at
+        # Wait until the kill time, or until the run ends by itself: then the wall time to draw
+        # from was too long (the machine's load changes) and this kill is drawn again.
+        while kill -0 $pid 2>/dev/null && [ ${EPOCHREALTIME/./} -lt $deadline ]; do sleep 0.02; done
+        if ! kill -0 $pid 2>/dev/null; then
+            wall=$(awk -v us=$(( ${EPOCHREALTIME/./} - t0 )) 'BEGIN { printf "%.2f", 0.95 * us / 1e6 }')
+            misses=$((misses + 1))
+            continue
+        fi
+        k=$((k + 1))
         # The whole session: setsid made the recipe a session leader, its pid is the session id.
         pkill -KILL -s $pid 2>/dev/null
         while kill -0 $pid 2>/dev/null; do sleep 0.05; done
@@ -94,5 +105,5 @@ for m in "$@"; do
         echo "$m kill $k at ${at}s (${doing:-start}): resumed --stage $used: $verdict"
         stages="$stages $stage"
     done
-    echo "SUMMARY $m: $same of $kills identical ($asked resumed at the stage the recipe named), reference run ${wall}s, stages:$stages"
+    echo "SUMMARY $m: $same of $kills identical ($asked resumed at the stage the recipe named), kill times drawn from 0..${wall}s ($misses redrawn: the run had ended), stages:$stages"
 done
