@@ -173,7 +173,9 @@ test: all
 # into build/fuzz/obj (fuzzer-no-link), and each target links that archive.
 FUZZ_SAN := address,undefined
 FUZZ_CFLAGS := $(CFLAGS_BASE) -O1 -g -fsanitize=fuzzer-no-link,$(FUZZ_SAN)
-FUZZ_LIB_SRC := $(foreach m,base matrix io feat natgrad egs nnet,$(wildcard src/$(m)/*.c))
+# (and the one reader of src/train: the block-momentum state, fuzzed by fuzz-nnet-read)
+FUZZ_LIB_SRC := $(foreach m,base matrix io feat natgrad egs nnet,$(wildcard src/$(m)/*.c)) \
+                src/train/bmuf.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:src/%.c=build/fuzz/obj/%.o)
 FUZZ_LIBA := build/fuzz/libparnet-fuzz.a
 fuzz: $(FUZZ_BIN)

@@ -48,11 +48,37 @@
 #              gamma-coupling to its own outer iterate) and is elastically pulled toward the centre
 #              $x.mdl (the mean of the replicas) after every outer step; both couplings are scoped:
 #              c(x) = min(cap, c0 (1 + scoping)^x), growing over the run as in the reference code.
-#   Iteration 0 keeps the best job only for average and agreement.
+#   bmuf       block momentum on the averaged update (BMUF, Chen & Huo, ICASSP 2016; DiLoCo's outer
+#              Nesterov SGD is the same rule: src/train/bmuf.h derives it): with S = $x.mdl, the
+#              model the jobs start from, and A their average, m <- eta m + zeta (A - S) and the
+#              next model is the global model plus m (classic), or plus (1 + eta) m (Nesterov: the
+#              jobs start from the look-ahead). --block-momentum eta (default 1 - 1/num_jobs),
+#              --block-learning-rate zeta (default 1), --block-nesterov (default true): the paper's
+#              recommendation. m lives in $dir/$x.bmuf beside $x.mdl (nnet-average --bmuf checks
+#              it against the model, num_jobs and the Nesterov flag, so --stage resumes it, never
+#              from zero). Block momentum amplifies a steady update zeta / (1 - eta) times, so
+#              each job trains at num_jobs (1 - eta) / zeta x the effective rate (1 x at the
+#              defaults: the single-job rate) instead of num_jobs x.
+#   Iteration 0 keeps the best job only for average, agreement and bmuf (m starts at zero after it).
 #   elastic and parle here are parnet's file-based APPROXIMATIONS (one exchange per iteration
 #   through model files, the inner mean reset every outer step, absolute couplings, no momentum):
 #   they run without MPI. The published algorithms are steps/train_mpi.sh --mode elastic|parle
 #   (README, issue 20).
+# Hierarchical averaging (--hierarchical-period K > 1; PyTorch's HierarchicalModelAverager over
+# iterations; --averaging average only): every K-th iteration all jobs are averaged as usual; on
+# the others, the jobs that ran on the same node (the "# Running on HOST" line that queue.pl and
+# slurm.pl put in each job's log) are averaged among themselves and each job carries on from its
+# node's average ($x.$j.rep.mdl), so only models within a node are exchanged; $x.mdl is then the
+# average of all jobs all the same (for the diagnostics and the divergence check). When a log
+# names no host (run.pl), that iteration averages all jobs, with a warning.
+# Model averages beside final.mdl, for decoding on request (the recipes' --model avg|best):
+# --average-period P: final.avg.mdl is a running average of the iteration models (icefall's
+# model_avg, here over iterations): the mean of $x.mdl for x = S + P, S + 2P, ... (S =
+# --average-start, default 0), kept as $x.avg.mdl at those x (so that --stage resumes it), the
+# k-th being nnet-average --weights=(k-1):1 of the previous one and $x.mdl. nnet-train
+# --average-period does the same inside one job, every P minibatches.
+# --average-best N: final.best.mdl is the average of the N iteration models still on disk with the
+# best validation objective (ESPnet's average_nbest_models; steps/average_best.sh).
 # --offline-window W (HWA): final.mdl is the average of the last W synchronised models
 # ($((num_iters-W+1)).mdl .. $num_iters.mdl) instead of the combination (steps/hwa.sh does the same
 # over a finished directory). --combine-method twa combines with TWA instead of per-layer weights.
@@ -77,7 +103,10 @@ srand=0
 train_opts=          # extra options for nnet-train
 average_opts=        # extra options for nnet-average
 combine_method=per-layer  # per-layer | twa
-averaging=average    # average | agreement | elastic | parle
+averaging=average    # average | agreement | elastic | parle | bmuf
+block_momentum=      # bmuf: eta in [0, 1) (default: 1 - 1/num_jobs)
+block_learning_rate=1 # bmuf: zeta > 0
+block_nesterov=true  # bmuf: Nesterov block momentum (false: classic)
 agreement_threshold=1.0
 elastic_alpha=       # default 0.9 / num_jobs
 parle_inner_steps=25
@@ -87,6 +116,10 @@ parle_scoping=0.5    # couplings grow by this factor per iteration ...
 parle_gamma_max=0.3  # ... up to these caps
 parle_rho_max=0.5
 offline_window=0     # HWA: average the last W synchronised models into final.mdl (0: off)
+average_period=0     # running average of every P-th iteration model: final.avg.mdl (0: off)
+average_start=0      # ... of the models after iteration S
+average_best=0       # final.best.mdl: the average of the N best iteration models (0: off)
+hierarchical_period=0 # K > 1: all jobs averaged every K-th iteration, within nodes otherwise
 on_divergence=stop   # stop | backoff
 max_backoffs=3       # backoff: at most this many halvings of the learning rate
 use_gpu=no           # yes|no|wait|optional: nnet-train on a GPU (make CUDA=1); the runner gets --gpu 1
@@ -119,11 +152,19 @@ Options:
   --max-models-combine <n>       models combined into final.mdl (default: 10)
   --combine <true|false>         nnet-combine the last models (default: true)
   --cleanup <true|false>         remove intermediate models at the end (default: true)
-  --averaging <method>           average|agreement|elastic|parle (default: average)
+  --averaging <method>           average|agreement|elastic|parle|bmuf (default: average)
+  --block-momentum <eta>         bmuf: block momentum in [0, 1) (default: 1 - 1/num-jobs)
+  --block-learning-rate <zeta>   bmuf: block learning rate (default: 1)
+  --block-nesterov <true|false>  bmuf: Nesterov block momentum (default: true)
   --agreement-threshold <t>      job-level agreement: largest cosine distance kept (default: 1.0)
   --elastic-alpha <a>            EASGD alpha (default: 0.9 / num-jobs)
   --parle-inner-steps <L>        Parle: inner steps per outer step (default: 25)
   --offline-window <W>           HWA: final.mdl = average of the last W models (default: 0, off)
+  --average-period <P>           final.avg.mdl: running average of every P-th model (default: 0, off)
+  --average-start <S>            ... of the models after iteration S (default: 0)
+  --average-best <N>             final.best.mdl: average of the N best models (default: 0, off)
+  --hierarchical-period <K>      average all jobs every K-th iteration, the jobs of each node
+                                 (from the runner's logs) on the others (default: 0, off)
   --combine-method <m>           per-layer|twa (default: per-layer)
   --on-divergence <stop|backoff> on a diverged iteration: stop (exit 1) or rerun it from the
                                  previous model at half the learning rate (default: stop)
@@ -197,7 +238,7 @@ case $eg_frames in
     *) echo "$0: --eg-frames $eg_frames: expected all or one"; exit 1 ;;
 esac
 if $ramp; then
-    case $averaging in elastic|parle)
+    case $averaging in elastic|parle|bmuf)
         echo "$0: --num-jobs-initial/--num-jobs-final do not apply to --averaging $averaging"; exit 1 ;;
     esac
     num_iters=$(( 2 * num_passes * num_archives / (num_jobs_initial + num_jobs_final) ))
@@ -218,11 +259,31 @@ egs_pipe() {   # <archive-file> <k>
 case $on_divergence in stop|backoff) ;;
     *) echo "$0: --on-divergence $on_divergence: expected stop or backoff"; exit 1 ;;
 esac
-case $averaging in average|agreement|elastic|parle) ;;
-    *) echo "$0: --averaging $averaging: expected average, agreement, elastic or parle"; exit 1 ;;
+case $averaging in average|agreement|elastic|parle|bmuf) ;;
+    *) echo "$0: --averaging $averaging: expected average, agreement, elastic, parle or bmuf" 1>&2; exit 1 ;;
 esac
+# bmuf: eta, and the per-job rate's factor num_jobs (1 - eta) / zeta (num_jobs elsewhere)
+job_rate_factor=1
+if [ $averaging = bmuf ]; then
+    [ -z "$block_momentum" ] && block_momentum=$(awk -v n=$num_jobs 'BEGIN { printf "%.6g", 1 - 1 / n }')
+    awk -v e="$block_momentum" 'BEGIN { exit !(e ~ /^[0-9.]+([eE][-+]?[0-9]+)?$/ && e + 0 < 1) }' ||
+        { echo "$0: --block-momentum '$block_momentum': must lie in [0, 1)" 1>&2; exit 1; }
+    awk -v z="$block_learning_rate" 'BEGIN { exit !(z ~ /^[0-9.]+([eE][-+]?[0-9]+)?$/ && z + 0 > 0) }' ||
+        { echo "$0: --block-learning-rate '$block_learning_rate': must be positive" 1>&2; exit 1; }
+    case $block_nesterov in true|false) ;;
+        *) echo "$0: --block-nesterov '$block_nesterov': expected true or false" 1>&2; exit 1 ;;
+    esac
+    [ $on_job_failure = average ] && { echo "$0: --on-job-failure average does not apply to --averaging bmuf (the block momentum is for num_jobs jobs): use rerun or stop" 1>&2; exit 1; }
+    job_rate_factor=$(awk -v e=$block_momentum -v z=$block_learning_rate 'BEGIN { printf "%.6g", (1 - e) / z }')
+fi
 train_jobs_check_opts
 [ -z "$elastic_alpha" ] && elastic_alpha=$(awk -v n=$num_jobs 'BEGIN { printf "%.6g", 0.9 / n }')
+[[ "$average_period$average_start$average_best$hierarchical_period" =~ ^[0-9]+$ ]] ||
+    { echo "$0: --average-period, --average-start, --average-best and --hierarchical-period must be numbers >= 0" 1>&2; exit 1; }
+if [ $hierarchical_period -gt 0 ]; then
+    [ $hierarchical_period -lt 2 ] && { echo "$0: --hierarchical-period $hierarchical_period: must be at least 2 (1: every iteration, the plain average)" 1>&2; exit 1; }
+    [ $averaging != average ] && { echo "$0: --hierarchical-period needs --averaging average" 1>&2; exit 1; }
+fi
 if [ $offline_window -gt $num_iters ]; then
     echo "$0: --offline-window $offline_window exceeds the $num_iters iterations"; exit 1
 fi
@@ -243,12 +304,14 @@ archives_before() {
         'BEGIN { s = 0; for (k = 0; k < x; k++) s += int(0.5 + i + (f - i) * k / n); print s }'
 }
 # Per-job learning rate of iteration x: jobs_at(x) * initial * (final/initial)^(x/num_iters), times
-# the backoff scale ($dir/lr_scale, 1 unless a divergence halved it).
+# the backoff scale ($dir/lr_scale, 1 unless a divergence halved it) and, for bmuf, (1 - eta) / zeta
+# (at every iteration: iteration 0's kept job then trains as a single job would).
 lr_scale=1
 [ -f $dir/lr_scale ] && [ $stage -ge 0 ] && lr_scale=$(cat $dir/lr_scale)
 learning_rate() {
     awk -v x=$1 -v n=$num_iters -v i=$initial_learning_rate -v f=$final_learning_rate -v j=$(jobs_at $1) \
-        -v s=$lr_scale 'BEGIN { printf "%.6g\n", s * j * i * exp(x * log(f / i) / n) }'
+        -v s=$lr_scale -v b=$job_rate_factor \
+        'BEGIN { printf "%.6g\n", b * s * j * i * exp(x * log(f / i) / n) }'
 }
 # The validation objective in a nnet-compute-prob log ("nan"/"inf" when not finite).
 valid_objf() {
@@ -308,10 +371,47 @@ if $ramp; then
 else
     echo "$0: $num_iters iterations ($num_passes passes x $iters_per_epoch), $num_jobs jobs, $averaging"
 fi
+# hierarchical_nodes X "JOBS" LR: the jobs' models averaged per node into X+1.J.rep.mdl (the next
+# iteration's starts), or nothing, with a warning, when a log names no host.
+hierarchical_nodes() {
+    local x=$1 jobs=$2 lr=$3 j h
+    declare -A node=()
+    for j in $jobs; do
+        h=$(sed -n 's/^# Running on //p' $dir/log/train.$x.$j.log 2>/dev/null | head -n 1)
+        if [ -z "$h" ]; then
+            echo "$0: WARNING: iteration $x: $dir/log/train.$x.$j.log names no host (run.pl?): averaging all jobs (flat) instead of within nodes"
+            return 0
+        fi
+        node[$h]="${node[$h]} $j"
+    done
+    echo "$0: iteration $x: averaging within ${#node[@]} node(s): $(for h in "${!node[@]}"; do echo -n "$h:$(echo ${node[$h]} | tr ' ' ,) "; done)"
+    for h in "${!node[@]}"; do
+        local models= first=
+        for j in ${node[$h]}; do models="$models $dir/$((x + 1)).$j.mdl"; first=${first:-$j}; done
+        $cmd $dir/log/average_node.$x.$first.log \
+            nnet-average $average_opts $models - \| \
+            nnet-copy --learning-rate=$lr - $dir/$((x + 1)).$first.rep.mdl || return 1
+        for j in ${node[$h]}; do
+            [ $j = $first ] || { cp $dir/$((x + 1)).$first.rep.mdl $dir/$((x + 1)).$j.rep.mdl.tmp &&
+                mv $dir/$((x + 1)).$j.rep.mdl.tmp $dir/$((x + 1)).$j.rep.mdl; } || return 1
+        done
+    done
+}
 # A scoped coupling: min(cap, c0 (1 + s)^x).
 scoped() {
     awk -v c=$1 -v s=$parle_scoping -v x=$2 -v m=$3 'BEGIN { v = c * exp(x * log(1 + s)); printf "%.6g\n", v < m ? v : m }'
 }
+# bmuf resumed at iteration x >= 2: its state must be there and fit $x.mdl and num_jobs, checked
+# (a dry run of the update) before any job trains.
+if [ $averaging = bmuf ] && [ $stage -ge 2 ] && [ $stage -lt $num_iters ]; then
+    [ -f $dir/$stage.bmuf ] || { echo "$0: no $dir/$stage.bmuf (the block momentum beside $stage.mdl): resume from an earlier --stage" 1>&2; exit 1; }
+    nnet-average --bmuf --previous-model=$dir/$stage.mdl --block-nesterov=$block_nesterov \
+        --block-state-in=$dir/$stage.bmuf --block-state-out=$dir/bmuf-check.tmp \
+        $(for j in $(seq $num_jobs); do echo -n "$dir/$stage.mdl "; done) $dir/bmuf-check.tmp.mdl \
+        2>$dir/log/bmuf_check.$stage.log ||
+        { echo "$0: $(grep ERROR $dir/log/bmuf_check.$stage.log | tail -n 1 | sed 's/^ERROR ([^ ]*) //')" 1>&2; rm -f $dir/bmuf-check.tmp*; exit 1; }
+    rm -f $dir/bmuf-check.tmp*
+fi
 replicas=false
 case $averaging in elastic|parle) replicas=true ;; esac
 num_backoffs=0
@@ -357,6 +457,13 @@ while [ $x -lt $num_iters ]; do
             done
             start=$dir/$x.JOB.rep.mdl
         fi
+        # Hierarchical: each job carries on from its node's average when there is one.
+        if [ $hierarchical_period -gt 0 ] && [ -n "$(train_jobs_present $nj $dir/$x.JOB.rep.mdl)" ]; then
+            for j in $(seq $nj); do
+                [ -f $dir/$x.$j.rep.mdl ] || cp $dir/$x.mdl $dir/$x.$j.rep.mdl || exit 1
+            done
+            start=$dir/$x.JOB.rep.mdl
+        fi
         if [ $averaging = parle ]; then
             extra_opts="--entropy-inner-steps=$parle_inner_steps --entropy-coupling=$(scoped $parle_gamma0 $x $parle_gamma_max) --proximal-model=$dir/$x.mdl --proximal-coupling=$(scoped $parle_rho0 $x $parle_rho_max)"
         fi
@@ -399,9 +506,22 @@ while [ $x -lt $num_iters ]; do
             opts=$average_opts
             [ $averaging = agreement ] && \
                 opts="$opts --agreement-threshold=$agreement_threshold --previous-model=$dir/$x.mdl"
+            if [ $averaging = bmuf ]; then
+                # m of iteration x: zero after iteration 0 (one job kept), else $x.bmuf, which
+                # must be there (a resumed run never restarts the momentum from zero)
+                state_in=
+                if [ $x -gt 1 ]; then
+                    [ -f $dir/$x.bmuf ] || { echo "$0: no $dir/$x.bmuf (the block momentum beside $x.mdl): resume from an earlier --stage" 1>&2; exit 1; }
+                    state_in="--block-state-in=$dir/$x.bmuf"
+                fi
+                opts="$opts --bmuf --previous-model=$dir/$x.mdl --block-momentum=$block_momentum --block-learning-rate=$block_learning_rate --block-nesterov=$block_nesterov $state_in --block-state-out=$dir/$((x + 1)).bmuf"
+            fi
             $cmd $dir/log/average.$x.log \
                 nnet-average $opts $models - \| \
                 nnet-copy --learning-rate=$next_lr - $dir/$((x + 1)).mdl || exit 1
+        fi
+        if [ $hierarchical_period -gt 0 ] && [ $x -gt 0 ] && [ $(( (x + 1) % hierarchical_period )) -ne 0 ]; then
+            hierarchical_nodes $x "$jobs_done" $next_lr || exit 1
         fi
         # The divergence check on the new model's validation objective.
         $cmd $dir/log/compute_prob_valid.$((x + 1)).log \
@@ -417,7 +537,7 @@ while [ $x -lt $num_iters ]; do
                 lr_scale=$(awk -v s=$lr_scale 'BEGIN { printf "%.6g", s / 2 }')
                 echo $lr_scale > $dir/lr_scale
                 echo "$0: iteration $x diverged (learning rate $lr, validation objective $objf vs $initial_objf at the start): backoff $num_backoffs of $max_backoffs, rerunning it from $x.mdl at half the rate"
-                rm -f $dir/$((x + 1)).mdl $dir/$((x + 1)).*.mdl
+                rm -f $dir/$((x + 1)).mdl $dir/$((x + 1)).*.mdl $dir/$((x + 1)).bmuf
                 nnet-copy --learning-rate=$(learning_rate $x) $dir/$x.mdl $dir/$x.mdl 2>$dir/log/backoff.$x.$num_backoffs.log || exit 1
                 continue
             fi
@@ -426,6 +546,19 @@ while [ $x -lt $num_iters ]; do
             exit 1
         fi
         rm -f $models $dir/$x.*.rep.mdl $dir/egs/$x.*.ark  # the jobs' models, however many jobs
+        # The running average: the k-th snapshot (k - 1):1 with the (k - 1)-th.
+        y=$((x + 1))
+        if [ $average_period -gt 0 ] && [ $y -gt $average_start ] && [ $(( (y - average_start) % average_period )) -eq 0 ]; then
+            k=$(( (y - average_start) / average_period ))
+            if [ $k -eq 1 ]; then
+                cp $dir/$y.mdl $dir/$y.avg.mdl.tmp && mv $dir/$y.avg.mdl.tmp $dir/$y.avg.mdl || exit 1
+            else
+                prev=$dir/$((y - average_period)).avg.mdl
+                [ -f $prev ] || { echo "$0: no $prev (the running average so far): resume from an earlier --stage" 1>&2; exit 1; }
+                $cmd $dir/log/running_average.$y.log \
+                    nnet-average --weights=$((k - 1)):1 $prev $dir/$y.mdl $dir/$y.avg.mdl || exit 1
+            fi
+        fi
     fi
     x=$((x + 1))
 done
@@ -456,6 +589,22 @@ if [ $stage -le $num_iters ]; then
     fi
     $cmd $dir/log/compute_prob_train.final.log \
         nnet-compute-prob $dir/final.mdl ark:$egs_dir/train_diagnostic.egs || exit 1
+    if [ $average_period -gt 0 ]; then
+        last=$(( average_start + (num_iters - average_start) / average_period * average_period ))
+        if [ $last -gt $average_start ] && [ -f $dir/$last.avg.mdl ]; then
+            echo "$0: final.avg.mdl: the running average of $(( (last - average_start) / average_period )) models (every $average_period from $average_start)"
+            cp $dir/$last.avg.mdl $dir/final.avg.mdl.tmp && mv $dir/final.avg.mdl.tmp $dir/final.avg.mdl || exit 1
+            $cmd $dir/log/compute_prob_valid.final_avg.log \
+                nnet-compute-prob $dir/final.avg.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
+        else
+            echo "$0: --average-period $average_period: no model to average after iteration $average_start"
+        fi
+    fi
+    if [ $average_best -gt 0 ]; then
+        steps/average_best.sh --cmd "$cmd" --num $average_best $dir $dir/final.best.mdl || exit 1
+        $cmd $dir/log/compute_prob_valid.final_best.log \
+            nnet-compute-prob $dir/final.best.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
+    fi
 fi
 
 if $cleanup; then

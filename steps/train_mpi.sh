@@ -18,6 +18,15 @@
 # there (else the run names the stage to resume from). One run per directory ($dir/.lock,
 # steps/lib/lock.sh); option values are checked before anything runs.
 #
+# Params mode after the paper (docs/AVERAGING.md): --bmuf true puts
+# block momentum on every average (nnet-train-mpi --bmuf: --block-momentum, default 1 - 1/N;
+# --block-learning-rate 1; --block-nesterov true), m carried from iteration to iteration in
+# $dir/<iter>.bmuf (a resumed run reads it; its absence is an error), the per-rank rate
+# num_jobs (1 - eta) / zeta x the effective rate; --warmup-steps W makes the run's first W
+# minibatches per rank synchronous (post-local SGD; the count runs across iterations, read back
+# from the logs); --group-size G --group-average-every Kg averages groups of G consecutive
+# ranks (a node, where the launcher places ranks node by node) every Kg minibatches.
+#
 # Learning rates: the effective rate decays geometrically from --initial-learning-rate to
 # --final-learning-rate over the run. In params mode each rank trains with num_jobs x the effective
 # rate (as train.sh); in gradients mode with the effective rate itself, since the summed step
@@ -59,6 +68,13 @@ parle_inner_steps=25 # parle: L
 parle_opts=          # parle: more nnet-train-mpi --parle-* options (e.g. --parle-gamma 0.03)
 use_gpu=no           # yes|no|wait|optional: each rank on a GPU, NCCL all-reduces (make CUDA=1)
 carry_state=auto     # carry each rank's optimiser state across iterations (auto: elastic, parle)
+bmuf=false           # params: block momentum on every average (BMUF / DiLoCo's outer Nesterov)
+block_momentum=      # bmuf: eta in [0, 1) (default: 1 - 1/num_jobs)
+block_learning_rate=1 # bmuf: zeta
+block_nesterov=true  # bmuf: Nesterov block momentum
+warmup_steps=0       # params: post-local SGD, the first W minibatches per rank synchronous
+group_size=1         # params: hierarchical averaging in groups of G ranks (1: off) ...
+group_average_every=0 # ... every this many minibatches
 # End configuration section.
 
 echo "$0 $*"
@@ -87,6 +103,13 @@ Options:
   --elastic-alpha <a>            elastic: exchange alpha (default: 0 = 0.9 / num-jobs)
   --parle-inner-steps <L>        parle: minibatches between exchanges (default: 25)
   --carry-state <true|false|auto> carry optimiser state across iterations (auto: elastic, parle)
+  --bmuf <true|false>            params: block momentum on every average (default: false)
+  --block-momentum <eta>         bmuf: in [0, 1) (default: 1 - 1/num-jobs)
+  --block-learning-rate <zeta>   bmuf: (default: 1)
+  --block-nesterov <true|false>  bmuf: Nesterov block momentum (default: true)
+  --warmup-steps <W>             params: post-local SGD, first W minibatches synchronous (default: 0)
+  --group-size <G>               params: hierarchical averaging in groups of G ranks (default: 1, off)
+  --group-average-every <Kg>     minibatches between the groups' averages
   --use-gpu <yes|no|wait|optional> each rank on its own GPU (by local rank), parameters all-
                                  reduced with NCCL; srun/sbatch get --gpus-per-task=1 (default: no)"
 
@@ -137,6 +160,30 @@ echo $num_jobs > $dir/num_jobs
 # Per-rank learning rate of iteration x: scale * initial * (final/initial)^(x/num_iters).
 rate_scale=$num_jobs
 [ $mode != params ] && rate_scale=1
+after_opts=
+if [ $mode = params ]; then
+    case $bmuf in true|false) ;; *) echo "$0: --bmuf must be true or false"; exit 1 ;; esac
+    if $bmuf; then
+        [ -z "$block_momentum" ] && block_momentum=$(awk -v n=$num_jobs 'BEGIN { printf "%.6g", 1 - 1 / n }')
+        rate_scale=$(awk -v n=$num_jobs -v e="$block_momentum" -v z="$block_learning_rate" \
+            'BEGIN { if (!(e >= 0 && e < 1 && z > 0)) exit 1; printf "%.6g", n * (1 - e) / z }') ||
+            { echo "$0: --block-momentum '$block_momentum' must lie in [0, 1) and --block-learning-rate '$block_learning_rate' be positive"; exit 1; }
+        after_opts="--bmuf --block-momentum=$block_momentum --block-learning-rate=$block_learning_rate --block-nesterov=$block_nesterov"
+    fi
+    [ $group_size -gt 1 ] && after_opts="$after_opts --group-size=$group_size --group-average-every=$group_average_every"
+elif $bmuf || [ $warmup_steps != 0 ] || [ $group_size != 1 ]; then
+    echo "$0: --bmuf, --warmup-steps and --group-size need --mode params"; exit 1
+fi
+# Minibatches per rank trained before iteration x (post-local SGD's count), from the logs.
+minibatches_before() {
+    local k n=0 t
+    for k in $(seq 0 $(($1 - 1))); do
+        t=$(grep -o '([0-9]* frames, [0-9]* minibatches over' $dir/log/train.$k.log 2>/dev/null | tail -n 1 | awk '{print $3}')
+        [ -z "$t" ] && { echo "$0: no minibatch count in $dir/log/train.$k.log (for --warmup-steps)" >&2; return 1; }
+        n=$((n + t / num_jobs))
+    done
+    echo $n
+}
 # Options of the update for every iteration; Parle's nb: minibatches per epoch per rank.
 samples_per_iter=$(cat $egs_dir/info/samples_per_iter 2>/dev/null || echo 0)
 update_opts="--nesterov=$nesterov --weight-decay=$weight_decay"
@@ -213,8 +260,19 @@ for x in $(seq 0 $((num_iters - 1))); do
             state_opts="--state-out=$dir/state/$((x + 1)).JOB"
             [ $x -gt 0 ] && state_opts="$state_opts --state-in=$dir/state/$x.JOB"
         fi
+        if $bmuf; then   # m of iteration x: zero at 0, else $x.bmuf, which must be there
+            if [ $x -gt 0 ]; then
+                [ -f $dir/$x.bmuf ] || { echo "$0: no $dir/$x.bmuf (the block momentum beside $x.mdl): resume from an earlier --stage"; exit 1; }
+                state_opts="$state_opts --block-state-in=$dir/$x.bmuf"
+            fi
+            state_opts="$state_opts --block-state-out=$dir/$((x + 1)).bmuf"
+        fi
+        if [ $warmup_steps -gt 0 ]; then
+            before=$(minibatches_before $x) || exit 1
+            state_opts="$state_opts --warmup-steps=$warmup_steps --minibatch-offset=$before"
+        fi
         launch $dir/log/train.$x.log \
-            nnet-train-mpi --use-gpu=$use_gpu --mode=$mode --average-every=$average_every $update_opts $state_opts \
+            nnet-train-mpi --use-gpu=$use_gpu --mode=$mode --average-every=$average_every $update_opts $after_opts $state_opts \
                 --minibatch-size=$minibatch_egs --srand=$((srand + x)) --num-threads=$num_threads \
                 $ramp_opts $train_opts $dir/$x.mdl \
                 "ark:nnet-shuffle-egs --buffer-size=$shuffle_buffer_size --srand=\$((JOB + $((srand + x)))) ark:$egs_dir/egs.JOB.$archive.ark ark:- |" \

@@ -43,6 +43,8 @@ exp=exp
 feat_dir=fbank      # feature and label archives
 dir=                # the model and its decodes (default: $exp/nnet); stages 4-7 only, so that
                     # several trainings can share one corpus and one set of examples
+model=final          # the model stages 5-7 use: final | avg (final.avg.mdl, train.sh
+                     # --average-period) | best (final.best.mdl, train.sh --average-best)
 # End configuration section.
 help_message="Usage: $0 [options]
 e.g.: $0 --stage 0 --cmd utils/run.pl --num-jobs 2
@@ -64,10 +66,15 @@ Options:
   --srand <n>          of training, stage 4 (default: 0)
   --precision <p>      fp32 | bf16: of the layer products in training (default: fp32)
   --dir <dir>          model and decoding directory (default: \$exp/nnet)
+  --model <m>          final | avg | best: decode with final.mdl, the running average
+                       final.avg.mdl or the best-N average final.best.mdl (train.sh's
+                       --average-period / --average-best in --train-opts) (default: final)
   --acoustic-scales <list>            tried on the validation data (default: \"0.05 0.1 0.2\")
   --word-insertion-penalties <list>   tried on the validation data (default: \"0 2 4 6 8\")"
 . utils/parse_options.sh || exit 1
 set -e -o pipefail
+case $model in final) mdl=final.mdl ;; avg|best) mdl=final.$model.mdl ;;
+    *) echo "$0: --model $model: expected final, avg or best"; exit 1 ;; esac
 start=$(date +%s)
 
 case $size in
@@ -187,7 +194,7 @@ if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
     utils/filter_scp.pl $egs_dir/valid_uttlist $data/train_cmvn/feats.scp > $vdir/feats.scp
     utils/filter_scp.pl $egs_dir/valid_uttlist $data/train/text > $vdir/text
     $cmd $vdir/log/nnet_forward.log \
-        nnet-forward --apply-log=true --class-frame-counts=$dir/pdf_counts.vec $dir/final.mdl \
+        nnet-forward --apply-log=true --class-frame-counts=$dir/pdf_counts.vec $dir/$mdl \
             scp:$vdir/feats.scp ark:$vdir/loglikes.ark
     best=
     for as in $acoustic_scales; do
@@ -217,9 +224,9 @@ if [ $stage -le 7 ] && [ $stop_stage -ge 7 ]; then
     mkdir -p $ddir/log
     nnet-get-egs --left-context=5 --right-context=5 scp:$data/test_cmvn/feats.scp \
         scp:$data/test_cmvn/labels.scp ark:$ddir/test.egs 2>$ddir/log/test_egs.log
-    nnet-compute-prob $dir/final.mdl ark:$ddir/test.egs 2>$ddir/log/compute_prob_test.log >/dev/null
+    nnet-compute-prob $dir/$mdl ark:$ddir/test.egs 2>$ddir/log/compute_prob_test.log >/dev/null
     $cmd $ddir/log/decode.log \
-        nnet-forward --apply-log=true --class-frame-counts=$dir/pdf_counts.vec $dir/final.mdl \
+        nnet-forward --apply-log=true --class-frame-counts=$dir/pdf_counts.vec $dir/$mdl \
             scp:$data/test_cmvn/feats.scp ark:- \| \
         decode-word-loop --acoustic-scale=$acoustic_scale --beam=$beam \
             --word-insertion-penalty=$word_insertion_penalty $data/lang ark:- ark,t:$ddir/hyp.int

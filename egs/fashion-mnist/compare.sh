@@ -24,6 +24,10 @@
 #   noise40-sgd / noise40-mb128 / noise40-gaf: avg-sgd, avg-sgd-mb128 and gaf with 40% symmetric
 #                 label noise on the training labels (validation and test labels clean)
 #   noise40-mpi-sync / noise40-mpi-gaf: mpi-sync-sgd and mpi-gaf with the same label noise
+#   bmuf4         avg-ng4 with block momentum (BMUF: eta 1 - 1/4, zeta 1, Nesterov; each job at the
+#                 effective rate; docs/AVERAGING.md); +2 model files per iteration for the state
+#   mpi-bmuf      mpi-local-sgd with block momentum on every average (eta 1/2 for 2 ranks)
+#   mpi-post-local mpi-local-sgd after a synchronous warm-up (the first 50 minibatches per rank)
 cd "$(dirname "$0")"
 . ./path.sh
 
@@ -153,5 +157,8 @@ if [ $stage -le 2 ]; then
     run_mpi noise40-mpi-sync egs2n compare-sgd.config $sgd_lr --mode gradients
     run_mpi noise40-mpi-gaf egs2n compare-sgd.config $sgd_lr --mode gradients \
         --train-opts "--gaf-microbatches=1"
+    run bmuf4     egs4 compare-ng.config  3*n+3 --combine false --averaging bmuf
+    run_mpi mpi-bmuf egs2 compare-ng.config --mode params --average-every 8 --bmuf true
+    run_mpi mpi-post-local egs2 compare-ng.config --mode params --average-every 8 --warmup-steps 50
     echo "$0: table in $table"
 fi

@@ -3,7 +3,7 @@
 # parameter averaging (2 jobs through the local runner), combination of the last models, and the
 # test accuracy. Rerun with --stage N to resume.
 #   egs/fashion-mnist/run.sh [--stage N] [--cmd utils/run.pl] [--num-jobs 2] [--num-epochs 6]
-#                            [--model mlp|cnn] [--precision fp32|bf16] [--srand N] [--dir exp/nnet]
+#                            [--net mlp|cnn] [--precision fp32|bf16] [--srand N] [--dir exp/nnet]
 cd "$(dirname "$0")"
 . ./path.sh
 
@@ -16,8 +16,8 @@ samples_per_iter=20000
 minibatch_size=128
 initial_learning_rate=0.004
 final_learning_rate=0.0004
-model=mlp        # mlp: conf/nnet.config; cnn: conf/cnn.config (convolutions, pooling, batch norm)
-config=          # a network config of your own (overrides --model)
+net=mlp          # mlp: conf/nnet.config; cnn: conf/cnn.config (convolutions, pooling, batch norm)
+config=          # a network config of your own (overrides --net)
 limit=0          # use only this many training images (0: all); for quick tests
 shifts=2         # shifted copies of each training image (data augmentation)
 dir=exp/nnet
@@ -26,17 +26,21 @@ srand=0          # seed of the initial model and of the shuffling
 egs_dir=exp/egs
 use_gpu=no       # yes|no|wait|optional: the training jobs on GPUs (make CUDA=1; run.pl: one per GPU)
 data_src=/usr/share/datasets/fashion-mnist   # the four idx .gz files
+train_opts=      # extra options for steps/train.sh (e.g. "--averaging bmuf --average-best 5")
+model=final      # the model stage 3 tests: final | avg (final.avg.mdl) | best (final.best.mdl)
 # End configuration section.
-help_message="Usage: $0 [--stage N] [--cmd runner] [--num-jobs N] [--num-epochs N] [--limit N] [--model mlp|cnn] [--config F] [--precision fp32|bf16] [--srand N] [--dir D] [--use-gpu yes|no] [--data-src DIR]"
+help_message="Usage: $0 [--stage N] [--cmd runner] [--num-jobs N] [--num-epochs N] [--limit N] [--net mlp|cnn] [--config F] [--precision fp32|bf16] [--srand N] [--dir D] [--use-gpu yes|no] [--data-src DIR] [--train-opts \"...\"] [--model final|avg|best]"
 . utils/parse_options.sh || exit 1
 if [ -z "$config" ]; then
-    case $model in
+    case $net in
     mlp) config=conf/nnet.config ;;
     cnn) config=conf/cnn.config ;;
-    *) echo "$0: --model: expected mlp or cnn, got '$model'" >&2; exit 2 ;;
+    *) echo "$0: --net: expected mlp or cnn, got '$net'" >&2; exit 2 ;;
     esac
 fi
 set -e -o pipefail
+case $model in final) mdl=final.mdl ;; avg|best) mdl=final.$model.mdl ;;
+    *) echo "$0: --model $model: expected final, avg or best"; exit 1 ;; esac
 start=$(date +%s)
 
 if [ $stage -le 0 ]; then
@@ -55,17 +59,18 @@ if [ $stage -le 2 ]; then
     steps/train.sh --cmd "$cmd" --num-jobs $num_jobs --num-epochs $num_epochs \
         --minibatch-size $minibatch_size --initial-learning-rate $initial_learning_rate \
         --final-learning-rate $final_learning_rate --srand $srand --use-gpu $use_gpu \
-        --train-opts "--precision=$precision" $egs_dir $config $dir
+        --train-opts "--precision=$precision" $train_opts $egs_dir $config $dir
 fi
 
 if [ $stage -le 3 ]; then
     echo "$0: stage 3: test accuracy"
     [ -f $egs_dir/test.egs ] || nnet-get-egs scp:data/test/feats.scp scp:data/test/labels.scp \
         ark:$egs_dir/test.egs 2>$dir/log/test_egs.log
-    nnet-compute-prob $dir/final.mdl ark:$egs_dir/test.egs 2>$dir/log/compute_prob_test.log >/dev/null
+    nnet-compute-prob $dir/$mdl ark:$egs_dir/test.egs 2>$dir/log/compute_prob_test.log >/dev/null
     acc=$(grep -o 'accuracy is [0-9.]*' $dir/log/compute_prob_test.log | awk '{print $3}')
     logprob=$(grep -o 'average probability is [-0-9.]*' $dir/log/compute_prob_test.log | awk '{print $4}')
-    valid_acc=$(grep -o 'accuracy is [0-9.]*' $dir/log/compute_prob_valid.final.log | awk '{print $3}')
+    vlog=$dir/log/compute_prob_valid.$(basename $mdl .mdl | tr . _).log   # final, final_avg, final_best
+    valid_acc=$(grep -o 'accuracy is [0-9.]*' $vlog | awk '{print $3}')
     printf "%s: validation accuracy %.2f%%, test accuracy %.2f%% (log-prob %s) after %d s\n" \
         "$0" "$(echo "$valid_acc * 100" | bc -l)" "$(echo "$acc * 100" | bc -l)" "$logprob" \
         $(( $(date +%s) - start ))

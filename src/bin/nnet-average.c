@@ -1,5 +1,6 @@
 /* nnet-average: weighted average of models (the averaging step of parallel training), with the
- * job-level agreement filter, EASGD's elastic centre update and HWA's window. */
+ * job-level agreement filter, EASGD's elastic centre update, block momentum (BMUF) and HWA's
+ * window: the methods are tables in src/train/average-methods.c. */
 #include "train/average.h"
 
 #include <stdlib.h>
@@ -12,67 +13,59 @@ static const char *usage =
     "--agreement-threshold=T with --previous-model=P leaves out the jobs whose change since P\n"
     "has a cosine distance above T to the consensus (mean) change; other settings come from P.\n"
     "--elastic-alpha=A with --elastic-center=C writes EASGD's centre C + A sum_i (model_i - C).\n"
+    "--bmuf with --previous-model=S: block momentum (BMUF; DiLoCo's outer Nesterov) on the\n"
+    "average A: m <- eta m + zeta (A - S), read from --block-state-in (absent: zero) and written\n"
+    "to --block-state-out; writes the next start model (src/train/bmuf.h has the rule).\n"
+    "Two methods' options exclude each other.\n"
     "Usage:  nnet-average [options] <model1> <model2> ... <modelN> <model-out>\n"
     "e.g.:   nnet-average 2.1.mdl 2.2.mdl 2.3.mdl 2.mdl\n"
     "        nnet-average --agreement-threshold=1 --previous-model=1.mdl 2.1.mdl 2.2.mdl 2.mdl\n";
 
 int main(int argc, char **argv) {
-    const char *weights_str = "", *previous = "", *center = "";
+    struct average_request r = {.previous = "", .center = "", .tau = -1, .alpha = 0};
+    const char *weights_str = "";
     int binary = 1, window = 0;
-    float tau = -1, alpha = 0;
-    struct option_spec specs[] = {
+    struct bmuf_cli bc;
+    struct option_spec specs[7 + BMUF_CLI_NUM_SPECS] = {
         {"weights", OPT_STRING, &weights_str,
          "Colon-separated weights, one per model (renormalised to sum 1; default uniform)"},
         {"binary", OPT_BOOL, &binary, "Write the model in binary mode"},
         {"window", OPT_INT, &window, "Average only the last W models (0: all)"},
-        {"agreement-threshold", OPT_FLOAT, &tau,
+        {"agreement-threshold", OPT_FLOAT, &r.tau,
          "Job-level agreement: largest cosine distance to the consensus change kept (<0: off)"},
-        {"previous-model", OPT_STRING, &previous,
-         "The model the jobs started from (for --agreement-threshold)"},
-        {"elastic-alpha", OPT_FLOAT, &alpha, "EASGD centre update rate alpha (0: off)"},
-        {"elastic-center", OPT_STRING, &center, "The current centre (for --elastic-alpha)"},
+        {"previous-model", OPT_STRING, &r.previous,
+         "The model the jobs started from (for --agreement-threshold and --bmuf)"},
+        {"elastic-alpha", OPT_FLOAT, &r.alpha, "EASGD centre update rate alpha (0: off)"},
+        {"elastic-center", OPT_STRING, &r.center, "The current centre (for --elastic-alpha)"},
     };
-    int nspecs = sizeof specs / sizeof specs[0];
+    int nspecs = 7 + bmuf_cli_register(&bc, &r.bmuf, specs + 7);
     options_parse(&argc, argv, usage, specs, nspecs);
     if (argc < 3) options_usage_exit(usage, specs, nspecs);
-    int num = argc - 2;
-    const char *const *files = (const char *const *)argv + 1;
+    if (bmuf_cli_check(&bc)) die("%s", error_get());
+    r.bmuf_state_in = bc.state_in;
+    r.bmuf_state_out = bc.state_out;
+    r.num = argc - 2;
+    r.models = (const char *const *)argv + 1;
     if (window < 0) die("--window must not be negative");
-    if (window > 0 && window < num) {
-        files += num - window;
-        num = window;
+    if (window > 0 && window < r.num) {
+        r.models += r.num - window;
+        r.num = window;
     }
-    if ((tau >= 0) != (*previous != 0))
-        die("--agreement-threshold and --previous-model go together");
-    if ((alpha > 0) != (*center != 0)) die("--elastic-alpha and --elastic-center go together");
-    if (alpha < 0 || alpha * num > 1) die("--elastic-alpha must lie in [0, 1/num-models]");
-    if (tau >= 0 && alpha > 0) die("--agreement-threshold and --elastic-alpha exclude each other");
     float *weights = NULL;
     if (*weights_str) {
         int k = 0;
         if (parse_float_list(weights_str, 0, &weights, &k)) die("--weights: %s", error_get());
-        if (k != num) die("--weights='%s': expected %d numbers, got %d", weights_str, num, k);
+        if (k != r.num) die("--weights='%s': expected %d numbers, got %d", weights_str, r.num, k);
     }
-    if (alpha > 0 && weights) die("--weights does not apply to --elastic-alpha");
-    struct nnet *avg;
-    int kept = num;
-    if (tau >= 0)
-        avg = average_model_files_agreement(files, num, weights, previous, tau, &kept);
-    else if (alpha > 0)
-        avg = average_elastic_center_files(center, files, num, alpha);
-    else
-        avg = average_model_files(files, num, weights);
+    r.weights = weights;
+    const struct average_method *method = average_method_select(&r);
+    if (!method) die("%s", error_get());
+    char summary[512];
+    struct nnet *avg = method->run(&r, summary, sizeof summary);
     if (!avg) die("%s", error_get());
     if (nnet_write_file(avg, argv[argc - 1], binary))
         die("cannot write '%s': %s", argv[argc - 1], error_get());
-    if (tau >= 0)
-        LOG("Averaged %d of %d models (job-level agreement, threshold %g) into '%s'", kept, num,
-            tau, argv[argc - 1]);
-    else if (alpha > 0)
-        LOG("Moved the centre '%s' by alpha=%g toward %d models into '%s'", center, alpha, num,
-            argv[argc - 1]);
-    else
-        LOG("Averaged %d models into '%s'", num, argv[argc - 1]);
+    LOG("%s into '%s'", summary, argv[argc - 1]);
     nnet_free(avg);
     free(weights);
     return 0;

@@ -19,6 +19,15 @@ static const char *usage =
     "  --mode=params: each rank runs SGD on its own copy; the copies are averaged every\n"
     "    --average-every minibatches and at the end (local SGD, as Su & Chen). Use N x the\n"
     "    single-process learning rate, as with Kaldi's parameter averaging.\n"
+    "    --bmuf: block momentum on every average (BMUF; DiLoCo's outer Nesterov): m <- eta m +\n"
+    "    zeta (average - block start), eta = --block-momentum (auto: 1 - 1/N), zeta =\n"
+    "    --block-learning-rate; use the single-process rate (the momentum amplifies N x);\n"
+    "    m carried between passes in --block-state-in/-out (one file, rank 0 writes it).\n"
+    "    --warmup-steps=W: post-local SGD, the run's first W minibatches synchronous (the mean\n"
+    "    of the ranks' steps), --minibatch-offset of them in earlier passes.\n"
+    "    --group-size=G --group-average-every=Kg: hierarchical averaging, groups of G\n"
+    "    consecutive ranks (a node, ranks placed by node) every Kg minibatches, all ranks every\n"
+    "    --average-every.\n"
     "  --mode=gradients: every minibatch the ranks' steps are summed and applied by all\n"
     "    (synchronous SGD on N x minibatch-size examples at the same learning rate).\n"
     "  --gaf-microbatches=M (implies gradients mode): gradient agreement filtering across\n"
@@ -188,6 +197,22 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &comm.rank);
     ctx.rank = comm.rank;
     MPI_Comm_size(MPI_COMM_WORLD, &comm.size);
+    /* hierarchical averaging: the ranks of this rank's group, a communicator of their own */
+    struct mpi_ctx group_ctx = ctx;
+    struct train_comm group = {.ctx = &group_ctx, .allreduce = mpi_allreduce};
+    if (o.group_size > 1) {
+        if (comm.size % o.group_size) {
+            if (comm.rank == 0)
+                log_message(LOG_LEVEL_ERROR, __func__, __FILE__, __LINE__,
+                            "--group-size=%d: must divide the %d ranks", o.group_size, comm.size);
+            MPI_Finalize();
+            return 1;
+        }
+        MPI_Comm_split(MPI_COMM_WORLD, comm.rank / o.group_size, comm.rank, &group_ctx.comm);
+        MPI_Comm_rank(group_ctx.comm, &group.rank);
+        MPI_Comm_size(group_ctx.comm, &group.size);
+        comm.group = &group;
+    }
     /* threads, one GPU per rank on a node (--use-gpu), the precision: the ranks agree */
     int dev = matrix_cli_apply_ranks(&c.train.mc, comm.rank, node_rank(), mpi_all_min, NULL);
     if (dev) {
@@ -200,6 +225,9 @@ int main(int argc, char **argv) {
 #if HAVE_CUDA
     if (matrix_default_device == MATRIX_GPU && nccl_setup(&ctx, comm.rank, comm.size))
         die_alone("rank %d: %s", comm.rank, error_get());
+    if (matrix_default_device == MATRIX_GPU && comm.group &&
+        nccl_setup(&group_ctx, group.rank, group.size))
+        die_alone("rank %d: the group's NCCL communicator: %s", comm.rank, error_get());
 #endif
     char *egs = replace_job(argv[2], comm.rank + 1);
     char *state_rx = *c.state_in ? replace_job(c.state_in, comm.rank + 1) : NULL;
@@ -232,6 +260,15 @@ int main(int argc, char **argv) {
             : o.mode == TRAIN_SYNC_PARLE ? o.parle_inner_steps
                                          : o.average_every,
             o.train.minibatch_size, nnet_num_params(n));
+    if (comm.rank == 0 && o.bmuf.on)
+        LOG("block momentum %g (%s), block learning rate %g, from %s",
+            bmuf_resolve_momentum(&o.bmuf, comm.size), o.bmuf.nesterov ? "Nesterov" : "classic",
+            o.bmuf.learning_rate,
+            o.bmuf_state_rxfilename ? o.bmuf_state_rxfilename : "zero momentum");
+    if (comm.rank == 0 && (o.warmup_steps > 0 || o.group_size > 1))
+        LOG("post-local SGD: %lld synchronous minibatches (%lld before this pass); groups of %d "
+            "ranks averaging every %d minibatches", o.warmup_steps, o.minibatch_offset,
+            o.group_size, o.group_average_every);
     if (comm.rank == 0 && (o.train.momentum > 0 || o.train.weight_decay > 0))
         LOG("momentum %g%s, weight decay %g", o.train.momentum,
             o.train.nesterov ? " (Nesterov)" : "", o.train.weight_decay);
@@ -299,7 +336,9 @@ done:
     free(state_wx);
 #if HAVE_CUDA
     if (ctx.have_nccl) ncclCommDestroy(ctx.nccl);
+    if (group_ctx.have_nccl) ncclCommDestroy(group_ctx.nccl);
 #endif
+    if (comm.group) MPI_Comm_free(&group_ctx.comm);
     watchdog_arm(ctx.timeout, ok ? 0 : 1, "rank %d: MPI_Finalize", comm.rank);
     MPI_Finalize();
     return ok ? 0 : 1;

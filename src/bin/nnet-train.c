@@ -9,6 +9,9 @@ static const char *usage =
     "at the same parameters. --proximal-model pulls toward a reference (EASGD/Parle);\n"
     "--entropy-inner-steps runs Entropy-SGD's inner loop (Chaudhari et al., ICLR 2017).\n"
     "--momentum/--nesterov/--weight-decay filter every update (GAF's fused one included).\n"
+    "--average-period=P --average-out=F writes a running average of the model (icefall's\n"
+    "model_avg): the mean of the snapshots after every P-th minibatch, continuing the mean of\n"
+    "--average-count snapshots in --average-in when given.\n"
     "Usage:  nnet-train [options] <model-in> <egs-rspecifier> <model-out>\n"
     "e.g.:   nnet-shuffle-egs --srand=1 ark:egs.1.0.ark ark:- | nnet-train 1.mdl ark:- 2.1.mdl\n";
 
@@ -27,6 +30,12 @@ int main(int argc, char **argv) {
     if (c.max_change > 0) nnet_set_max_change(n, c.max_change);
     if (*c.proximal && !(o.proximal_model = nnet_read_file(c.proximal)))
         die("cannot read model '%s': %s", c.proximal, error_get());
+    long long avg_count = c.average_count;
+    if (o.average_period > 0) { /* the running average so far, or none yet (count 0) */
+        o.average_model = *c.average_in ? nnet_read_file(c.average_in) : nnet_copy(n);
+        if (!o.average_model) die("cannot read model '%s': %s", c.average_in, error_get());
+        o.average_count = &avg_count;
+    }
     if (o.momentum > 0 || o.weight_decay > 0)
         LOG("momentum %g%s, weight decay %g", o.momentum, o.nesterov ? " (Nesterov)" : "",
             o.weight_decay);
@@ -34,6 +43,14 @@ int main(int argc, char **argv) {
     if (train_sgd(n, argv[2], &o, &st)) die("%s", error_get());
     if (st.num_egs == 0) die("no examples in '%s': nothing trained", argv[2]);
     if (nnet_write_file(n, argv[3], c.binary)) die("cannot write '%s': %s", argv[3], error_get());
+    if (o.average_period > 0) {
+        if (avg_count == 0) die("--average-period=%d: no snapshot in %lld minibatches",
+                                o.average_period, st.num_minibatches);
+        if (nnet_write_file(o.average_model, c.average_out, c.binary))
+            die("cannot write '%s': %s", c.average_out, error_get());
+        LOG("Running average of %lld snapshots (every %d minibatches) in '%s'", avg_count,
+            o.average_period, c.average_out);
+    }
     LOG("Trained on %lld examples (%lld frames, %lld minibatches, %lld steps skipped) in %.1f s, "
         "%.0f frames/s; accuracy %.4f", st.num_egs, st.num_frames, st.num_minibatches,
         st.num_skipped, st.seconds, st.num_frames / (st.seconds > 0 ? st.seconds : 1),
@@ -49,5 +66,6 @@ int main(int argc, char **argv) {
     LOG("[this line is to be parsed by a script:] log-prob-per-frame=%.6f", st.objf / st.weight);
     nnet_free(n);
     nnet_free(o.proximal_model);
+    nnet_free(o.average_model);
     return 0;
 }

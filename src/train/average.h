@@ -12,6 +12,7 @@
 #define PARNET_TRAIN_AVERAGE_H
 
 #include "nnet/nnet.h"
+#include "train/bmuf.h"
 #include "train/gaf.h"
 
 /* Weighted average of the models' parameter blocks, streaming: at most two models in memory.
@@ -36,5 +37,40 @@ struct nnet *average_model_files_agreement(const char *const *rxfilenames, int n
  * gives the plain average. Structures must match the centre's. */
 struct nnet *average_elastic_center_files(const char *center_rxfilename,
                                           const char *const *rxfilenames, int num, float alpha);
+
+/* Block momentum over files (bmuf.h): previous = S(t-1), the model the jobs started from (its
+ * non-parameter settings are kept); the result is S(t). The velocity m(t-1) comes from
+ * state_in ("" or NULL: zero, the first block) and m(t) goes to state_out (NULL: not written),
+ * checked against the model's size, num and o->nesterov. eta = bmuf_resolve_momentum(o, num). */
+struct nnet *average_bmuf_files(const char *const *rxfilenames, int num, const float *weights,
+                                const char *previous_rxfilename, const struct bmuf_options *o,
+                                const char *state_in, const char *state_out);
+
+/* nnet-average's methods, one table each (docs/STYLE.md §5). A request holds every option of the
+ * program; a method is chosen when its options are present (`wanted`), at most one at a time.
+ * check: its options' ranges and companions, before any model is read (0, or -1 with
+ * error_set); run: the averaged model, and a summary for the log line in summary. */
+struct average_request {
+    const char *const *models;
+    int num;
+    const float *weights;      /* NULL: uniform */
+    const char *previous;      /* "" when not given */
+    float tau;                 /* agreement: < 0 off */
+    float alpha;               /* elastic: 0 off */
+    const char *center;
+    struct bmuf_options bmuf;
+    const char *bmuf_state_in, *bmuf_state_out; /* "" when not given */
+};
+struct average_method {
+    const char *name;
+    int (*wanted)(const struct average_request *r);
+    int (*check)(const struct average_request *r);
+    struct nnet *(*run)(const struct average_request *r, char *summary, size_t size);
+};
+/* The methods, NULL-terminated; the last one, plain, is wanted when nothing else is. */
+extern const struct average_method *const average_methods[];
+/* The wanted method (plain when none), or NULL with error_set when two exclude each other or
+ * its check fails. */
+const struct average_method *average_method_select(const struct average_request *r);
 
 #endif

@@ -32,6 +32,7 @@ int train_cli_register(struct train_cli *c, struct train_options *o, int groups,
     c->gaf_on = "gradient";
     c->gaf_scale = "accepted";
     c->proximal = "";
+    c->average_in = c->average_out = "";
     c->nesterov = "auto";
     if (sync) o->momentum = -1; /* by mode */
     int n = 0;
@@ -101,6 +102,16 @@ int train_cli_register(struct train_cli *c, struct train_options *o, int groups,
         SPEC("weight-decay", OPT_FLOAT, &o->weight_decay,
              "L2: the step gains -lambda x frames x lr x theta (PyTorch's weight_decay; 0: off)");
     }
+    if (groups & TRAIN_CLI_AVERAGE) {
+        SPEC("average-period", OPT_INT, &o->average_period,
+             "Running average of the model (icefall's model_avg): a snapshot every P minibatches "
+             "(0: off)");
+        SPEC("average-in", OPT_STRING, &c->average_in,
+             "The running average so far (of --average-count snapshots; default: none yet)");
+        SPEC("average-count", OPT_INT, &c->average_count, "Snapshots in --average-in");
+        SPEC("average-out", OPT_STRING, &c->average_out,
+             "Write the running average here (with --average-period)");
+    }
     ASSERT(n <= TRAIN_CLI_MAX_SPECS);
     return n;
 }
@@ -137,6 +148,14 @@ int train_cli_check(struct train_cli *c) {
     if ((c->groups & TRAIN_CLI_MOMENTUM) && !c->sync &&
         momentum_check(o->momentum, o->nesterov, o->weight_decay))
         return -1;
+    if (c->groups & TRAIN_CLI_AVERAGE) {
+        if (o->average_period < 0 || c->average_count < 0)
+            return error_set("--average-period and --average-count must not be negative");
+        if ((o->average_period > 0) != (*c->average_out != 0))
+            return error_set("--average-period (> 0) and --average-out go together");
+        if ((*c->average_in != 0) != (c->average_count > 0))
+            return error_set("--average-in and --average-count (> 0) go together");
+    }
     o->srand = (uint64_t)c->srand;
     return 0;
 }

@@ -134,6 +134,14 @@ static int run_pass(struct nnet *n, const char *egs_rspec, int minibatch_size,
         double w;
         minibatch_loop_score(&loop, out, mb, NULL, &w);
         if (update) update_minibatch(&ex, &loop.deriv, w, st);
+        if (update && update->average_period > 0 &&
+            st->num_minibatches % update->average_period == 0) {
+            /* the running average: avg <- avg + (x - avg) / (count + 1) */
+            struct vector avg = nnet_params(update->average_model), x = nnet_params(n);
+            long long *count = update->average_count;
+            elastic_ema(&avg, &x, (float)((double)*count / (double)(*count + 1)));
+            ++*count;
+        }
         minibatch_loop_progress(&loop);
     }
     if (minibatch_source_free(src) && rc == 0) rc = -1;
@@ -151,6 +159,9 @@ static int run_pass(struct nnet *n, const char *egs_rspec, int minibatch_size,
 int train_sgd(struct nnet *n, const char *egs_rspec, const struct train_options *o,
               struct train_stats *st) {
     nnet_set_seed(n, o->srand);
+    if (o->average_period > 0 &&
+        (!o->average_model || !o->average_count || !nnet_same_structure(n, o->average_model)))
+        return error_set("the running average does not have the structure of the model trained");
     if (o->proximal_model && !nnet_same_structure(n, o->proximal_model))
         return error_set("the proximal model does not have the structure of the model trained");
     return run_pass(n, egs_rspec, o->minibatch_size, o, o->progress_every, st);

@@ -20,6 +20,8 @@ void train_sync_options_default(struct train_sync_options *o) {
     o->parle_minibatches_per_epoch = 0;
     o->parle_step_offset = 0;
     o->parle_scope_per_step = 0;
+    o->bmuf = (struct bmuf_options){.momentum = -1, .learning_rate = 1, .nesterov = 1};
+    o->group_size = 1;
 }
 
 #define SPEC(name, type, ptr, help) specs[n++] = (struct option_spec){name, type, ptr, help}
@@ -66,6 +68,18 @@ int train_sync_cli_register(struct train_sync_cli *c, struct train_sync_options 
          "the replica, anchor, EMA, t in elastic/parle modes");
     SPEC("state-out", OPT_STRING, &c->state_out,
          "Write each rank's state at the end (JOB = rank + 1)");
+    /* params mode: block momentum, post-local SGD, hierarchical averaging (sync.h) */
+    n += bmuf_cli_register(&c->bmuf, &o->bmuf, specs + n);
+    SPEC("warmup-steps", OPT_INT, &c->warmup_steps,
+         "params: post-local SGD: the run's first W minibatches apply the mean of the ranks' "
+         "steps (synchronous), local SGD after (0: off)");
+    SPEC("minibatch-offset", OPT_INT, &c->minibatch_offset,
+         "params: minibatches per rank trained in earlier passes (for --warmup-steps)");
+    SPEC("group-size", OPT_INT, &o->group_size,
+         "params: hierarchical averaging: groups of G consecutive ranks (a node) average every "
+         "--group-average-every minibatches (1: off; G must divide the ranks)");
+    SPEC("group-average-every", OPT_INT, &o->group_average_every,
+         "params: minibatches between the averages within a group (with --group-size)");
     ASSERT(n <= TRAIN_SYNC_CLI_MAX_SPECS);
     return n;
 }
@@ -110,5 +124,21 @@ int train_sync_cli_check(struct train_sync_cli *c) {
         return error_set("--gaf-microbatches needs --mode=gradients (the ranks apply one common "
                          "update)");
     if (o->average_every < 0) return error_set("--average-every must be at least 0");
+    if (bmuf_cli_check(&c->bmuf)) return -1;
+    o->bmuf_state_rxfilename = *c->bmuf.state_in ? c->bmuf.state_in : NULL;
+    o->bmuf_state_wxfilename = *c->bmuf.state_out ? c->bmuf.state_out : NULL;
+    o->warmup_steps = c->warmup_steps;
+    o->minibatch_offset = c->minibatch_offset;
+    if (c->warmup_steps < 0 || c->minibatch_offset < 0)
+        return error_set("--warmup-steps and --minibatch-offset must not be negative");
+    if (o->group_size < 1) return error_set("--group-size must be at least 1");
+    if (o->group_size > 1 && o->group_average_every < 1)
+        return error_set("--group-size=%d needs --group-average-every of at least 1",
+                         o->group_size);
+    if (o->group_size == 1 && o->group_average_every != 0)
+        return error_set("--group-average-every needs --group-size above 1");
+    if (o->mode != TRAIN_SYNC_PARAMS &&
+        (o->bmuf.on || o->warmup_steps > 0 || o->group_size > 1))
+        return error_set("--bmuf, --warmup-steps and --group-size need --mode=params");
     return 0;
 }

@@ -126,6 +126,99 @@ static int gaf_step(struct nnet *n, const struct train_sync_options *o,
     return 0;
 }
 
+/* ---- params mode: local SGD, with block momentum, post-local warm-up and groups (sync.h) ---- */
+struct params_mode {
+    struct vector start, velocity; /* BMUF: S, the block's start, and m; dim 0 when off */
+    float eta;
+    long long step;                /* the run's minibatches so far (minibatch_offset included) */
+    int since_average, since_group;
+};
+
+/* Collective. The group's shape and the block momentum's state. */
+static int params_mode_init(struct params_mode *pm, struct nnet *n,
+                            const struct train_sync_options *o, const struct train_comm *c) {
+    memset(pm, 0, sizeof *pm);
+    pm->step = o->minibatch_offset;
+    if (o->mode != TRAIN_SYNC_PARAMS) return 0;
+    if (o->group_size > 1 &&
+        (c->size % o->group_size || !c->group || c->group->size != o->group_size ||
+         c->group->rank != c->rank % o->group_size))
+        return error_set("--group-size=%d: must divide the %d ranks", o->group_size, c->size);
+    if (!o->bmuf.on) return 0;
+    struct vector p = nnet_params(n);
+    vector_init(&pm->start, p.dim);
+    vector_copy(&pm->start, &p);
+    vector_init(&pm->velocity, p.dim);
+    pm->eta = bmuf_resolve_momentum(&o->bmuf, c->size);
+    if (!o->bmuf_state_rxfilename) return 0;
+    return agree(c, bmuf_state_read(o->bmuf_state_rxfilename, &pm->velocity, c->size,
+                                    o->bmuf.nesterov), "read");
+}
+
+static void params_mode_release(struct params_mode *pm) {
+    vector_release(&pm->start);
+    vector_release(&pm->velocity);
+}
+
+/* Collective: the average over all ranks, through block momentum when on. */
+static int params_average(struct params_mode *pm, struct nnet *n,
+                          const struct train_sync_options *o, const struct train_comm *c,
+                          struct train_sync_stats *st) {
+    struct vector params = nnet_params(n);
+    pm->since_average = pm->since_group = 0;
+    if (train_sync_exchange(c, &params, 1.0f / (float)c->size, st)) return -1;
+    if (!o->bmuf.on) return 0;
+    bmuf_update(&pm->start, &pm->velocity, &params, pm->eta, o->bmuf.learning_rate,
+                o->bmuf.nesterov);
+    vector_copy(&params, &pm->start);
+    return 0;
+}
+
+/* One minibatch of params mode after the forward pass; returns -1 on a failed exchange. */
+static int params_minibatch(struct params_mode *pm, struct nnet *n, struct matrix *deriv,
+                            const struct train_sync_options *o, const struct train_comm *c,
+                            struct momentum *mom, double weight, struct train_sync_stats *st,
+                            float **scratch) {
+    struct vector params = nnet_params(n), delta = nnet_delta(n);
+    const long long mb = st->local.num_minibatches - 1;
+    if (pm->step++ < o->warmup_steps) {
+        /* post-local SGD's warm-up: the mean of the ranks' steps, applied everywhere */
+        nnet_backward(n, deriv, NNET_STEP);
+        momentum_weight_decay(n, &delta, o->train.weight_decay, weight);
+        if (train_sync_exchange(c, &delta, 1.0f / (float)c->size, st)) return -1;
+        if (mom->on ? momentum_apply_filtered(mom, n, &delta) : nnet_apply_step(n, &delta))
+            st->local.num_skipped++;
+        st->num_warmup_steps++;
+        pm->since_average = pm->since_group = 0;
+        if (pm->start.dim) vector_copy(&pm->start, &params); /* the next block starts here */
+        return o->check_sync ? check_identical(n, c, scratch, "after the warm-up step", mb) : 0;
+    }
+    int skipped;
+    if (mom->on) {
+        nnet_backward(n, deriv, NNET_STEP);
+        skipped = momentum_apply_step(mom, n, &delta, weight);
+    } else {
+        skipped = nnet_backward(n, deriv, NNET_UPDATE);
+    }
+    if (skipped) st->local.num_skipped++;
+    pm->since_average++;
+    pm->since_group++;
+    if (o->average_every > 0 && pm->since_average == o->average_every) {
+        if (params_average(pm, n, o, c, st)) return -1;
+        return o->check_sync ? check_identical(n, c, scratch, "after averaging at minibatch", mb)
+                             : 0;
+    }
+    if (o->group_size > 1 && pm->since_group == o->group_average_every) {
+        pm->since_group = 0;
+        st->num_group_averages++;
+        if (train_sync_exchange(c->group, &params, 1.0f / (float)o->group_size, st)) return -1;
+        return o->check_sync ? check_identical(n, c->group, scratch,
+                                               "within the group after averaging at minibatch", mb)
+                             : 0;
+    }
+    return 0;
+}
+
 int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_options *o,
                const struct train_comm *comm, struct train_sync_stats *st) {
     ASSERT(o->average_every >= 0 && comm->size >= 1 && comm->rank >= 0 && comm->rank < comm->size);
@@ -166,15 +259,16 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
     train_replica_init(&rep, n, o);
     const int replica_mode = o->mode == TRAIN_SYNC_ELASTIC || o->mode == TRAIN_SYNC_PARLE;
     double nominal_frames = o->train.minibatch_size; /* per GAF microbatch, the same everywhere */
-    struct vector params = nnet_params(n), delta = nnet_delta(n);
+    struct vector delta = nnet_delta(n);
     struct minibatch_loop loop; /* progress lines on rank 0 only */
     minibatch_loop_init(&loop, n, egs_rspec, ls, comm->rank == 0 ? o->train.progress_every : 0,
                         " (rank 0)", 0, start);
     struct matrix *deriv = &loop.deriv;
-    int rc = 0, since_average = 0, stopped_early = 0;
-    const float inv_size = 1.0f / (float)comm->size;
+    int rc = 0, stopped_early = 0;
+    struct params_mode pm = {0};
     if (o->state_rxfilename)
         rc = agree(comm, train_replica_read_state(&rep, &mom, n, o->state_rxfilename), "read");
+    if (rc == 0) rc = params_mode_init(&pm, n, o, comm);
     while (rc == 0) {
         /* 1: a minibatch, 0: end of this rank's archive, -1 - rank: this rank failed. */
         const struct egs_minibatch *mb = NULL;
@@ -249,28 +343,8 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
                     break;
                 }
             }
-        } else {
-            int skipped;
-            if (mom.on) {
-                nnet_backward(n, deriv, NNET_STEP);
-                skipped = momentum_apply_step(&mom, n, &delta, weight);
-            } else {
-                skipped = nnet_backward(n, deriv, NNET_UPDATE);
-            }
-            if (skipped) ls->num_skipped++;
-            if (o->average_every > 0 && ++since_average == o->average_every) {
-                since_average = 0;
-                if (train_sync_exchange(comm, &params, inv_size, st)) {
-                    rc = -1;
-                    break;
-                }
-                if (o->check_sync &&
-                    (rc = check_identical(n, comm, &scratch, "after averaging at minibatch",
-                                          ls->num_minibatches - 1)))
-                    break;
-            } else if (o->average_every == 0) {
-                since_average = 1;
-            }
+        } else if ((rc = params_minibatch(&pm, n, deriv, o, comm, &mom, weight, st, &scratch))) {
+            break;
         }
 
         minibatch_loop_progress(&loop);
@@ -287,12 +361,20 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
         vector_release(&gaf_all);
     }
     /* The pass ended on every rank at the same minibatch; leave every copy equal to the average. */
-    if (rc == 0 && o->mode == TRAIN_SYNC_PARAMS && since_average > 0) {
-        rc = train_sync_exchange(comm, &params, inv_size, st);
+    if (rc == 0 && o->mode == TRAIN_SYNC_PARAMS && pm.since_average > 0) {
+        rc = params_average(&pm, n, o, comm, st);
         if (rc == 0 && o->check_sync)
             rc = check_identical(n, comm, &scratch, "after the final average at minibatch",
                                  ls->num_minibatches);
     }
+    if (rc == 0 && o->bmuf.on && o->bmuf_state_wxfilename) /* m is the same on every rank */
+        rc = agree(comm,
+                   comm->rank ? 0
+                              : bmuf_state_write(o->bmuf_state_wxfilename, &pm.velocity,
+                                                 comm->size, pm.eta, o->bmuf.learning_rate,
+                                                 o->bmuf.nesterov),
+                   "write");
+    params_mode_release(&pm);
     /* Parle / EASGD: the last exchange; this rank's state; the model is the centre everywhere */
     if (rc == 0) rc = train_replica_last_exchange(&rep, n, o, comm, st);
     if (rc == 0 && o->state_wxfilename)

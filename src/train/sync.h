@@ -72,6 +72,7 @@
 #ifndef PARNET_TRAIN_SYNC_H
 #define PARNET_TRAIN_SYNC_H
 
+#include "train/bmuf.h"
 #include "train/train.h"
 
 enum comm_type { COMM_FLOAT, COMM_DOUBLE, COMM_INT64 };
@@ -85,6 +86,9 @@ struct train_comm {
      * the same result. Returns 0, or -1 (error_set). */
     int (*allreduce)(void *ctx, void *data, size_t count, enum comm_type type, enum comm_op op,
                      int device);
+    /* The ranks of this rank's group for hierarchical averaging (train_sync_options.group_size:
+     * ranks r with the same r / group_size, in rank order), or NULL. */
+    const struct train_comm *group;
 };
 
 enum train_sync_mode {
@@ -123,6 +127,23 @@ struct train_sync_options {
      * is the model itself. With it, a run split into passes (steps/train_mpi.sh's iterations)
      * computes what one long pass would, except for the reading order of the examples. */
     const char *state_rxfilename, *state_wxfilename;
+    /* Params mode beyond plain local SGD (docs/AVERAGING.md):
+     *   bmuf.on: block momentum (bmuf.h) on every average over all ranks, a block being the
+     *     minibatches since the previous one; eta = bmuf_resolve_momentum(N ranks). m (the same on
+     *     every rank) comes from bmuf_state_rxfilename (NULL: zero), and rank 0 writes it to
+     *     bmuf_state_wxfilename at the end. The model in and out are the start models S.
+     *   warmup_steps W: post-local SGD (Lin, Stich, Patel, Jaggi, ICLR 2020, arXiv 1808.07217;
+     *     PyTorch's PostLocalSGDOptimizer): the run's first W minibatches (minibatch_offset of
+     *     them in earlier passes) are synchronous, every rank applying the mean of the ranks'
+     *     steps (at N x the single-process rate: gradients mode's summed step); local SGD after.
+     *   group_size G > 1: hierarchical averaging (PyTorch's HierarchicalModelAverager): every
+     *     group_average_every minibatches the G ranks of a group average (comm->group), every
+     *     average_every all ranks do (the group counter restarts then). G must divide N; with
+     *     ranks placed node by node, a group is a node. */
+    const char *bmuf_state_rxfilename, *bmuf_state_wxfilename;
+    struct bmuf_options bmuf;
+    long long warmup_steps, minibatch_offset;
+    int group_size, group_average_every;
 };
 void train_sync_options_default(struct train_sync_options *o);
 
@@ -138,8 +159,10 @@ struct train_sync_cli {
     const char *mode;
     int nb, step_offset;     /* parle_minibatches_per_epoch, parle_step_offset */
     const char *state_in, *state_out;
+    struct bmuf_cli bmuf;       /* --bmuf ...: bmuf.h; state_in/out: o->bmuf_state_* */
+    int warmup_steps, minibatch_offset;
 };
-#define TRAIN_SYNC_CLI_MAX_SPECS (TRAIN_CLI_MAX_SPECS + 16)
+#define TRAIN_SYNC_CLI_MAX_SPECS (TRAIN_CLI_MAX_SPECS + 20 + BMUF_CLI_NUM_SPECS)
 int train_sync_cli_register(struct train_sync_cli *c, struct train_sync_options *o,
                             struct option_spec *specs);
 int train_sync_cli_check(struct train_sync_cli *c);
@@ -149,6 +172,7 @@ struct train_sync_stats {
     struct train_stats total;   /* summed over ranks (seconds: the slowest rank's; GAF counts and
                                  * num_updates: the same on every rank, taken once) */
     long long num_exchanges;    /* parameter averages (params), step sums or GAF gathers */
+    long long num_group_averages, num_warmup_steps; /* params: hierarchical, post-local */
     long long num_stopped_early; /* ranks that still had examples when the pass ended */
     long long num_close_failed; /* ranks whose archive failed on closing (then -1 everywhere) */
     double exchange_bytes;      /* payload of the parameter/step all-reduces, per rank */

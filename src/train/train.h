@@ -102,6 +102,15 @@ struct train_options {
     float momentum;           /* mu in [0, 1) */
     int nesterov;             /* 1: Nesterov's form of the filter */
     float weight_decay;       /* lambda: L2 penalty lambda/2 |theta|^2 per frame */
+    /* A running average of the model (icefall's model_avg; off when average_period is 0): after
+     * every average_period-th minibatch, average_model (the caller's network of the same
+     * structure, holding the mean of *average_count earlier snapshots) becomes the mean of those
+     * and the current model: avg <- avg + (x - avg) / (count + 1), count + 1. With count 0 at the
+     * start it is the mean of the snapshots at minibatches P, 2P, ... of this pass, as icefall's
+     * update with weight P / batch_idx_train. */
+    int average_period;
+    struct nnet *average_model;
+    long long *average_count;
 };
 void train_options_default(struct train_options *o);
 
@@ -117,6 +126,8 @@ void train_options_default(struct train_options *o);
  *   TRAIN_CLI_GAF       --gaf-microbatches, --gaf-threshold, --gaf-fusion, --gaf-on, --gaf-scale
  *   TRAIN_CLI_PROXIMAL  --proximal-model, --proximal-coupling, --entropy-* (train_sgd only)
  *   TRAIN_CLI_MOMENTUM  --momentum, --nesterov, --weight-decay
+ *   TRAIN_CLI_AVERAGE   --average-period, --average-in, --average-count, --average-out (the
+ *                       program reads and writes the files: train_sgd only)
  * With sync set (nnet-train-mpi; sync.h's train_sync_cli), the texts speak of ranks, --momentum
  * defaults to -1 (by mode: train_sync_cli_check resolves it) and --nesterov is true|false|auto. */
 enum {
@@ -124,8 +135,9 @@ enum {
     TRAIN_CLI_GAF = 2,
     TRAIN_CLI_PROXIMAL = 4,
     TRAIN_CLI_MOMENTUM = 8,
-    TRAIN_CLI_ALL = 15,
-    TRAIN_CLI_MAX_SPECS = 24, /* entries of all groups */
+    TRAIN_CLI_AVERAGE = 16,
+    TRAIN_CLI_ALL = 31,
+    TRAIN_CLI_MAX_SPECS = 28, /* entries of all groups */
 };
 struct train_cli {
     struct train_options *o;
@@ -136,6 +148,8 @@ struct train_cli {
     const char *gaf_fusion, *gaf_on, *gaf_scale;
     const char *proximal;      /* --proximal-model ("" none) */
     const char *nesterov;      /* sync: true|false|auto */
+    const char *average_in, *average_out; /* "" when not given */
+    int average_count;
 };
 /* Defaults into *c and *o (train_options_default); the entries of the groups into specs (room for
  * TRAIN_CLI_MAX_SPECS); returns their number. The pointers stay valid while *c and *o live. */

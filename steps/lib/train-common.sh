@@ -27,12 +27,12 @@ train_read_egs_info() {
 }
 
 # train_cleanup DIR NUM_ITERS KEEP: removes the intermediate models DIR/1.mdl .. DIR/(NUM_ITERS-1).mdl
-# except every 10th and the last KEEP, and the replicas (*.rep.mdl).
+# except every 10th and the last KEEP (with their block momentum X.bmuf and running average X.avg.mdl), and the replicas (*.rep.mdl).
 train_cleanup() {
     local dir=$1 n=$2 keep=$3 x
     echo "$0: removing intermediate models (every 10th and the last are kept)"
     for x in $(seq 1 $((n - 1))); do
-        [ $((x % 10)) -ne 0 ] && [ $x -lt $((n - keep + 1)) ] && rm -f $dir/$x.mdl
+        [ $((x % 10)) -ne 0 ] && [ $x -lt $((n - keep + 1)) ] && rm -f $dir/$x.mdl $dir/$x.bmuf $dir/$x.avg.mdl
     done
     rm -f $dir/*.rep.mdl
 }

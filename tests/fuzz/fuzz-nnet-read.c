@@ -1,6 +1,8 @@
-/* libFuzzer target for the model reader: any bytes, binary or text, must give a network or an
- * error, never a crash, a leak or an unbounded allocation. Build with `make fuzz`. */
+/* libFuzzer target for the model reader and the block-momentum state beside a model
+ * (train/bmuf.h): any bytes, binary or text, must give a network (a state) or an error, never a
+ * crash, a leak or an unbounded allocation. Build with `make fuzz`. */
 #include "nnet/nnet.h"
+#include "train/bmuf.h"
 
 #include <stdio.h>
 
@@ -27,6 +29,13 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
         }
         nnet_free(n);
     }
+    kin_close(&in);
+    rewind(f);
+    kin_wrap(&in, f, "fuzz", (int64_t)size);
+    struct vector v = {0};
+    int num_jobs, nesterov;
+    bmuf_state_read_stream(&in, &v, &num_jobs, &nesterov);
+    vector_release(&v);
     kin_close(&in);
     fclose(f);
     error_clear();

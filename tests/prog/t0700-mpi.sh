@@ -79,6 +79,33 @@ nnet-compute-prob p.mdl ark:valid.egs >out 2>err
 acc=$(grep -o 'accuracy is [0-9.]*' err | awk '{print $3}')
 if awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'; then pass "params-mode accuracy $acc > 0.9"; else fail "params-mode accuracy '$acc'"; fi
 
+# params mode after the paper: block momentum carried between two passes in one state file;
+# post-local SGD's warm-up; groups (of 2: the MPI sub-communicator); bad values refused early
+expect_status "bmuf pass 1" 0 mpi nnet-train-mpi --check-sync=true --minibatch-size=32 \
+    --average-every=4 --bmuf --block-state-out=b1.bmuf ng.mdl ark:egs.JOB.ark b1.mdl
+expect_err "bmuf: eta 1 - 1/N, from zero" "block momentum 0.5 \(Nesterov\), block learning rate 1, from zero momentum"
+expect_status "bmuf pass 2 reads the state" 0 mpi nnet-train-mpi --minibatch-size=32 \
+    --average-every=4 --bmuf --block-state-in=b1.bmuf --block-state-out=b2.bmuf b1.mdl ark:egs.JOB.ark b2.mdl
+expect_err "bmuf: from the state" "from b1.bmuf"
+acc=$(nnet-compute-prob b2.mdl ark:valid.egs 2>&1 | grep -o 'accuracy is [0-9.]*' | awk '{print $3}')
+if awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'; then pass "bmuf accuracy $acc > 0.9"; else fail "bmuf accuracy '$acc'"; fi
+expect_status "bmuf: the state of another N refused" 1 mpi nnet-train-mpi --minibatch-size=32 --bmuf \
+    --block-state-in=b1.bmuf --block-nesterov=false b1.mdl ark:egs.JOB.ark x.mdl
+expect_err "  says why" "b1.bmuf.*<Nesterov> true, this run's --block-nesterov false"
+expect_status "bmuf: momentum 1 refused" 1 nnet-train-mpi --bmuf --block-momentum=1 ng.mdl ark:egs.JOB.ark x.mdl
+expect_err "  one line" "--block-momentum=1: must lie in \[0, 1\)"
+expect_status "post-local and groups, 2 ranks" 0 mpi nnet-train-mpi --check-sync=true --minibatch-size=32 \
+    --average-every=8 --warmup-steps=3 --group-size=2 --group-average-every=2 ng.mdl ark:egs.JOB.ark pl.mdl
+expect_err "post-local logged" "post-local SGD: 3 synchronous minibatches"
+# 19 minibatches per rank: 3 synchronous, then 16 local: all ranks at 8 and 16, the group at 2, 4, 6
+# after each: 3 + 2 + 6 exchanges, each checked
+expect_err "groups checked" "Checked: all 2 ranks held bitwise the same parameters after each of the 11 exchanges"
+expect_status "group size not dividing the ranks" 1 mpi nnet-train-mpi --group-size=3 \
+    --group-average-every=2 ng.mdl ark:egs.JOB.ark x.mdl
+expect_err "  says so" "--group-size=3: must divide the 2 ranks"
+expect_status "group period 0" 1 nnet-train-mpi --group-size=2 ng.mdl ark:egs.JOB.ark x.mdl
+expect_err "  says so" "--group-size=2 needs --group-average-every of at least 1"
+
 # gradients mode with NG components: identical ranks after every summed step
 expect_status "gradients mode, NG, 2 ranks" 0 mpi nnet-train-mpi --mode=gradients --check-sync=true \
     --minibatch-size=32 ng.mdl ark:egs.JOB.ark g.mdl

@@ -51,3 +51,19 @@ grep -q 'learning-rate=0.04' <(nnet-info exp/params/0.mdl 2>/dev/null) && pass "
     || fail "params mode: initial per-rank rate is not 2 x 0.02"
 expect_status "unknown launcher" 1 steps/train_mpi.sh --launcher qsub egs nnet.config exp/x
 grep -q "must be mpirun, srun or sbatch" out && pass "says which launchers" || fail "no launcher message"
+
+# params mode after the paper: BMUF through the iterations (resumed at 2 from a copy: the same
+# final model), post-local SGD's warm-up counted across iterations, groups
+opts="--num-jobs 2 --num-epochs 2 --average-every 4 --minibatch-size 32 --initial-learning-rate 0.02 --final-learning-rate 0.005 --combine false --cleanup false"
+expect_status "train_mpi.sh --bmuf true" 0 steps/train_mpi.sh $opts --bmuf true --warmup-steps 30 egs nnet.config exp/bmuf
+grep -q 'from exp/bmuf/2.bmuf' exp/bmuf/log/train.2.log && pass "bmuf: iteration 2 reads 2.bmuf" || fail "bmuf: no state read in train.2.log"
+grep -q -- '--warmup-steps=30 --minibatch-offset=[1-9]' exp/bmuf/log/train.1.log && pass "warm-up counted across iterations" || fail "no minibatch offset in train.1.log"
+acc=$(grep -o 'accuracy is [0-9.]*' exp/bmuf/log/compute_prob_valid.final.log | awk '{print $3}')
+awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }' && pass "bmuf: validation accuracy $acc > 0.9" || fail "bmuf: validation accuracy '$acc'"
+mkdir -p exp/bmuf2 && cp -r exp/bmuf/log exp/bmuf/0.mdl exp/bmuf/1.mdl exp/bmuf/2.mdl exp/bmuf/2.bmuf exp/bmuf2/
+expect_status "bmuf resumed at 2" 0 steps/train_mpi.sh $opts --bmuf true --warmup-steps 30 --stage 2 egs nnet.config exp/bmuf2
+cmp -s exp/bmuf/final.mdl exp/bmuf2/final.mdl && pass "bmuf: the resumed run ends with the same model" || fail "bmuf: resumed run differs"
+rm exp/bmuf2/2.bmuf
+expect_status "bmuf: missing state" 1 steps/train_mpi.sh $opts --bmuf true --stage 2 egs nnet.config exp/bmuf2
+cat out err | grep -q 'no exp/bmuf2/2.bmuf' && pass "  named" || fail "  missing state not named"
+expect_status "bmuf in gradients mode refused" 1 steps/train_mpi.sh $opts --mode gradients --bmuf true egs nnet.config exp/x

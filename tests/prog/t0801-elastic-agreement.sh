@@ -92,3 +92,25 @@ nnet-average 2.mdl 3.mdl w23.mdl 2>/dev/null
 txt w2.mdl w2.txt; txt w23.mdl w23.txt
 expect_same "window 2 averages the last two" w2.txt w23.txt
 [ ! -e x.mdl ] && pass "no model after errors" || fail "model written after an error"
+
+# Running average (icefall's model_avg): 20 minibatches, a snapshot every 10 = the average of the
+# models after the first and the second 300 examples; continued from it (--average-in, 2
+# snapshots) with one more snapshot = the weighted average 2:1
+nnet-copy-egs ark:train.egs ark,t:- 2>/dev/null | awk '/^u0300-/ { n = 1 } { print > (n ? "b.txt" : "a.txt") }'
+nnet-copy-egs ark,t:a.txt ark:first.egs 2>/dev/null; nnet-copy-egs ark,t:b.txt ark:second.egs 2>/dev/null
+expect_status "running average" 0 nnet-train --minibatch-size=30 --average-period=10 \
+    --average-out=avg.mdl 0.mdl ark:train.egs r20.mdl
+expect_err "  of 2 snapshots" "Running average of 2 snapshots \(every 10 minibatches\) in 'avg.mdl'"
+nnet-train --minibatch-size=30 0.mdl ark:first.egs r10.mdl 2>/dev/null
+nnet-train --minibatch-size=30 r10.mdl ark:second.egs r20b.mdl 2>/dev/null
+nnet-average r10.mdl r20b.mdl ravg.mdl 2>/dev/null
+if awk -v a=$(prob avg.mdl) -v b=$(prob ravg.mdl) -v c=$(prob r20.mdl) 'BEGIN { d = a - b; e = a - c; exit !(d < 1e-5 && d > -1e-5 && (e > 1e-4 || e < -1e-4)) }'; then
+    pass "the running average is the mean of the snapshots"; else fail "running average $(prob avg.mdl) vs $(prob ravg.mdl) by hand"; fi
+expect_status "running average continued" 0 nnet-train --minibatch-size=30 --average-period=20 \
+    --average-in=avg.mdl --average-count=2 --average-out=avg3.mdl r20.mdl ark:train.egs r40.mdl
+nnet-average --weights=2:1 avg.mdl r40.mdl ravg3.mdl 2>/dev/null
+if awk -v a=$(prob avg3.mdl) -v b=$(prob ravg3.mdl) 'BEGIN { d = a - b; exit !(d < 1e-5 && d > -1e-5) }'; then
+    pass "continued: (2 avg + x) / 3"; else fail "continued running average $(prob avg3.mdl) vs $(prob ravg3.mdl)"; fi
+expect_status "period without an output" 1 nnet-train --average-period=10 0.mdl ark:train.egs x.mdl
+expect_status "no snapshot" 1 nnet-train --minibatch-size=30 --average-period=100 --average-out=x.mdl 0.mdl ark:train.egs y.mdl
+expect_err "  says so" "--average-period=100: no snapshot in 20 minibatches"

@@ -262,6 +262,95 @@ static void test_elastic_center(void) {
     nnet_free(out);
 }
 
+/* ---- block momentum (bmuf.h) ---- */
+
+/* Two blocks of the rule on 2 parameters from S0 = 0, m0 = 0; the jobs' average is A1 = [2, 4],
+ * then A2 = S1 + [1, 1]. Hand-computed:
+ *   classic eta .5 zeta 1:  m1 = [2,4], S1 = [2,4];  m2 = .5 m1 + [1,1] = [2,3], S2 = [4,7]
+ *   Nesterov eta .5 zeta 1: m1 = [2,4], W1 = [2,4], S1 = W1 + .5 m1 = [3,6];
+ *                           m2 = [2,3], W2 = [4,7], S2 = W2 + .5 m2 = [5,8.5]
+ *   classic eta .5 zeta .5: m1 = [1,2], S1 = [1,2];  m2 = [.5,1] + [.5,.5], S2 = [2,3.5] */
+static void bmuf_two_blocks(float eta, float zeta, int nesterov, float s0, float s1) {
+    struct vector s = VEC(0, 0), m = VEC(0, 0), a = VEC(2, 4);
+    bmuf_update(&s, &m, &a, eta, zeta, nesterov);
+    vector_copy(&a, &s);
+    struct vector one = VEC(1, 1);
+    vector_add(&a, 1, &one);
+    bmuf_update(&s, &m, &a, eta, zeta, nesterov);
+    CHECK_NEAR(vector_get(&s, 0), s0, 1e-6);
+    CHECK_NEAR(vector_get(&s, 1), s1, 1e-6);
+    vector_release(&s), vector_release(&m), vector_release(&a), vector_release(&one);
+}
+
+static void test_bmuf_rule(void) {
+    bmuf_two_blocks(0.5f, 1, 0, 4, 7);
+    bmuf_two_blocks(0.5f, 1, 1, 5, 8.5f);
+    bmuf_two_blocks(0.5f, 0.5f, 0, 2, 3.5f);
+    bmuf_two_blocks(0, 1, 1, 3, 5); /* eta 0, zeta 1: plain averaging, S = A */
+    struct bmuf_options o = {.on = 1, .momentum = -1, .learning_rate = 1, .nesterov = 1};
+    CHECK_NEAR(bmuf_resolve_momentum(&o, 8), 0.875, 1e-7);
+    o.momentum = 0.3f;
+    CHECK_NEAR(bmuf_resolve_momentum(&o, 8), 0.3, 1e-7);
+}
+
+/* DiLoCo's outer Nesterov SGD (PyTorch form) on the pseudo-gradient, simulated directly, gives
+ * the models of the rule with eta = mu, zeta = lr, Nesterov (bmuf.h's derivation). */
+static void test_bmuf_is_diloco(void) {
+    const double lr = 0.7, mu = 0.9, inner[4][2] = {{1, -2}, {0.5, 3}, {-1, 0.25}, {2, 2}};
+    double theta[2] = {0.5, -1}, v[2] = {0, 0};
+    struct vector s = VEC(0.5, -1), m = VEC(0, 0), a = VEC(0, 0);
+    for (int t = 0; t < 4; t++) {
+        for (int i = 0; i < 2; i++) {
+            double g = -inner[t][i]; /* theta - A, A = theta + inner */
+            v[i] = mu * v[i] + g;
+            theta[i] -= lr * (g + mu * v[i]);
+        }
+        vector_copy(&a, &s);
+        for (int i = 0; i < 2; i++) vector_set(&a, i, vector_get(&a, i) + (float)inner[t][i]);
+        bmuf_update(&s, &m, &a, (float)mu, (float)lr, 1);
+        for (int i = 0; i < 2; i++) CHECK_NEAR(vector_get(&s, i), theta[i], 1e-5);
+    }
+    vector_release(&s), vector_release(&m), vector_release(&a);
+}
+
+/* The file form: two blocks through the state file (resumption = a new process reading it), and
+ * the state's checks. */
+static void test_bmuf_files(void) {
+    char st1[160], st2[160];
+    snprintf(st1, sizeof st1, "%s/1.bmuf", tmpdir);
+    snprintf(st2, sizeof st2, "%s/2.bmuf", tmpdir);
+    struct bmuf_options o = {.on = 1, .momentum = 0.5f, .learning_rate = 1, .nesterov = 1};
+    const char *s0 = tiny_file("s0.mdl", 0, 0);
+    const char *m[2] = {tiny_file("j1.mdl", 1, 4), tiny_file("j2.mdl", 3, 4)}; /* A1 = [2, 4] */
+    struct nnet *s1 = average_bmuf_files(m, 2, NULL, s0, &o, NULL, st1);
+    CHECK(s1);
+    struct vector p = nnet_params(s1);
+    CHECK_NEAR(vector_get(&p, 0), 3, 1e-6); /* S1 = [3, 6] as above */
+    CHECK_NEAR(vector_get(&p, 1), 6, 1e-6);
+    nnet_free(s1);
+    const char *s1f = tiny_file("s1.mdl", 3, 6);
+    const char *m2[2] = {tiny_file("k1.mdl", 3, 7), tiny_file("k2.mdl", 5, 7)}; /* A2 = [4, 7] */
+    struct nnet *s2 = average_bmuf_files(m2, 2, NULL, s1f, &o, st1, st2);
+    CHECK(s2);
+    p = nnet_params(s2);
+    CHECK_NEAR(vector_get(&p, 0), 5, 1e-6);
+    CHECK_NEAR(vector_get(&p, 1), 8.5, 1e-6);
+    nnet_free(s2);
+    /* another N, another Nesterov flag, another model: one-line errors */
+    struct vector v;
+    vector_init(&v, 2);
+    CHECK(bmuf_state_read(st2, &v, 2, 1) == 0);
+    CHECK_NEAR(vector_get(&v, 1), 3, 1e-6); /* m2 */
+    CHECK(bmuf_state_read(st2, &v, 3, 1) < 0 && strstr(error_get(), "<NumJobs> 2"));
+    CHECK(bmuf_state_read(st2, &v, 2, 0) < 0 && strstr(error_get(), "<Nesterov>"));
+    vector_release(&v);
+    vector_init(&v, 5);
+    CHECK(bmuf_state_read(st2, &v, 2, 1) < 0 && strstr(error_get(), "another model"));
+    CHECK(!strchr(error_get(), '\n'));
+    vector_release(&v);
+    error_clear();
+}
+
 static void test_proximal_and_ema(void) {
     struct vector x = VEC(2, 4), ref = VEC(0, 1), mu = VEC(0, 0), y = VEC(4, 8);
     elastic_pull(&x, &ref, 0.25f); /* x - 0.25 (x - ref) */
@@ -394,6 +483,9 @@ int main(void) {
     TEST_RUN(test_agreement_select);
     TEST_RUN(test_agreement_files);
     TEST_RUN(test_elastic_center);
+    TEST_RUN(test_bmuf_rule);
+    TEST_RUN(test_bmuf_is_diloco);
+    TEST_RUN(test_bmuf_files);
     TEST_RUN(test_proximal_and_ema);
     TEST_RUN(test_hwa_window);
     TEST_RUN(test_gram_schmidt);

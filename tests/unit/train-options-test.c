@@ -30,7 +30,7 @@ static void test_groups(void) {
     struct train_cli c;
     struct option_spec specs[TRAIN_CLI_MAX_SPECS];
     int n = train_cli_register(&c, &o, TRAIN_CLI_ALL, 0, specs);
-    CHECK(n == 23);
+    CHECK(n == 27);
     const char *names[] = {"minibatch-size", "srand", "num-threads", "precision", "use-gpu",
                            "minibatches-per-phase", "max-change", "binary", "gaf-microbatches",
                            "gaf-threshold", "gaf-fusion", "gaf-on", "gaf-scale", "proximal-model",
@@ -68,6 +68,8 @@ static void test_errors(void) {
         {"--momentum=1", "--momentum=1: must lie in [0, 1)"},
         {"--weight-decay=-1", "--weight-decay=-1: must not be negative"},
         {"--nesterov=true", "--nesterov needs --momentum > 0"},
+        {"--average-period=4", "--average-period (> 0) and --average-out go together"},
+        {"--average-in=a.mdl", "--average-in and --average-count (> 0) go together"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int n = train_cli_register(&c, &o, TRAIN_CLI_ALL, 0, specs);
@@ -111,6 +113,14 @@ static void test_sync(void) {
         {{"--mode=parle", "--parle-inner-steps=0"}, "parle: --parle-inner-steps must be"},
         {{"--mode=params", "--gaf-microbatches=2"}, "--gaf-microbatches needs --mode=gradients"},
         {{"--average-every=-1", NULL}, "--average-every must be at least 0"},
+        {{"--bmuf", "--block-momentum=1"}, "--block-momentum=1: must lie in [0, 1)"},
+        {{"--bmuf", "--block-momentum=-0.1"}, "--block-momentum=-0.1: must lie in [0, 1)"},
+        {{"--bmuf", "--block-learning-rate=0"}, "--block-learning-rate=0: must be positive"},
+        {{"--block-momentum=0.5", NULL}, "need --bmuf"},
+        {{"--mode=gradients", "--bmuf"}, "--bmuf, --warmup-steps and --group-size need --mode=params"},
+        {{"--group-size=2", NULL}, "--group-size=2 needs --group-average-every of at least 1"},
+        {{"--group-size=0", NULL}, "--group-size must be at least 1"},
+        {{"--warmup-steps=-1", NULL}, "--warmup-steps and --minibatch-offset must not be negative"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         n = train_sync_cli_register(&c, &o, specs);

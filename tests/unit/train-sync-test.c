@@ -175,21 +175,40 @@ static void *rank_main(void *arg) {
     return NULL;
 }
 
-/* Train nets[r] on egs[r] for r < size, one thread each. */
-static void run_ranks(int size, struct nnet **nets, const char **egs,
-                      const struct train_sync_options *o, struct rank_job *jobs) {
-    struct thread_group g = {.size = size};
+/* Train nets[r] on egs[r] for r < size, one thread each; with group > 1, ranks r / group form
+ * the groups of hierarchical averaging (comm.group). */
+static void run_ranks_grouped(int size, int group, struct nnet **nets, const char **egs,
+                              const struct train_sync_options *o, struct rank_job *jobs) {
+    struct thread_group g = {.size = size}, sub[MAX_RANKS];
+    struct thread_comm sub_tc[MAX_RANKS];
+    struct train_comm sub_comm[MAX_RANKS];
     pthread_barrier_init(&g.barrier, NULL, (unsigned)size);
+    for (int k = 0; group > 1 && k < size / group; k++) {
+        sub[k] = (struct thread_group){.size = group};
+        pthread_barrier_init(&sub[k].barrier, NULL, (unsigned)group);
+    }
     pthread_t th[MAX_RANKS];
     for (int r = 0; r < size; r++) {
         jobs[r] = (struct rank_job){.n = nets[r], .egs = egs[r], .o = o};
         jobs[r].tc = (struct thread_comm){.g = &g, .rank = r};
         jobs[r].comm = (struct train_comm){
             .rank = r, .size = size, .ctx = &jobs[r].tc, .allreduce = thread_allreduce};
+        if (group > 1 && size % group == 0) {
+            sub_tc[r] = (struct thread_comm){.g = &sub[r / group], .rank = r % group};
+            sub_comm[r] = (struct train_comm){.rank = r % group, .size = group, .ctx = &sub_tc[r],
+                                              .allreduce = thread_allreduce};
+            jobs[r].comm.group = &sub_comm[r];
+        }
     }
     for (int r = 0; r < size; r++) ASSERT(pthread_create(&th[r], NULL, rank_main, &jobs[r]) == 0);
     for (int r = 0; r < size; r++) pthread_join(th[r], NULL);
     pthread_barrier_destroy(&g.barrier);
+    for (int k = 0; group > 1 && k < size / group; k++) pthread_barrier_destroy(&sub[k].barrier);
+}
+
+static void run_ranks(int size, struct nnet **nets, const char **egs,
+                      const struct train_sync_options *o, struct rank_job *jobs) {
+    run_ranks_grouped(size, 1, nets, egs, o, jobs);
 }
 
 static void options(struct train_sync_options *o, enum train_sync_mode mode, int k, int mb) {
@@ -810,6 +829,157 @@ static void test_state_split_equals_one_pass(void) {
     }
 }
 
+/* ---- params mode after the paper: block momentum, post-local SGD, hierarchical ---- */
+
+static double max_rel_diff(struct nnet *a, struct nnet *b) {
+    int dim = nnet_num_params(a);
+    float *x = params_copy(a), *y = params_copy(b);
+    double d = 0;
+    for (int i = 0; i < dim; i++) d = fmax(d, fabs(x[i] - y[i]) / (1 + fabs(x[i])));
+    free(x);
+    free(y);
+    return d;
+}
+
+/* BMUF: (1) one pass of 2 blocks (--average-every 2) equals two passes of one block each with
+ * the state file in between (resumption); (2) each block is the rule (bmuf_update, written out
+ * here) applied to the plain average that params mode computes from the same start. */
+static void test_bmuf_blocks(void) {
+    const char *full[2], *half[2][2];
+    for (int r = 0; r < 2; r++) {
+        uint64_t seeds[4 * MB];
+        int idx[4 * MB];
+        for (int k = 0; k < 4 * MB; k++) seeds[k] = 140 + (uint64_t)r, idx[k] = k;
+        char name[48];
+        snprintf(name, sizeof name, "bmuf.%d.ark", r);
+        full[r] = write_archive(name, 4 * MB, seeds, idx);
+        for (int h = 0; h < 2; h++) {
+            snprintf(name, sizeof name, "bmuf.%d.%d.ark", r, h);
+            half[h][r] = write_archive(name, 2 * MB, seeds + 2 * h * MB, idx + 2 * h * MB);
+        }
+    }
+    struct train_sync_options o;
+    options(&o, TRAIN_SYNC_PARAMS, 2, MB);
+    o.bmuf = (struct bmuf_options){.on = 1, .momentum = 0.5f, .learning_rate = 0.9f,
+                                   .nesterov = 1};
+    struct rank_job jobs[2];
+    struct nnet *one[2] = {make_unclipped(), make_unclipped()};
+    run_ranks(2, one, full, &o, jobs);
+    CHECK(jobs[0].rc == 0 && jobs[1].rc == 0 && jobs[0].st.num_exchanges == 2);
+    /* two passes, K = 0, the state between them; and the reference beside them */
+    char state[2][300];
+    struct nnet *two[2] = {make_unclipped(), make_unclipped()}, *ref = make_unclipped();
+    struct vector s = nnet_params(ref), m;
+    vector_init(&m, s.dim);
+    for (int h = 0; h < 2; h++) {
+        struct nnet *plain[2] = {nnet_copy(ref), nnet_copy(ref)};
+        struct train_sync_options po;
+        options(&po, TRAIN_SYNC_PARAMS, 0, MB);
+        run_ranks(2, plain, half[h], &po, jobs);
+        struct vector a = nnet_params(plain[0]);
+        bmuf_update(&s, &m, &a, 0.5f, 0.9f, 1);
+        nnet_free(plain[0]);
+        nnet_free(plain[1]);
+
+        struct train_sync_options bo = o;
+        bo.average_every = 0;
+        snprintf(state[h], sizeof state[h], "%s/bmuf.state.%d", dir, h);
+        bo.bmuf_state_rxfilename = h ? state[0] : NULL;
+        bo.bmuf_state_wxfilename = state[h];
+        run_ranks(2, two, half[h], &bo, jobs);
+        CHECK(jobs[0].rc == 0 && jobs[1].rc == 0);
+        CHECK(max_rel_diff(two[0], ref) < 1e-6); /* the rule on the plain average */
+    }
+    CHECK(max_rel_diff(one[0], two[0]) < 1e-6); /* resumption = one pass */
+    CHECK(max_rel_diff(one[0], two[1]) == 0);
+    struct vector v;
+    vector_init(&v, s.dim);
+    CHECK(bmuf_state_read(state[1], &v, 2, 1) == 0);
+    double vd = 0;
+    for (int i = 0; i < s.dim; i++) vd = fmax(vd, fabs(vector_get(&v, i) - vector_get(&m, i)));
+    CHECK(vd < 1e-6);
+    /* a state of 2 ranks on 4 ranks: refused on every rank before training */
+    struct nnet *four[4];
+    const char *egs4[4] = {half[0][0], half[0][1], half[0][0], half[0][1]};
+    for (int r = 0; r < 4; r++) four[r] = make_unclipped();
+    struct train_sync_options fo = o;
+    fo.bmuf_state_rxfilename = state[1];
+    struct rank_job jobs4[4];
+    run_ranks(4, four, egs4, &fo, jobs4);
+    for (int r = 0; r < 4; r++) {
+        CHECK(jobs4[r].rc == -1 && jobs4[r].st.local.num_minibatches == 0);
+        nnet_free(four[r]);
+    }
+    CHECK(strstr(jobs4[0].error, "<NumJobs> 2, this run has 4") != NULL);
+    vector_release(&v);
+    vector_release(&m);
+    for (int r = 0; r < 2; r++) nnet_free(one[r]), nnet_free(two[r]);
+    nnet_free(ref);
+}
+
+/* Post-local SGD: a warm-up over the whole pass is synchronous SGD on the mean step, which for
+ * plain SGD without clipping is params mode averaging after every minibatch; the counter runs
+ * across passes (--minibatch-offset). */
+static void test_post_local(void) {
+    const char *egs[2] = {stream_archive("post.0.ark", 150, 4 * MB),
+                          stream_archive("post.1.ark", 151, 4 * MB)};
+    struct train_sync_options o;
+    options(&o, TRAIN_SYNC_PARAMS, 0, MB);
+    o.warmup_steps = 100;
+    struct nnet *a[2] = {make_unclipped(), make_unclipped()};
+    struct nnet *b[2] = {make_unclipped(), make_unclipped()};
+    struct rank_job jobs[2];
+    run_ranks(2, a, egs, &o, jobs);
+    CHECK(jobs[0].rc == 0 && jobs[0].st.num_warmup_steps == 4 && jobs[0].st.num_exchanges == 4);
+    struct train_sync_options k1;
+    options(&k1, TRAIN_SYNC_PARAMS, 1, MB);
+    run_ranks(2, b, egs, &k1, jobs);
+    CHECK(max_rel_diff(a[0], b[0]) < 1e-6);
+    /* 3 of the 4 minibatches already warmed up in earlier passes: 1 synchronous, 3 local */
+    struct nnet *c[2] = {make_unclipped(), make_unclipped()};
+    o.warmup_steps = 4;
+    o.minibatch_offset = 3;
+    run_ranks(2, c, egs, &o, jobs);
+    CHECK(jobs[0].st.num_warmup_steps == 1 && jobs[0].st.num_exchanges == 2);
+    for (int r = 0; r < 2; r++) nnet_free(a[r]), nnet_free(b[r]), nnet_free(c[r]);
+}
+
+/* Hierarchical: 4 ranks in groups of 2 averaging every minibatch, everyone only at the end, is
+ * the mean of two independent 2-rank runs that average every minibatch. A group size that does
+ * not divide the ranks fails on every rank. */
+static void test_hierarchical(void) {
+    const char *egs[4];
+    struct nnet *h[4], *ref[4];
+    for (int r = 0; r < 4; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "hier.%d.ark", r);
+        egs[r] = stream_archive(name, 160 + (uint64_t)r, 3 * MB);
+        h[r] = make_unclipped();
+        ref[r] = make_unclipped();
+    }
+    struct train_sync_options o;
+    options(&o, TRAIN_SYNC_PARAMS, 0, MB);
+    o.group_size = 2;
+    o.group_average_every = 1;
+    struct rank_job jobs[4];
+    run_ranks_grouped(4, 2, h, egs, &o, jobs);
+    for (int r = 0; r < 4; r++) CHECK(jobs[r].rc == 0 && jobs[r].st.num_group_averages == 3);
+    struct train_sync_options k1;
+    options(&k1, TRAIN_SYNC_PARAMS, 1, MB);
+    run_ranks(2, ref, egs, &k1, jobs);
+    run_ranks(2, ref + 2, egs + 2, &k1, jobs);
+    struct vector p0 = nnet_params(ref[0]), p2 = nnet_params(ref[2]);
+    vector_scale(&p0, 0.5f);
+    vector_add(&p0, 0.5f, &p2);
+    CHECK(max_rel_diff(h[0], ref[0]) < 1e-6);
+    CHECK(max_rel_diff(h[0], ref[2]) > 1e-4); /* the groups differed before the last average */
+    struct rank_job jobs3[3];
+    run_ranks_grouped(3, 2, h, egs, &o, jobs3);
+    for (int r = 0; r < 3; r++)
+        CHECK(jobs3[r].rc == -1 && strstr(jobs3[r].error, "must divide the 3 ranks"));
+    for (int r = 0; r < 4; r++) nnet_free(h[r]), nnet_free(ref[r]);
+}
+
 int main(void) {
     log_set_program("train-sync-test");
     matrix_set_num_threads(1);
@@ -829,6 +999,9 @@ int main(void) {
     TEST_RUN(test_elastic_matches_maths);
     TEST_RUN(test_steps_momentum_single_rank);
     TEST_RUN(test_state_split_equals_one_pass);
+    TEST_RUN(test_bmuf_blocks);
+    TEST_RUN(test_post_local);
+    TEST_RUN(test_hierarchical);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) printf("warning: could not remove %s\n", dir);
