@@ -19,7 +19,10 @@ for f in $d/final.mdl $d/pdf_counts.vec $r/data/test_cmvn/feats.scp $r/data/lang
     [ -f $f ] || { echo "$0: no $f (run egs/espeak-digits/run.sh first)" >&2; exit 1; }
 done
 as=0.1 wip=0
-[ -f $d/decode_valid/best ] && read as wip _ < $d/decode_valid/best
+if [ -f $d/decode_valid/best_wer ]; then   # ... wer_<lmwt>_<penalty>, as Kaldi's local/score.sh
+    b=$(awk '{ print $NF }' $d/decode_valid/best_wer); b=${b##*/wer_}
+    as=$(awk -v l=${b%_*} 'BEGIN { printf "%g", 1 / l }'); wip=${b##*_}
+fi
 work=$(mktemp -d)
 trap 'rm -rf $work' EXIT
 t0=$(date +%s.%N)

@@ -2,8 +2,10 @@
 # Copyright: parnet authors. Kaldi-style (steps/nnet2/get_egs.sh): turns a data directory into
 # shuffled example archives for parallel training.
 #
-# Input: <data-dir> with feats.scp (Kaldi features) and labels.scp (int32 vectors, one label per
-# frame), optionally utt2spk.
+# Input: <data-dir> with feats.scp (Kaldi features) and labels.scp (int32 vectors, one pdf-id per
+# frame), optionally utt2spk; the contract is in --help and README "Bring your own data". Every
+# check (the files, frame counts against label counts, the label range against --num-pdfs, the
+# subset sizes against the data) is done before any job starts (steps/lib/data-checks.sh).
 # Output in <egs-dir>:
 #   egs.JOB.ITER.ark            JOB = 1..num_jobs, ITER = 0..iters_per_epoch-1, shuffled
 #   valid_diagnostic.egs, train_diagnostic.egs, combine.egs (one labelled frame per example)
@@ -39,11 +41,28 @@ valid_data_dir=           # if set, validation examples come from this directory
 compress=8bit             # none | 8bit | 16bit | zlib
 feature_transform=meanvar # meanvar | lda | none: normalising transform for train.sh
 srand=0
+num_pdfs=                 # labels must lie in 0..num_pdfs-1 (default: the output dim of --nnet-config)
+nnet_config=              # the network config, for --num-pdfs
 # End configuration section.
 
 echo "$0 $*"
+# The options as given, recorded in <egs-dir>/info/options (train.sh --realign-times remakes the
+# examples with them).
+egs_options=$(n=$#; i=0; for a in "$@"; do i=$((i + 1)); [ $i -le $((n - 2)) ] && printf '%q ' "$a"; done)
 help_message="Usage: $0 [options] <data-dir> <egs-dir>
-e.g.: $0 --num-jobs 2 --samples-per-iter 20000 data/train exp/nnet/egs
+e.g.: $0 --num-jobs 2 --samples-per-iter 20000 --nnet-config conf/nnet.config data/train exp/nnet/egs
+<data-dir> holds (Kaldi's formats; utils/validate_data_dir.sh --no-text checks a directory):
+  feats.scp    <utt> <rxfilename>: a feature matrix per utterance (frames x dim), e.g. from
+               steps/make_fbank.sh, steps/make_mfcc.sh or Kaldi's copy-feats
+  labels.scp   <utt> <rxfilename>: an int32 vector per utterance, one pdf-id per frame (as many
+               labels as the utterance has frames), 0 <= pdf-id < the network's output dim.
+               From a Kaldi alignment (transition-ids), e.g.:
+                 ali-to-pdf exp/tri3_ali/final.mdl 'ark:gunzip -c exp/tri3_ali/ali.*.gz |' ark,scp:data/train/labels.ark,data/train/labels.scp
+               (ali-to-post on top gives Kaldi's posterior form; parnet reads the pdf-ids),
+               or from parnet's steps/align.sh, or one class per utterance (utils/csv_to_data.sh)
+  utt2spk      (optional) for utils/subset_data_dir.sh and the CMVN scripts
+Before any job starts it checks: the keys, frames against labels per utterance, the label range
+(against --num-pdfs), the utterances against --num-utts-subset (at most a quarter of them).
 Options:
   --cmd <runner>              job runner (default: utils/run.pl)
   --stage <n>                 resume from stage n (default: 0)
@@ -68,6 +87,10 @@ Options:
                               layout (about 1.7x the bytes of 8bit). nnet-get-egs
                               measures the error per dimension and falls back to a finer mode
                               (warning) when it exceeds 0.1 of a dimension's standard deviation
+  --num-pdfs <n>              the network's output dim: a label outside 0..n-1 is an error before
+                              any job starts (default: the output dim of --nnet-config; without
+                              either, the largest label + 1 is recorded in <egs-dir>/info/num_pdfs)
+  --nnet-config <file>        the network config train.sh will get, for --num-pdfs
   --feature-transform <type>  meanvar|lda|none: nnet-get-feature-transform on the training
                               features into <egs-dir>/feature_transform.mat, which train.sh puts
                               in front of the network (lda: on frames spliced with the context,
@@ -75,6 +98,7 @@ Options:
 
 [ -f ./path.sh ] && . ./path.sh
 . utils/parse_options.sh || exit 1
+. steps/lib/data-checks.sh
 
 if [ $# != 2 ]; then
     echo "$help_message" 1>&2
@@ -92,8 +116,43 @@ if [ -n "$valid_data_dir" ]; then
         [ ! -f $f ] && echo "$0: no such file $f" && exit 1
     done
 fi
-mkdir -p $dir/log $dir/info
+if [ -z "$num_pdfs" ] && [ -n "$nnet_config" ]; then
+    [ ! -f $nnet_config ] && echo "$0: no such file $nnet_config (--nnet-config)" && exit 1
+    num_pdfs=$(nnet_config_output_dim $nnet_config)
+    [ -z "$num_pdfs" ] && echo "$0: $nnet_config: no output dim found (no dim= or output-dim= on its last line); give --num-pdfs" && exit 1
+fi
+if [ -n "$num_pdfs" ] && ! [[ $num_pdfs =~ ^[1-9][0-9]*$ ]]; then
+    echo "$0: --num-pdfs '$num_pdfs': expected a number >= 1"; exit 1
+fi
 ctx="--left-context=$left_context --right-context=$right_context"
+
+# Every check before any job starts (and before the egs directory is made).
+if [ $stage -le 0 ]; then
+    tmp=$(mktemp) || exit 1
+    data_check $data "$num_pdfs" $tmp || { rm -f $tmp; exit 1; }
+    read num_utts data_frames min_label max_label < $tmp
+    if [ -n "$valid_data_dir" ]; then
+        data_check $valid_data_dir "${num_pdfs:-}" $tmp || { rm -f $tmp; exit 1; }
+        read n x y m < $tmp
+        [ $m -gt $max_label ] && max_label=$m
+    fi
+    rm -f $tmp
+    if [ -z "$valid_data_dir" ] && [ $num_utts -lt $((4 * num_utts_subset)) ]; then
+        q=$((num_utts / 4)); [ $q -lt 1 ] && q=1
+        echo "$0: $data has $num_utts labelled utterances, too few for --num-utts-subset $num_utts_subset (utterances held out for validation): use at most a quarter of them (--num-utts-subset $q) or give --valid-data-dir"
+        exit 1
+    fi
+    train_utts=$num_utts
+    [ -z "$valid_data_dir" ] && train_utts=$((num_utts - num_utts_subset))
+    if [ $train_utts -lt $nj ]; then
+        echo "$0: $train_utts training utterances, fewer than --nj $nj nnet-get-egs jobs: use --nj $train_utts"; exit 1
+    fi
+    mkdir -p $dir/info
+    echo ${num_pdfs:-$((max_label + 1))} > $dir/info/num_pdfs
+fi
+mkdir -p $dir/log $dir/info
+pdf_opt=
+[ -n "$num_pdfs" ] && pdf_opt="--num-pdfs=$num_pdfs"   # nnet-get-egs checks them again
 
 if [ $stage -le 0 ]; then
     echo "$0: choosing validation and training-subset utterances"
@@ -115,11 +174,11 @@ if [ $stage -le 1 ]; then
     echo "$0: writing diagnostic and combination examples"
     $cmd $dir/log/create_valid_subset.log \
         utils/filter_scp.pl $dir/valid_uttlist $valid_src/feats.scp \> $dir/valid_feats.scp '&&' \
-        nnet-get-egs $ctx --compress=$compress scp:$dir/valid_feats.scp scp:$valid_src/labels.scp \
+        nnet-get-egs $ctx $pdf_opt --compress=$compress scp:$dir/valid_feats.scp scp:$valid_src/labels.scp \
             ark:$dir/valid_all.egs || exit 1
     $cmd $dir/log/create_train_subset.log \
         utils/filter_scp.pl $dir/train_subset_uttlist $data/feats.scp \> $dir/train_subset_feats.scp '&&' \
-        nnet-get-egs $ctx --compress=$compress scp:$dir/train_subset_feats.scp scp:$data/labels.scp \
+        nnet-get-egs $ctx $pdf_opt --compress=$compress scp:$dir/train_subset_feats.scp scp:$data/labels.scp \
             ark:$dir/train_subset_all.egs || exit 1
     $cmd $dir/log/create_diagnostic.log \
         nnet-subset-egs --n=$num_frames_diagnostic --srand=$srand ark:$dir/valid_all.egs \
@@ -151,6 +210,7 @@ if [ $stage -le 2 ]; then
     echo $iters_per_epoch > $dir/info/iters_per_epoch
     echo $samples_per_iter > $dir/info/samples_per_iter
     echo $frames_per_eg > $dir/info/frames_per_eg
+    echo "$egs_options" > $dir/info/options
     cp $dir/info/num_jobs $dir/num_jobs_nnet
     cp $dir/info/iters_per_epoch $dir/iters_per_epoch
     cp $dir/info/samples_per_iter $dir/samples_per_iter
@@ -188,7 +248,7 @@ if [ $stage -le 3 ]; then
     orig_list=
     for a in $(seq $num_archives); do orig_list="$orig_list ark:$dir/egs_orig.JOB.$a.ark"; done
     $cmd JOB=1:$nj $dir/log/get_egs.JOB.log \
-        nnet-get-egs $ctx --num-frames=$frames_per_eg --compress=$compress \
+        nnet-get-egs $ctx $pdf_opt --num-frames=$frames_per_eg --compress=$compress \
             scp:$dir/split$nj/feats.JOB.scp scp:$data/labels.scp ark:- \| \
         nnet-copy-egs --random=true --srand=\$[JOB+$srand] ark:- $orig_list || exit 1
     rm -r $dir/train_feats.scp $dir/split$nj

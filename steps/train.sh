@@ -129,6 +129,10 @@ max_job_retries=2    # rerun: at most this many more attempts of a failed job
 min_jobs_done=       # average: at least this many jobs must finish (default: half, rounded up)
 straggler_backup=0   # F > 0: back up a job still running F x as long as the first half took
 straggler_backup_opts= # runner options for a backup, HOST = the straggler's host ("-x HOST": slurm.pl)
+realign_times=       # fractions of the run (0..1) at which to realign the data and remake the examples
+realign_data=        # with --realign-times: the training data dir (feats.scp, text, labels.scp)
+realign_lang=        # with --realign-times: the lang dir (decode-word-loop's)
+realign_nj=4         # alignment jobs
 # End configuration section.
 
 echo "$0 $*"
@@ -183,7 +187,14 @@ Options:
                                  the first half of the jobs took; the first copy to finish
                                  wins, the model is the same (default: 0, off)
   --straggler-backup-opts <opts> runner options for the backup copy, HOST replaced by the
-                                 straggler's host (slurm.pl: \"-x HOST\"; default: none)"
+                                 straggler's host (slurm.pl: \"-x HOST\"; default: none)
+  --realign-times <list>         nnet2's realignment: at these fractions of the run (e.g.
+                                 \"0.33 0.66\") realign --realign-data with the current model
+                                 (steps/align.sh, --realign-lang) and remake the examples with
+                                 get_egs.sh's options (default: none)
+  --realign-data <dir>           the training data directory (feats.scp, text, labels.scp)
+  --realign-lang <dir>           its lang directory (words.txt, lexicon.txt, phone_pdfs.txt)
+  --realign-nj <n>               alignment jobs (default: 4)"
 
 [ -f ./path.sh ] && . ./path.sh
 . utils/parse_options.sh || exit 1
@@ -214,9 +225,17 @@ case $use_gpu in
     yes|wait|optional) gpu_queue_opts="--gpu 1" ;;
     *) echo "$0: --use-gpu must be yes, no, wait or optional, not '$use_gpu'" && exit 1 ;;
 esac
+# A build without CUDA (bin/ is the same on every node) cannot train on a GPU anywhere: say so now,
+# not after initialising (nnet-train selects the device before it reads anything).
+if [ $use_gpu = yes ] || [ $use_gpu = wait ]; then
+    why=$(nnet-train --print-args=false --use-gpu=$use_gpu /dev/null ark:/dev/null /dev/null 2>&1 | grep -o 'built without CUDA.*')
+    [ -n "$why" ] && echo "$0: --use-gpu $use_gpu: parnet was $why; use --use-gpu no (or optional)" && exit 1
+fi
 
 . steps/lib/train-common.sh
 . steps/lib/train-jobs.sh
+. steps/lib/train-progress.sh
+. steps/lib/train-realign.sh
 train_read_egs_info $egs_dir
 [ -z "$num_jobs_initial" ] && num_jobs_initial=$num_jobs
 [ -z "$num_jobs_final" ] && num_jobs_final=$num_jobs
@@ -287,6 +306,7 @@ fi
 if [ $offline_window -gt $num_iters ]; then
     echo "$0: --offline-window $offline_window exceeds the $num_iters iterations"; exit 1
 fi
+realign_check
 # One run per directory (a second one would overwrite the first's models): steps/lib/lock.sh.
 . steps/lib/lock.sh
 LOCK_ARGS="$*" dir_lock $dir
@@ -327,6 +347,13 @@ diverged() {
 
 if [ $stage -le -1 ]; then
     [ ! -f $config ] && echo "$0: no such file $config" && exit 1
+    # The labels get_egs.sh saw against the network's output dim, before anything starts.
+    . steps/lib/data-checks.sh
+    odim=$(nnet_config_output_dim $config)
+    if [ -n "$odim" ] && [ -f $egs_dir/info/num_pdfs ] && [ $(cat $egs_dir/info/num_pdfs) -gt $odim ]; then
+        echo "$0: the examples in $egs_dir have labels up to $(( $(cat $egs_dir/info/num_pdfs) - 1 )) ($egs_dir/info/num_pdfs) but $config's output dim is $odim: labels must be pdf-ids below it"
+        exit 1
+    fi
     [ -z "$feature_transform" ] && [ -f $egs_dir/feature_transform.mat ] && \
         feature_transform=$egs_dir/feature_transform.mat
     init_config=$config
@@ -353,9 +380,21 @@ if [ $stage -le -1 ]; then
     fi
     echo "$0: initialising the model from $init_config"
     rm -f $dir/lr_scale
-    $cmd $dir/log/init.log \
+    if ! $cmd $dir/log/init.log \
         nnet-init --srand=$srand $init_config - \| \
-        nnet-copy --learning-rate=$(learning_rate 0) - $dir/0.mdl || exit 1
+        nnet-copy --learning-rate=$(learning_rate 0) - $dir/0.mdl; then
+        # nnet-init's reason, naming the user's file and line (not the generated init.config's).
+        msg=$(grep -o "config '$init_config': line [0-9]*: .*" $dir/log/init.log | head -n 1)
+        if [ -n "$msg" ]; then
+            n=${msg#*: line }; n=${n%%:*}
+            added=$(grep -n -F -x "$line" $init_config 2>/dev/null | head -n 1 | cut -d: -f1)
+            [ $init_config != $config ] && [ -n "$added" ] && [ $n -gt $added ] && n=$((n - 1))
+            echo "$0: $config line $n: ${msg#*: line *: } (log $dir/log/init.log)"
+        else
+            echo "$0: initialising the model failed: $(grep ERROR $dir/log/init.log | tail -n 1) (log $dir/log/init.log)"
+        fi
+        exit 1
+    fi
 fi
 [ -f $dir/0.mdl ] || { echo "$0: no $dir/0.mdl (run from --stage -1)"; exit 1; }
 if [ ! -f $dir/log/compute_prob_valid.0.log ] || [ -z "$(valid_objf $dir/log/compute_prob_valid.0.log)" ]; then
@@ -364,7 +403,7 @@ if [ ! -f $dir/log/compute_prob_valid.0.log ] || [ -z "$(valid_objf $dir/log/com
 fi
 initial_objf=$(valid_objf $dir/log/compute_prob_valid.0.log)
 [ -z "$initial_objf" ] && echo "$0: no validation objective in $dir/log/compute_prob_valid.0.log" 1>&2 && exit 1
-echo "$0: validation objective of the initial model: $initial_objf"
+echo "$0: validation objective of the initial model: $initial_objf (accuracy $(progress_compute_prob $dir/log/compute_prob_valid.0.log | awk '{ printf "%.1f%%", 100 * $2 }'))"
 
 if $ramp; then
     echo "$0: $num_iters iterations ($num_passes passes over $num_archives archives), jobs ramping $num_jobs_initial -> $num_jobs_final, $averaging"
@@ -417,6 +456,16 @@ case $averaging in elastic|parle) replicas=true ;; esac
 num_backoffs=0
 x=0
 while [ $x -lt $num_iters ]; do
+    if [[ " $realign_iters " == *" $x "* ]]; then   # --realign-times
+        if [ $stage -le $x ]; then
+            realign $x $(nnet-info $dir/$x.mdl 2>/dev/null | awk '$1 == "output-dim" { print $2 }')
+            $cmd $dir/log/compute_prob_valid.realign.$x.log \
+                nnet-compute-prob $dir/$x.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
+            initial_objf=$(valid_objf $dir/log/compute_prob_valid.realign.$x.log)
+        else
+            egs_dir=$dir/egs_realign_$x
+        fi
+    fi
     if [ $stage -le $x ]; then
         [ ! -f $dir/$x.mdl ] && echo "$0: missing $dir/$x.mdl (resume from an earlier stage)" && exit 1
         # Diagnostics of the model this iteration starts from, in the background (its validation
@@ -425,7 +474,7 @@ while [ $x -lt $num_iters ]; do
             nnet-compute-prob $dir/$x.mdl ark:$egs_dir/train_diagnostic.egs &
 
         nj=$(jobs_at $x)
-        echo "$0: iteration $x / $num_iters, $nj jobs, learning rate $(learning_rate $x)"
+        iter_t0=$(date +%s.%N)
         archive=$((x % iters_per_epoch))
         egs_in=$(egs_pipe $egs_dir/egs.JOB.$archive.ark $((x * egs_jobs)))
         if $ramp; then   # job j reads archive (archives so far + j - 1) mod num_archives
@@ -545,6 +594,7 @@ while [ $x -lt $num_iters ]; do
             rm -f $dir/$((x + 1)).mdl
             exit 1
         fi
+        train_progress_iteration $x $nj $(learning_rate $x) $(awk -v a=$iter_t0 -v b=$(date +%s.%N) 'BEGIN { print b - a }')
         rm -f $models $dir/$x.*.rep.mdl $dir/egs/$x.*.ark  # the jobs' models, however many jobs
         # The running average: the k-th snapshot (k - 1):1 with the (k - 1)-th.
         y=$((x + 1))
@@ -612,4 +662,5 @@ if $cleanup; then
     [ $offline_window -gt $keep ] && keep=$offline_window
     train_cleanup $dir $num_iters $keep
 fi
+train_progress_summary
 echo "$0: done; final model $dir/final.mdl"

@@ -11,11 +11,12 @@
 # Set-up on a fresh machine: tools/install-deps.sh; make -j2 (builds espeak-synth-align).
 cd "$(dirname "$0")"
 . ./path.sh
+. ./cmd.sh
 
 # Begin configuration section.
 stage=0
 stop_stage=7         # the last stage to run
-cmd=utils/run.pl
+cmd=$train_cmd       # cmd.sh
 nj=2                 # synthesis, feature-extraction and example jobs
 num_jobs=2           # training jobs (parameter averaging)
 num_epochs=          # default: 6; 3 on the ladder (--size <H>h)
@@ -107,20 +108,11 @@ fi
 
 if [ $stage -le 1 ] && [ $stop_stage -ge 1 ]; then
     echo "$0: stage 1: log-mel filterbank features and per-speaker CMVN statistics"
-    mkdir -p $exp/make_fbank $feat_dir
     for x in train test; do
-        sdata=$data/$x/split$nj
-        mkdir -p $sdata
-        for j in $(seq $nj); do
-            awk -v j=$j -v n=$nj '(NR - 1) % n == j - 1' $data/$x/wav.scp > $sdata/wav.$j.scp
-        done
-        $cmd JOB=1:$nj $exp/make_fbank/fbank_$x.JOB.log \
-            compute-fbank-feats --config=conf/fbank.conf scp:$sdata/wav.JOB.scp \
-                ark,scp:$feat_dir/raw_fbank_$x.JOB.ark,$feat_dir/raw_fbank_$x.JOB.scp
-        cat $feat_dir/raw_fbank_$x.*.scp | sort > $data/$x/feats.scp
-        $cmd $exp/make_fbank/cmvn_$x.log \
-            compute-cmvn-stats --spk2utt=ark:$data/$x/spk2utt scp:$data/$x/feats.scp \
-                ark,scp:$feat_dir/cmvn_$x.ark,$data/$x/cmvn.scp
+        utils/validate_data_dir.sh --no-feats --no-spk-sort $data/$x
+        steps/make_fbank.sh --nj $nj --cmd "$cmd" --fbank-config conf/fbank.conf \
+            $data/$x $exp/make_fbank $feat_dir
+        steps/compute_cmvn_stats.sh $data/$x $exp/make_fbank $feat_dir
     done
 fi
 
@@ -153,7 +145,7 @@ if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
             for f in feats.scp labels.scp text utt2spk; do
                 utils/filter_scp.pl $d/uttlist $d/$f > $d/$f.tmp && mv $d/$f.tmp $d/$f
             done
-            awk '{ u[$2] = u[$2] " " $1 } END { for (s in u) print s u[s] }' $d/utt2spk | sort > $d/spk2utt
+            utils/utt2spk_to_spk2utt.pl $d/utt2spk > $d/spk2utt
         fi
         [ -s $d/uttlist ] || { echo "$0: no usable $x utterances" >&2; exit 1; }
     done
@@ -164,7 +156,7 @@ if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
     steps/get_egs.sh --cmd "$cmd" --nj $nj --num-jobs $num_jobs --samples-per-iter $samples_per_iter \
         --frames-per-eg $frames_per_eg \
         --left-context 5 --right-context 5 --num-utts-subset $num_utts_subset \
-        $data/train_cmvn $egs_dir
+        --num-pdfs $(cat $data/lang/num_pdfs) $data/train_cmvn $egs_dir
 fi
 
 if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
@@ -180,8 +172,10 @@ fi
 
 if [ $stage -le 5 ] && [ $stop_stage -ge 5 ]; then
     echo "$0: stage 5: priors from the training label counts"
+    labels=$data/train_cmvn/labels.scp   # or the last realignment's (train.sh --realign-times)
+    [ -f $dir/data_realign_last ] && labels=$(cat $dir/data_realign_last)/labels.scp
     analyze-counts --counts-dim=$(cat $data/lang/num_pdfs) --binary=false \
-        scp:$data/train_cmvn/labels.scp $dir/pdf_counts.vec 2>$dir/log/analyze_counts.log
+        scp:$labels $dir/pdf_counts.vec 2>$dir/log/analyze_counts.log
 fi
 
 if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
@@ -196,47 +190,48 @@ if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
     $cmd $vdir/log/nnet_forward.log \
         nnet-forward --apply-log=true --class-frame-counts=$dir/pdf_counts.vec $dir/$mdl \
             scp:$vdir/feats.scp ark:$vdir/loglikes.ark
-    best=
-    for as in $acoustic_scales; do
-        for wip in $word_insertion_penalties; do
-            decode-word-loop --acoustic-scale=$as --beam=$beam --word-insertion-penalty=$wip \
-                $data/lang ark:$vdir/loglikes.ark ark,t:- 2>$vdir/log/decode_${as}_$wip.log | \
-                utils/int2sym.pl -f 2- $data/lang/words.txt > $vdir/hyp_${as}_$wip.txt
-            wer=$(compute-wer --text --mode=present ark:$vdir/text ark:$vdir/hyp_${as}_$wip.txt \
-                2>/dev/null | awk '/^%WER/ {print $2}')
-            echo "$as $wip $wer" >> $vdir/grid.tmp
-        done
-    done
-    sort -g -k3 -s $vdir/grid.tmp | head -1 > $vdir/best
-    mv $vdir/grid.tmp $vdir/grid
+    local/score.sh --acoustic-scales "$acoustic_scales" --word-insertion-penalties \
+        "$word_insertion_penalties" --beam $beam $vdir/text $data/lang ark:$vdir/loglikes.ark $vdir
     rm $vdir/loglikes.ark
-    read acoustic_scale word_insertion_penalty valid_wer < $vdir/best
-    echo "$0: validation WER $valid_wer% with --acoustic-scale=$acoustic_scale" \
-        "--word-insertion-penalty=$word_insertion_penalty"
 fi
 
 if [ $stage -le 7 ] && [ $stop_stage -ge 7 ]; then
     echo "$0: stage 7: decoding the held-out voices"
-    if [ -f $dir/decode_valid/best ]; then
-        read acoustic_scale word_insertion_penalty valid_wer < $dir/decode_valid/best
+    # The setting chosen on the validation utterances: best_wer ends in .../wer_<lmwt>_<penalty>.
+    if [ -f $dir/decode_valid/best_wer ]; then
+        best=$(awk '{ print $NF }' $dir/decode_valid/best_wer); best=${best##*/wer_}
+        acoustic_scale=$(awk -v l=${best%_*} 'BEGIN { printf "%g", 1 / l }')
+        word_insertion_penalty=${best##*_}
     fi
     ddir=$dir/decode_test
     mkdir -p $ddir/log
     nnet-get-egs --left-context=5 --right-context=5 scp:$data/test_cmvn/feats.scp \
         scp:$data/test_cmvn/labels.scp ark:$ddir/test.egs 2>$ddir/log/test_egs.log
     nnet-compute-prob $dir/$mdl ark:$ddir/test.egs 2>$ddir/log/compute_prob_test.log >/dev/null
+    t0=$(date +%s.%N)
     $cmd $ddir/log/decode.log \
         nnet-forward --apply-log=true --class-frame-counts=$dir/pdf_counts.vec $dir/$mdl \
             scp:$data/test_cmvn/feats.scp ark:- \| \
         decode-word-loop --acoustic-scale=$acoustic_scale --beam=$beam \
             --word-insertion-penalty=$word_insertion_penalty $data/lang ark:- ark,t:$ddir/hyp.int
-    utils/int2sym.pl -f 2- $data/lang/words.txt $ddir/hyp.int > $ddir/hyp.txt
-    compute-wer --text --mode=present ark:$data/test/text ark:$ddir/hyp.txt > $ddir/wer
+    t1=$(date +%s.%N)
+    # Scored as Kaldi's local/score.sh lays it out: wer_<lmwt>_<penalty> and best_wer.
+    lmwt=$(awk -v a=$acoustic_scale 'BEGIN { printf "%.10g", 1 / a }')
+    mkdir -p $ddir/scoring
+    rm -f $ddir/wer_* $ddir/best_wer
+    utils/int2sym.pl -f 2- $data/lang/words.txt $ddir/hyp.int > $ddir/scoring/$lmwt.$word_insertion_penalty.txt
+    compute-wer --text --mode=present ark:$data/test/text ark:$ddir/scoring/$lmwt.$word_insertion_penalty.txt \
+        > $ddir/wer_${lmwt}_$word_insertion_penalty
+    grep -H WER $ddir/wer_* | utils/best_wer.sh > $ddir/best_wer
     acc=$(grep -o 'accuracy is [0-9.]*' $ddir/log/compute_prob_test.log | awk '{print $3}')
     rtf=$(grep -o '(CPU [0-9.e-]*)' $ddir/log/decode.log | tr -d '()' | awk '{print $2}')
+    # The real-time factor of the whole decode (the network's forward pass included, wall time)
+    # over the audio (10 ms frames), beside the decoder's own.
+    audio=$(awk '{ n += $2 } END { print n * 0.01 }' $data/test/num_frames)
+    rtf_all=$(awk -v a=$audio -v t0=$t0 -v t1=$t1 'BEGIN { printf "%.3g", (a > 0 ? (t1 - t0) / a : 0) }')
     printf "%s: held-out voices: frame accuracy %.2f%% (%d phone states), %s\n" "$0" \
-        "$(echo "$acc * 100" | bc -l)" "$(cat $data/lang/num_pdfs)" "$(head -1 $ddir/wer)"
+        "$(echo "$acc * 100" | bc -l)" "$(cat $data/lang/num_pdfs)" "$(sed 's/ [^ ]*$//' $ddir/best_wer)"
     echo "$0: decoding with --acoustic-scale=$acoustic_scale" \
-        "--word-insertion-penalty=$word_insertion_penalty, decoder CPU real-time factor $rtf;" \
-        "total $(( $(date +%s) - start )) s"
+        "--word-insertion-penalty=$word_insertion_penalty: real-time factor $rtf_all (forward pass and" \
+        "decoding, wall, $audio s of audio), the decoder's own $rtf (CPU); total $(( $(date +%s) - start )) s"
 fi

@@ -135,6 +135,41 @@ static const struct option_spec *find_spec(const char *name, size_t len,
     return NULL;
 }
 
+/* Levenshtein distance between a[0..la) and b[0..lb) (option names: short). */
+static int edit_distance(const char *a, size_t la, const char *b, size_t lb) {
+    int row[128];
+    if (lb >= sizeof row / sizeof row[0]) return INT_MAX;
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+/* The option name closest to name (edit distance, a prefix counting as close), or NULL when none
+ * is within a third of the name's length (at least 2). */
+static const char *closest_option(const char *name, const struct option_spec *specs, int n) {
+    const char *best = NULL;
+    size_t len = strlen(name);
+    int best_d = (int)(len / 3 > 2 ? len / 3 : 2) + 1;
+    for (int i = 0; i < n + NUM_BUILTINS; i++) {
+        const char *o = i < n ? specs[i].name : builtin_specs[i - n].name;
+        size_t lo = strlen(o);
+        int d = edit_distance(name, len, o, lo);
+        if (len >= 3 && lo > len && !strncmp(o, name, len)) d = 1; /* an abbreviation */
+        if (d < best_d) best_d = d, best = o;
+    }
+    return best;
+}
+
 /* Set one option from "name[=value]" (no leading dashes). Returns 0, or -1 with error_set. */
 static int set_option(const char *arg, const struct option_spec *specs, int n) {
     const char *eq = strchr(arg, '=');
@@ -145,7 +180,11 @@ static int set_option(const char *arg, const struct option_spec *specs, int n) {
     for (size_t i = 0; i < len; i++) name[i] = arg[i] == '_' ? '-' : arg[i];
     name[len] = '\0';
     const struct option_spec *s = find_spec(name, len, specs, n);
-    if (!s) return error_set("unknown option '--%s'", name);
+    if (!s) {
+        const char *close = closest_option(name, specs, n);
+        if (close) return error_set("unknown option '--%s' (did you mean --%s?)", name, close);
+        return error_set("unknown option '--%s'", name);
+    }
     const char *value = eq ? eq + 1 : NULL;
     if (!value) {
         if (s->type != OPT_BOOL) return error_set("option '--%s' needs a value (--%s=...)", name, name);
@@ -248,14 +287,18 @@ void options_parse(int *argc, char **argv, const char *usage, const struct optio
         if (!ended && a[0] == '-' && a[1] == '-' && a[2]) {
             if (!strncmp(a, "--config=", 9)) continue;
             if (set_option(a + 2, specs, num_specs)) {
+                /* The usage first, the error last (Kaldi): the line the user needs is at the
+                 * bottom of the terminal. */
+                print_usage(usage, specs, num_specs);
                 fprintf(stderr, "%s: %s\n", log_program(), error_get());
-                options_usage_exit(usage, specs, num_specs);
+                exit(2);
             }
             continue;
         }
         if (!ended && a[0] == '-' && a[1] && a[1] != '-') {
+            print_usage(usage, specs, num_specs);
             fprintf(stderr, "%s: unknown option '%s' (options are --name=value)\n", log_program(), a);
-            options_usage_exit(usage, specs, num_specs);
+            exit(2);
         }
         argv[out++] = a;
     }

@@ -10,6 +10,12 @@ static const char *usage =
     "search over a word loop (--grammar=loop) or one word per utterance (--grammar=isolated),\n"
     "each word a chain of phone-state HMMs from <lang-dir>/lexicon.txt and phone_pdfs.txt, with\n"
     "optional silence around words. Writes word ids (words.txt) per utterance.\n"
+    "<lang-dir> holds three text files:\n"
+    "  words.txt       <word> <id>, Kaldi's symbol table (id 0 <eps>, never output)\n"
+    "  lexicon.txt     <word> <phone> <phone> ... (one line per pronunciation)\n"
+    "  phone_pdfs.txt  <phone> <pdf> <pdf> ...: the phone's left-to-right HMM, one state per pdf\n"
+    "                  (the network's output index, as the labels of the training data)\n"
+    "e.g. lexicon.txt 'two t uw', phone_pdfs.txt 't 12 13 14' and 'uw 40 41 42'.\n"
     "Usage: decode-word-loop [options] <lang-dir> <loglikes-rspecifier> <words-wspecifier>\n"
     "e.g.: decode-word-loop --acoustic-scale=0.1 data/lang ark:loglikes.ark ark,t:hyp.int";
 

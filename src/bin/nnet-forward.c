@@ -5,7 +5,6 @@
 static const char *usage =
     "Compute the network's outputs (posteriors) for each utterance of a feature archive; the\n"
     "utterance edges are padded by repeating the first and last frame for the network's context.\n"
-    "Usage:  nnet-forward [options] <model-in> <feats-rspecifier> <matrix-wspecifier>\n"
     "With --class-frame-counts (a Kaldi vector of per-class frame counts, from analyze-counts),\n"
     "writes pseudo-log-likelihoods log p(s|x) - prior-scale * log p(s) for a decoder (as Kaldi\n"
     "nnet1's nnet-forward); classes with a prior below --prior-floor are made hopeless.\n"

@@ -486,39 +486,339 @@ int decoder_decode(struct decoder *d, const struct matrix *ll, struct decode_res
     return 0;
 }
 
+/* ---- alignment ---- */
+static void ali_resize(struct int32_vec *v, int n) {
+    v->data = xrealloc(v->data, sizeof(int32_t) * (size_t)(n ? n : 1));
+    v->dim = n;
+}
+
+int decode_graph_word_id(const struct decode_graph *g, const char *word) {
+    return word_id(g, word);
+}
+
+struct text_entry { char *key; int *words; int n; };
+static int cmp_text_entry(const void *a, const void *b) {
+    return strcmp(((const struct text_entry *)a)->key, ((const struct text_entry *)b)->key);
+}
+
+int decode_text_open(struct decode_text_reader *tr, const char *rspec,
+                     const struct decode_graph *g) {
+    memset(tr, 0, sizeof *tr);
+    struct table_reader r;
+    if (table_reader_open(&r, rspec, &holder_token_vector)) return -1;
+    struct text_entry *e = NULL;
+    int n = 0, cap = 0, rc;
+    struct token_vec t = {0};
+    while ((rc = table_reader_next(&r, &t)) == 1) {
+        if (n == cap) e = xrealloc(e, sizeof *e * (size_t)(cap = cap ? 2 * cap : 256));
+        e[n].key = xstrdup(table_reader_key(&r));
+        e[n].n = t.n;
+        e[n].words = xmalloc(sizeof(int) * (size_t)(t.n ? t.n : 1));
+        n++;
+        for (int i = 0; i < t.n; i++)
+            if ((e[n - 1].words[i] = word_id(g, t.v[i])) < 0) {
+                error_set("'%s': key '%s': word '%s' is not in words.txt", rspec,
+                          table_reader_key(&r), t.v[i]);
+                rc = -2;
+                break;
+            }
+        if (rc == -2) break;
+    }
+    token_vec_release(&t);
+    if (rc == -1) error_wrap("'%s': ", rspec);
+    int crc = table_reader_close(&r);
+    qsort(e, (size_t)n, sizeof *e, cmp_text_entry);
+    tr->num = n;
+    tr->keys = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
+    tr->words = xmalloc(sizeof(int *) * (size_t)(n ? n : 1));
+    tr->num_words = xmalloc(sizeof(int) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        tr->keys[i] = e[i].key;
+        tr->words[i] = e[i].words;
+        tr->num_words[i] = e[i].n;
+    }
+    free(e);
+    if (rc < 0 || crc) {
+        decode_text_close(tr);
+        return -1;
+    }
+    return 0;
+}
+
+int decode_text_lookup(const struct decode_text_reader *tr, const char *key, const int **words,
+                       int *num_words) {
+    int lo = 0, hi = tr->num - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2, c = strcmp(tr->keys[mid], key);
+        if (!c) {
+            *words = tr->words[mid];
+            *num_words = tr->num_words[mid];
+            return 0;
+        }
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return error_set("no transcription");
+}
+
+void decode_text_close(struct decode_text_reader *tr) {
+    for (int i = 0; i < tr->num; i++) {
+        free(tr->keys[i]);
+        free(tr->words[i]);
+    }
+    free(tr->keys);
+    free(tr->words);
+    free(tr->num_words);
+    memset(tr, 0, sizeof *tr);
+}
+
+/* The silence chain of the graph (the optional silence of the loop), or -1. */
+static int silence_chain(const struct decode_graph *g) {
+    for (int c = 0; c < g->num_chains; c++)
+        if (g->chains[c].word < 0) return c;
+    return -1;
+}
+
+/* One utterance's graph: segments in order (silence?, word 1, silence?, word 2, ...), a segment
+ * being one or more alternative chains of the lexicon graph; states copied out with, for each,
+ * its predecessors other than itself. */
+struct align_graph {
+    int num_states;
+    int *pdf;            /* (num_states) */
+    int *pred_start;     /* (num_states + 1): state s's predecessors are pred[pred_start[s]..) */
+    int *pred;
+    unsigned char *start, *final;   /* (num_states) */
+};
+
+static void align_graph_free(struct align_graph *a) {
+    free(a->pdf);
+    free(a->pred_start);
+    free(a->pred);
+    free(a->start);
+    free(a->final);
+}
+
+static int build_align_graph(const struct decode_graph *g, const int *words, int nw,
+                             struct align_graph *a) {
+    memset(a, 0, sizeof *a);
+    int sil = silence_chain(g);
+    int nseg = sil >= 0 ? 2 * nw + 1 : nw;
+    /* Per segment: its chains (indices into g->chains) and whether it may be skipped. */
+    int *seg_first = xmalloc(sizeof(int) * (size_t)(nseg + 1)), *seg_chains = NULL, nsc = 0;
+    unsigned char *optional = xcalloc((size_t)nseg, 1);
+    for (int k = 0; k < nseg; k++) {
+        seg_first[k] = nsc;
+        if (sil >= 0 && k % 2 == 0) {
+            seg_chains = xrealloc(seg_chains, sizeof(int) * (size_t)(nsc + 1));
+            seg_chains[nsc++] = sil;
+            optional[k] = 1;
+            continue;
+        }
+        int w = words[sil >= 0 ? k / 2 : k], found = 0;
+        for (int c = 0; c < g->num_chains; c++)
+            if (g->chains[c].word == w && g->chains[c].kind == KIND_WORD) {
+                seg_chains = xrealloc(seg_chains, sizeof(int) * (size_t)(nsc + 1));
+                seg_chains[nsc++] = c;
+                found = 1;
+            }
+        if (!found) {
+            free(seg_first);
+            free(seg_chains);
+            free(optional);
+            return error_set("word '%s' has no pronunciation in lexicon.txt",
+                             decode_graph_word(g, w) ? decode_graph_word(g, w) : "?");
+        }
+    }
+    seg_first[nseg] = nsc;
+    /* States: the chains of the segments in order. first_state[i]: of the i-th listed chain. */
+    int *first_state = xmalloc(sizeof(int) * (size_t)(nsc + 1)), n = 0;
+    for (int i = 0; i < nsc; i++) {
+        first_state[i] = n;
+        n += g->chains[seg_chains[i]].last - g->chains[seg_chains[i]].first + 1;
+    }
+    first_state[nsc] = n;
+    a->num_states = n;
+    a->pdf = xmalloc(sizeof(int) * (size_t)(n ? n : 1));
+    a->pred_start = xmalloc(sizeof(int) * (size_t)(n + 1));
+    a->start = xcalloc((size_t)(n ? n : 1), 1);
+    a->final = xcalloc((size_t)(n ? n : 1), 1);
+    int npred = 0, cap = 0;
+    for (int k = 0; k < nseg; k++)
+        for (int i = seg_first[k]; i < seg_first[k + 1]; i++) {
+            const struct chain *c = &g->chains[seg_chains[i]];
+            for (int s = first_state[i]; s < first_state[i + 1]; s++) {
+                a->pdf[s] = g->pdf[c->first + s - first_state[i]];
+                a->pred_start[s] = npred;
+                if (s > first_state[i]) {   /* within the chain */
+                    if (npred == cap) a->pred = xrealloc(a->pred, sizeof(int) * (size_t)(cap = cap ? 2 * cap : 256));
+                    a->pred[npred++] = s - 1;
+                    continue;
+                }
+                /* A chain's first state: from the last states of the previous segment, and of
+                 * the one before it when the previous one may be skipped; a start state when
+                 * every segment before it may be skipped. */
+                int j = k - 1, all_optional = 1;
+                for (; j >= 0; j--) {
+                    for (int m = seg_first[j]; m < seg_first[j + 1]; m++) {
+                        if (npred == cap) a->pred = xrealloc(a->pred, sizeof(int) * (size_t)(cap = cap ? 2 * cap : 256));
+                        a->pred[npred++] = first_state[m + 1] - 1;
+                    }
+                    if (!optional[j]) { all_optional = 0; break; }
+                }
+                if (all_optional) a->start[s] = 1;
+            }
+        }
+    a->pred_start[n] = npred;
+    /* Final: the last states of the last segment, and of the ones before while skippable. */
+    for (int k = nseg - 1; k >= 0; k--) {
+        for (int m = seg_first[k]; m < seg_first[k + 1]; m++) a->final[first_state[m + 1] - 1] = 1;
+        if (!optional[k]) break;
+    }
+    free(first_state);
+    free(seg_first);
+    free(seg_chains);
+    free(optional);
+    return 0;
+}
+
+int decode_align(const struct decode_graph *g, const struct decode_opts *o, const int *words,
+                 int nw, const struct matrix *ll, struct int32_vec *ali, double *score) {
+    ASSERT(ll->device == MATRIX_CPU);
+    struct align_graph a;
+    if (build_align_graph(g, words, nw, &a)) return -1;
+    int T = ll->rows, S = a.num_states;
+    for (int s = 0; s < S; s++)
+        if (a.pdf[s] >= ll->cols) {
+            align_graph_free(&a);
+            return error_set("pdf %d of the graph but the likelihoods have %d columns", a.pdf[s],
+                             ll->cols);
+        }
+    if (T < 1 || S < 1) {
+        align_graph_free(&a);
+        return error_set("%d frames, %d states: nothing to align", T, S);
+    }
+    double loop = o->transition_scale * log(o->self_loop_prob);
+    double fwd = o->transition_scale * log(1.0 - o->self_loop_prob);
+    double *prev = xmalloc(sizeof(double) * (size_t)S), *cur = xmalloc(sizeof(double) * (size_t)S);
+    int *back = xmalloc(sizeof(int) * (size_t)T * (size_t)S);
+    const double NEG = -INFINITY;
+    for (int s = 0; s < S; s++) {
+        prev[s] = a.start[s] ? o->acoustic_scale * ll->data[a.pdf[s]] : NEG;
+        back[s] = -1;
+    }
+    for (int t = 1; t < T; t++) {
+        const float *row = ll->data + (size_t)t * ll->stride;
+        for (int s = 0; s < S; s++) {
+            double best = prev[s] + loop;
+            int arg = s;
+            for (int p = a.pred_start[s]; p < a.pred_start[s + 1]; p++) {
+                double v = prev[a.pred[p]] + fwd;
+                if (v > best) best = v, arg = a.pred[p];
+            }
+            cur[s] = best + o->acoustic_scale * row[a.pdf[s]];
+            back[(size_t)t * S + s] = arg;
+        }
+        double *tmp = prev;
+        prev = cur;
+        cur = tmp;
+    }
+    int end = -1;
+    for (int s = 0; s < S; s++)
+        if (a.final[s] && prev[s] > NEG && (end < 0 || prev[s] > prev[end])) end = s;
+    int rc = 0;
+    if (end < 0) {
+        rc = error_set("no path through the transcript's %d states in %d frames", S, T);
+    } else {
+        *score = prev[end];
+        ali_resize(ali, T);
+        for (int t = T - 1, s = end; t >= 0; t--) {
+            ali->data[t] = a.pdf[s];
+            s = back[(size_t)t * S + s];
+        }
+    }
+    free(prev);
+    free(cur);
+    free(back);
+    align_graph_free(&a);
+    return rc;
+}
+
+int decode_align_equal(const struct decode_graph *g, const int *words, int nw, int T,
+                       struct int32_vec *ali) {
+    int sil = silence_chain(g), n = 0, cap = 64;
+    int *pdfs = xmalloc(sizeof(int) * (size_t)cap);
+    for (int k = 0; k < nw; k++) {
+        int c = 0;
+        while (c < g->num_chains && !(g->chains[c].word == words[k] && g->chains[c].kind == KIND_WORD)) c++;
+        if (c == g->num_chains) {
+            free(pdfs);
+            return error_set("word '%s' has no pronunciation in lexicon.txt",
+                             decode_graph_word(g, words[k]) ? decode_graph_word(g, words[k]) : "?");
+        }
+        for (int s = g->chains[c].first; s <= g->chains[c].last; s++) {
+            if (n == cap) pdfs = xrealloc(pdfs, sizeof(int) * (size_t)(cap *= 2));
+            pdfs[n++] = g->pdf[s];
+        }
+    }
+    int ns = sil >= 0 ? g->chains[sil].last - g->chains[sil].first + 1 : 0;
+    int with_sil = sil >= 0 && T >= n + 2 * ns;
+    int S = n + (with_sil ? 2 * ns : 0);
+    if (T < S || S == 0) {
+        free(pdfs);
+        return error_set("%d frames for %d states", T, S);
+    }
+    ali_resize(ali, T);
+    for (int t = 0; t < T; t++) {
+        int i = (int)((long long)t * S / T), pdf;   /* state i of S gets frames [iT/S, (i+1)T/S) */
+        if (with_sil && i < ns) pdf = g->pdf[g->chains[sil].first + i];
+        else if (with_sil && i >= ns + n) pdf = g->pdf[g->chains[sil].first + i - ns - n];
+        else pdf = pdfs[i - (with_sil ? ns : 0)];
+        ali->data[t] = pdf;
+    }
+    free(pdfs);
+    return 0;
+}
+
 /* ---- edit distance ---- */
 void decode_edit_counts_add(struct decode_edit_counts *c, char *const *ref, int nr,
                             char *const *hyp, int nh) {
-    /* cost[i][j]: ref[0..i) against hyp[0..j). */
-    int w = nh + 1;
-    int *cost = xmalloc(sizeof(int) * (size_t)(nr + 1) * (size_t)w);
-    for (int i = 0; i <= nr; i++)
-        for (int j = 0; j <= nh; j++) {
-            int v;
-            if (!i) v = j;
-            else if (!j) v = i;
-            else {
-                v = cost[(i - 1) * w + j - 1] + (strcmp(ref[i - 1], hyp[j - 1]) != 0);
-                if (cost[(i - 1) * w + j] + 1 < v) v = cost[(i - 1) * w + j] + 1;
-                if (cost[i * w + j - 1] + 1 < v) v = cost[i * w + j - 1] + 1;
+    /* Rows over the hypothesis, one cell per reference prefix, each cell carrying the counts of
+     * the path it chose (as Kaldi's compute-wer, so that ties split the same way): a
+     * match/substitution only when strictly cheaper than both others, else a deletion when
+     * strictly cheaper than an insertion, else an insertion. */
+    struct cell { int ins, del, sub, cost; };
+    struct cell *prev = xmalloc(sizeof *prev * (size_t)(nr + 1));
+    struct cell *cur = xmalloc(sizeof *cur * (size_t)(nr + 1));
+    for (int r = 0; r <= nr; r++) prev[r] = (struct cell){0, r, 0, r};
+    for (int h = 1; h <= nh; h++) {
+        cur[0] = prev[0];
+        cur[0].ins++;
+        cur[0].cost++;
+        for (int r = 1; r <= nr; r++) {
+            int mis = strcmp(ref[r - 1], hyp[h - 1]) != 0;
+            int ins = prev[r].cost + 1, del = cur[r - 1].cost + 1, sub = prev[r - 1].cost + mis;
+            if (sub < ins && sub < del) {
+                cur[r] = prev[r - 1];
+                cur[r].sub += mis;
+                cur[r].cost = sub;
+            } else if (del < ins) {
+                cur[r] = cur[r - 1];
+                cur[r].del++;
+                cur[r].cost = del;
+            } else {
+                cur[r] = prev[r];
+                cur[r].ins++;
+                cur[r].cost = ins;
             }
-            cost[i * w + j] = v;
         }
-    int i = nr, j = nh;
-    while (i > 0 || j > 0) {
-        int v = cost[i * w + j];
-        if (i && j && v == cost[(i - 1) * w + j - 1] + (strcmp(ref[i - 1], hyp[j - 1]) != 0)) {
-            if (strcmp(ref[i - 1], hyp[j - 1])) c->sub++;
-            i--;
-            j--;
-        } else if (i && v == cost[(i - 1) * w + j] + 1) {
-            c->del++;
-            i--;
-        } else {
-            c->ins++;
-            j--;
-        }
+        struct cell *t = prev;
+        prev = cur;
+        cur = t;
     }
+    c->ins += prev[nr].ins;
+    c->del += prev[nr].del;
+    c->sub += prev[nr].sub;
     c->ref_words += nr;
-    free(cost);
+    free(prev);
+    free(cur);
 }

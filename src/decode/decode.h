@@ -39,8 +39,11 @@
  *
  * ---- Word error rate (Kaldi compute-wer) ----
  * decode_edit_counts: Levenshtein alignment of a hypothesis to a reference (unit costs) and its
- * insertions, deletions and substitutions; on ties the backtrace prefers a match/substitution,
- * then a deletion, then an insertion.
+ * insertions, deletions and substitutions, split on ties exactly as Kaldi's compute-wer: the
+ * dynamic programme runs over the hypothesis words, each cell keeping the counts of the path it
+ * took, and takes a match/substitution only when strictly cheaper than a deletion and an
+ * insertion, a deletion only when strictly cheaper than an insertion (so "a b" against "b a"
+ * is 1 insertion and 1 deletion, not 2 substitutions).
  *
  * Errors: readers set error_get() ("file 'lexicon.txt' line 3: unknown phone 'xx'") and return
  * -1 / NULL; nothing here exits.
@@ -108,6 +111,41 @@ struct decoder;
 struct decoder *decoder_new(const struct decode_graph *g, const struct decode_opts *opts);
 void decoder_free(struct decoder *d);
 int decoder_decode(struct decoder *d, const struct matrix *loglikes, struct decode_result *res);
+
+/* ---- alignment (forced, and flat start) ----
+ * The graph of one transcript: its words in order, each by any of its pronunciations in
+ * lexicon.txt, with the optional silence (opts->silence_phone) before, between and after them;
+ * the HMM topology and transition log-probabilities of the decoder (self loop self_loop_prob,
+ * forward 1 - self_loop_prob, both times transition_scale; every state at least one frame).
+ * decode_align: the Viterbi path through it over all frames of loglikes (acoustic_scale times
+ * the pseudo-log-likelihoods); ali gets one pdf per frame (the labels get_egs.sh trains on).
+ * Exhaustive (no beam): the graph of one utterance is small.
+ * decode_align_equal (Kaldi's align-equal, a flat start): without acoustics, the first
+ * pronunciation of each word with one silence at each end (when there is a silence phone and
+ * enough frames; else without), its states given equal shares of the frames in order.
+ * Both return -1 with the error set for a word not in words.txt or the lexicon, a pdf out of the
+ * matrix's range, or fewer frames than states. */
+int decode_align(const struct decode_graph *g, const struct decode_opts *opts, const int *words,
+                 int num_words, const struct matrix *loglikes, struct int32_vec *ali,
+                 double *score);
+int decode_align_equal(const struct decode_graph *g, const int *words, int num_words,
+                       int num_frames, struct int32_vec *ali);
+/* The id of a word in words.txt, or -1. */
+int decode_graph_word_id(const struct decode_graph *g, const char *word);
+/* Transcriptions ("<utt> <word> <word> ...", Kaldi's text, any rspecifier) loaded whole and
+ * mapped to word ids through the graph's words.txt; looked up by key. open: -1 with the error set
+ * naming the key and word for a word not in words.txt. lookup: -1 (error set) for a missing key. */
+struct decode_text_reader {
+    char **keys;
+    int **words;
+    int *num_words;
+    int num;
+};
+int decode_text_open(struct decode_text_reader *tr, const char *rspecifier,
+                     const struct decode_graph *g);
+int decode_text_lookup(const struct decode_text_reader *tr, const char *key, const int **words,
+                       int *num_words);
+void decode_text_close(struct decode_text_reader *tr);
 
 /* ---- word error rate ---- */
 struct decode_edit_counts {

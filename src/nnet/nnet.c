@@ -317,6 +317,27 @@ void nnet_log_max_change_stats(const struct nnet *n) {
             n->mc_scale_sum / n->mc_steps);
 }
 
+int nnet_param_change(const struct nnet *a, const struct nnet *b, double *diff, double *rel) {
+    if (nnet_check_same_structure(a, b)) return -1;
+    struct vector d;
+    int k = 0;
+    for (int i = 0; i < a->num; i++) {
+        const struct component *x = a->comps[i], *y = b->comps[i];
+        if (!x->ops->updatable) continue;
+        vector_init_on(&d, x->num_params, x->params.device);
+        if (x->num_params) {
+            vector_copy(&d, &y->params);
+            vector_add(&d, -1.0f, &x->params);
+        }
+        double na = x->num_params ? vector_norm2(&x->params) : 0;
+        diff[k] = x->num_params ? vector_norm2(&d) : 0;
+        rel[k] = na > 0 ? diff[k] / na : 0;
+        vector_release(&d);
+        k++;
+    }
+    return 0;
+}
+
 void nnet_set_seed(struct nnet *n, uint64_t seed) {
     for (int i = 0; i < n->num; i++) {
         struct component *c = n->comps[i];

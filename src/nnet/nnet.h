@@ -262,6 +262,11 @@ float nnet_get_max_change(const struct nnet *n);
  * mean scale) and one for the global limit; nnet_reset_max_change_stats zeroes the counts. */
 #define NNET_MAX_CHANGE_LOG_EVENTS 5
 void nnet_log_max_change_stats(const struct nnet *n);
+/* Parameter change between two networks of the same structure (nnet-show-progress, as Kaldi's):
+ * for the k-th updatable component, diff[k] = ||b_k - a_k|| and rel[k] = diff[k] / ||a_k|| (0 when
+ * ||a_k|| is 0); the arrays hold nnet_num_updatable(a) entries. -1 with the error set when the
+ * structures differ. */
+int nnet_param_change(const struct nnet *a, const struct nnet *b, double *diff, double *rel);
 void nnet_reset_max_change_stats(struct nnet *n);
 /* Stored statistics (the components' stats op: BatchNorm's running moments), component by
  * component. nnet_stats_dim: their total size (0 for a network without them); nnet_scale_stats:

@@ -60,9 +60,16 @@ if grep -q -- '--use-gpu=optional: no GPU' exp/opt/log/train.0.1.log; then
     else fail "validation accuracy '$acc'"; fi
     expect_status "train.sh --use-gpu yes without a GPU fails" 1 steps/train.sh --use-gpu yes \
         --num-epochs 1 --minibatch-size 32 egs nnet.config exp/yes
-    grep -q 'training iteration 0 failed' out && pass "names the iteration" || fail "no 'iteration 0 failed'"
-    grep -q -- '--use-gpu=yes but no GPU' exp/yes/log/train.0.1.log && pass "the log says why" \
-        || fail "train.0.1.log lacks the reason"
+    if grep -q 'built without CUDA' exp/opt/log/train.0.1.log; then
+        # a CPU build: refused before anything starts
+        grep -q -F "train.sh: --use-gpu yes: parnet was built without CUDA (make CUDA=1); use --use-gpu no (or optional)" out \
+            && pass "names the build" || fail "no 'built without CUDA' message: $(tail -n 1 out)"
+        [ ! -f exp/yes/0.mdl ] && pass "refused before initialising" || fail "initialised before refusing"
+    else
+        grep -q 'training iteration 0 failed' out && pass "names the iteration" || fail "no 'iteration 0 failed'"
+        grep -q -- '--use-gpu=yes but no GPU' exp/yes/log/train.0.1.log && pass "the log says why" \
+            || fail "train.0.1.log lacks the reason"
+    fi
 else
     grep -q -- '--use-gpu=optional: using GPU' exp/opt/log/train.0.1.log && pass "trained on a GPU" \
         || fail "train.0.1.log says neither CPU nor GPU"

@@ -34,8 +34,26 @@ acc=$(grep -o 'frame accuracy [0-9.]*' run.out | awk '{print $3}')
 awk -v a="$acc" 'BEGIN { exit !(a > 20) }' && pass "frame accuracy $acc% > 20%" \
     || fail "frame accuracy '$acc'"
 nw=$(awk '{n += NF - 1} END {print n}' data/test/text)
-expect_eq "every test word scored" "$(grep -o '/ [0-9]*,' exp/nnet/decode_test/wer | tr -dc 0-9)" "$nw"
-expect_eq "every test utterance decoded" "$(wc -l < exp/nnet/decode_test/hyp.txt)" 10
+expect_eq "every test word scored" "$(grep -o '/ [0-9]*,' exp/nnet/decode_test/best_wer | tr -dc 0-9)" "$nw"
+# Kaldi's local/score.sh layout: wer_<lmwt>_<penalty> per setting (LM weight = 1/acoustic scale)
+# and best_wer ending in the file it came from; the whole decode's real-time factor on the console.
+expect_eq "decode_valid: wer_<lmwt>_<penalty> of the 3 x 5 grid" "$(cd exp/nnet/decode_valid && ls wer_* | sort | tr '\n' ' ')" \
+    "wer_10_0 wer_10_2 wer_10_4 wer_10_6 wer_10_8 wer_20_0 wer_20_2 wer_20_4 wer_20_6 wer_20_8 wer_5_0 wer_5_2 wer_5_4 wer_5_6 wer_5_8 "
+grep -qE '^%WER [0-9.]+ \[ [0-9]+ / [0-9]+, [0-9]+ ins, [0-9]+ del, [0-9]+ sub \]( \[PARTIAL\])? .*/decode_valid/wer_(5|10|20)_[02468]$' exp/nnet/decode_valid/best_wer \
+    && pass "decode_valid/best_wer as utils/best_wer.sh" || fail "best_wer: $(cat exp/nnet/decode_valid/best_wer)"
+grep -qE '^%WER [0-9.]+ .*/decode_test/wer_(5|10|20)_[02468]$' exp/nnet/decode_test/best_wer \
+    && pass "decode_test/best_wer" || fail "decode_test/best_wer: $(cat exp/nnet/decode_test/best_wer)"
+grep -qE 'real-time factor [0-9.e-]+ \(forward pass and decoding, wall, [0-9.]+ s of audio\), the decoder.s own [0-9.e-]+ \(CPU\)' run.out \
+    && pass "RTF of the whole decode beside the decoder's" || fail "no whole-decode RTF: $(grep real-time run.out)"
+expect_eq "every test utterance decoded" "$(cat exp/nnet/decode_test/scoring/*.txt | wc -l)" 10
+# nnet2's --realign-times (issue 32): at half the run, realign the training data with the current
+# model (steps/align.sh) and remake the examples with get_egs.sh's recorded options.
+ln -s $PARNET_TOP/steps steps; ln -s $PARNET_TOP/utils utils
+expect_status "train.sh --realign-times 0.5" 0 steps/train.sh --num-epochs 2 --realign-times 0.5 \
+    --realign-data data/train_cmvn --realign-lang data/lang --realign-nj 1 exp/egs exp/nnet/nnet.config exp/realign
+grep -q "^steps/align.sh: aligned 30 of 30 utterances of data/train_cmvn" out && \
+    grep -q "^steps/train.sh: iteration 1: training on the realigned examples exp/realign/egs_realign_1$" out && \
+    [ -f exp/realign/final.mdl ] && pass "realigned at iteration 1 and trained on" || fail "realign: $(grep -i realign out | tail -n 3)"
 grep -q -- "--srand=0 .*--precision=fp32 " exp/nnet/log/train.0.1.log && \
     pass "run.sh defaults: --srand 0, nnet-train --precision=fp32" || \
     fail "run.sh defaults not in $(head -n 1 exp/nnet/log/train.0.1.log)"

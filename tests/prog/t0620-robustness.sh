@@ -73,6 +73,12 @@ for lr in 10 100; do
         fail "learning rate $lr: rc $rc, accuracy '$acc' and no 'diverged' message"
     fi
 done
+# ... and the console says when max-change acts on nearly every step (issue 32).
+if [ -f work/lr100/nnet/final.mdl ]; then
+    grep -qE "^steps/train.sh: WARNING: iteration [0-9]+: max-change clipped (9[5-9]|100)\.[0-9]% of the steps of (component [0-9]+ \([A-Za-z]+\)|the global max-change): the step is limited on nearly every minibatch, so the learning rate \([0-9.e+-]+ per job\) is probably too high" work/lr100/train.log \
+        && pass "learning rate 100: the console warns of clipping on nearly every step" \
+        || fail "learning rate 100: no clipping WARNING on the console"
+fi
 
 # A diverging run is caught: max-change off and a huge rate on raw (untransformed) features.
 out=$(bash $run csv/wine work/div --feature-transform none --initial-learning-rate 100 \

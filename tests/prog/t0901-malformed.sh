@@ -66,6 +66,8 @@ ROWS=(
     "nnet-get-feature-transform ark:@ OUT|feats|trunc token nan empty dir missing"
     "analyze-counts ark:@ OUT|labels|trunc token empty dir missing"
     "ali-to-post ark:@ ark:OUT|labels|trunc token empty dir missing"
+    "copy-post ark:@ ark:OUT|labels|trunc token empty dir missing"
+    "nnet-show-progress good.model @|model|trunc token empty dir missing"
 )
 
 # ---- bad inputs: make_bad KIND CLASS -> prints the bad path (made in bad/) ----

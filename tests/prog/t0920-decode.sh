@@ -129,6 +129,51 @@ printf 'u1 a b c d\nu2 e f\n' > ref2.txt
 expect_status "perfect" 0 compute-wer ark:ref2.txt "ark:cat ref2.txt |"
 expect_eq "perfect WER" "$(head -1 out)" "%WER 0.00 [ 0 / 6, 0 ins, 0 del, 0 sub ]"
 expect_status "bad mode" 1 compute-wer --mode=bogus ark:ref.txt ark:hyp.txt
+# Ties split as Kaldi's compute-wer does (its edit distance keeps the counts along the path,
+# preferring an insertion, then a deletion, over a substitution of equal cost): figures of
+# Kaldi's algorithm on these pairs.
+printf 'v1 a b\nv2 a b\nv3 the cat sat on the mat\n' > ref3.txt
+printf 'v1 b a\nv2 b c a\nv3 cat the sat on mat the\n' > hyp3.txt
+expect_status "compute-wer on ties" 0 compute-wer ark:ref3.txt ark:hyp3.txt
+expect_eq "ins/del/sub on ties as Kaldi" "$(head -1 out)" "%WER 90.00 [ 9 / 10, 5 ins, 4 del, 0 sub ]"
+
+# ---- local/score.sh (espeak-digits): Kaldi's layout, ties and grid edges said ----
+ln -s $PARNET_TOP/utils utils
+mkdir -p sc/lang
+printf '<eps> 0\na 1\nb 2\nc 3\n' > sc/lang/words.txt
+printf 'sil 0\nA 1\nB 2\n' > sc/lang/phone_pdfs.txt
+printf 'a A\nb B\nc A\n' > sc/lang/lexicon.txt
+printf 'u1 a b\n' > sc/text
+printf 'u1  [\n  0 -9 -9\n  -9 0 -9\n  -9 -9 0 ]\n' > sc/ll.txt
+expect_status "local/score.sh" 0 $PARNET_TOP/egs/espeak-digits/local/score.sh --acoustic-scales "0.5 1" \
+    --word-insertion-penalties "0 1" sc/text sc/lang ark:sc/ll.txt sc/dec
+expect_eq "wer_<lmwt>_<penalty>" "$(cd sc/dec && ls wer_* | tr '\n' ' ')" "wer_1_0 wer_1_1 wer_2_0 wer_2_1 "
+expect_eq "best_wer: the first of the lowest, as utils/best_wer.sh" "$(cat sc/dec/best_wer)" "%WER 0.00 [ 0 / 2, 0 ins, 0 del, 0 sub ] sc/dec/wer_1_0"
+grep -qx ".*/local/score.sh: 4 settings tie at 0.00%; the first in file order is taken (wer_1_0 wer_1_1 wer_2_0 wer_2_1)" out \
+    && pass "ties said" || fail "ties: $(cat out)"
+grep -qx ".*/local/score.sh: WARNING: the best --acoustic-scale 1 is the largest tried (0.5 1): try larger values" out \
+    && pass "grid edge warned" || fail "edge: $(cat out)"
+
+# ---- alignments without Kaldi: align-equal (flat start), align-mapped, steps/align.sh ----
+printf 'u1  [\n  1 2 3\n  1 2 3\n  1 2 3\n  1 2 3\n  1 2 3\n  1 2 3\n  1 2 3\n  1 2 3 ]\n' > sc/feats8.txt
+expect_status "align-equal" 0 align-equal sc/lang ark:sc/feats8.txt ark:sc/text ark,t:sc/eq.txt
+expect_eq "silence, a, b, silence: 2 frames each" "$(cat sc/eq.txt)" "u1 0 0 1 1 2 2 0 0 "
+printf 'u1  [\n  0 -9 -9\n  -9 0 -9\n  -9 0 -9\n  -9 -9 0\n  -9 -9 0\n  0 -9 -9 ]\n' > sc/ll6.txt
+expect_status "align-mapped" 0 align-mapped sc/lang ark:sc/ll6.txt ark:sc/text ark,t:sc/fa.txt
+expect_eq "the Viterbi path of the transcript" "$(cat sc/fa.txt)" "u1 0 1 1 2 2 0 "
+printf 'u1 a zz\n' > sc/bad.txt
+expect_status "a word not in words.txt" 1 align-mapped sc/lang ark:sc/ll6.txt ark:sc/bad.txt ark,t:sc/x.txt
+expect_err "named" "'ark:sc/bad.txt': key 'u1': word 'zz' is not in words.txt"
+printf 'u2 a\n' > sc/other.txt
+expect_status "no transcription" 1 align-mapped sc/lang ark:sc/ll6.txt ark:sc/other.txt ark,t:sc/x.txt
+expect_err "warned" "key 'u1': no transcription; not aligned"
+mkdir -p sc/data sc/model
+copy-feats ark:sc/feats8.txt ark,scp:$PWD/sc/data/feats.ark,sc/data/feats.scp 2>/dev/null
+cp sc/text sc/data/text; cp id.mdl sc/model/final.mdl; cp counts.vec sc/model/pdf_counts.vec
+expect_status "steps/align.sh" 0 $PARNET_TOP/steps/align.sh --nj 1 sc/data sc/lang sc/model sc/ali
+grep -q "^.*steps/align.sh: aligned 1 of 1 utterances of sc/data (0 failed: logs sc/ali/log/align.\*.log); labels in sc/ali/labels.scp$" out \
+    && pass "says what it aligned" || fail "align.sh: $(tail -n 1 out)"
+expect_eq "one label per frame" "$(copy-int-vector scp:sc/ali/labels.scp ark,t:- 2>/dev/null | awk '{ print NF - 1 }')" 8
 
 # Issue 29: a NaN or Inf log-likelihood is refused (it silently dropped words), naming the key and
 # the row; an input with nothing decoded is an ERROR.
