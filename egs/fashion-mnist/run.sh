@@ -3,7 +3,7 @@
 # parameter averaging (2 jobs through the local runner), combination of the last models, and the
 # test accuracy. Rerun with --stage N to resume.
 #   egs/fashion-mnist/run.sh [--stage N] [--cmd utils/run.pl] [--num-jobs 2] [--num-epochs 6]
-#                            [--precision fp32|bf16] [--srand N] [--dir exp/nnet]
+#                            [--net mlp|cnn] [--precision fp32|bf16] [--srand N] [--dir exp/nnet]
 cd "$(dirname "$0")"
 . ./path.sh
 
@@ -16,7 +16,8 @@ samples_per_iter=20000
 minibatch_size=128
 initial_learning_rate=0.004
 final_learning_rate=0.0004
-config=conf/nnet.config
+net=mlp          # mlp: conf/nnet.config; cnn: conf/cnn.config (convolutions, pooling, batch norm)
+config=          # a network config of your own (overrides --net)
 limit=0          # use only this many training images (0: all); for quick tests
 shifts=2         # shifted copies of each training image (data augmentation)
 dir=exp/nnet
@@ -28,8 +29,15 @@ data_src=/usr/share/datasets/fashion-mnist   # the four idx .gz files
 train_opts=      # extra options for steps/train.sh (e.g. "--averaging bmuf --average-best 5")
 model=final      # the model stage 3 tests: final | avg (final.avg.mdl) | best (final.best.mdl)
 # End configuration section.
-help_message="Usage: $0 [--stage N] [--cmd runner] [--num-jobs N] [--num-epochs N] [--limit N] [--precision fp32|bf16] [--srand N] [--dir D] [--use-gpu yes|no] [--data-src DIR] [--train-opts \"...\"] [--model final|avg|best]"
+help_message="Usage: $0 [--stage N] [--cmd runner] [--num-jobs N] [--num-epochs N] [--limit N] [--net mlp|cnn] [--config F] [--precision fp32|bf16] [--srand N] [--dir D] [--use-gpu yes|no] [--data-src DIR] [--train-opts \"...\"] [--model final|avg|best]"
 . utils/parse_options.sh || exit 1
+if [ -z "$config" ]; then
+    case $net in
+    mlp) config=conf/nnet.config ;;
+    cnn) config=conf/cnn.config ;;
+    *) echo "$0: --net: expected mlp or cnn, got '$net'" >&2; exit 2 ;;
+    esac
+fi
 set -e -o pipefail
 case $model in final) mdl=final.mdl ;; avg|best) mdl=final.$model.mdl ;;
     *) echo "$0: --model $model: expected final, avg or best"; exit 1 ;; esac

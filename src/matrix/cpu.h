@@ -175,4 +175,24 @@ void cpu_add_at(struct cpu_mat m, float alpha, int n, const int *rows, const int
                 const float *values);
 void cpu_get_at(struct cpu_mat m, int n, const int *rows, const int *cols, float *out);
 
+/* ---- images in rows (cpu-conv.c): matrix.h's convolution, max-pooling and batch normalisation,
+ * on oneDNN's primitives (onednn-conv.c) where built, else on patch matrices and cpu_gemm, and
+ * loops ---- */
+struct matrix_conv;
+void cpu_conv_forward(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *b,
+                      const struct matrix_conv *g);
+void cpu_conv_backward_data(struct cpu_mat in_deriv, struct cpu_mat out_deriv, struct cpu_mat w,
+                            const struct matrix_conv *g);
+void cpu_conv_backward_weights(struct cpu_mat dw, float *db, float alpha, struct cpu_mat in,
+                               struct cpu_mat out_deriv, const struct matrix_conv *g, float beta);
+void cpu_conv_patches(struct cpu_mat patches, struct cpu_mat in, const struct matrix_conv *g);
+void cpu_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct matrix_conv *g);
+void cpu_max_pool_backward(struct cpu_mat in_deriv, struct cpu_mat in, struct cpu_mat out_deriv,
+                           const struct matrix_conv *g);
+void cpu_batch_norm_forward(struct cpu_mat out, struct cpu_mat in, int channels, float eps,
+                            float *mean, float *var, int train);
+void cpu_batch_norm_backward(struct cpu_mat in_deriv, struct cpu_mat in, struct cpu_mat out_deriv,
+                             int channels, float eps, const float *mean, const float *var,
+                             int train);
+
 #endif

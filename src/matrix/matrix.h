@@ -344,6 +344,66 @@ void matrix_normalize_rows(struct matrix *dst, const struct matrix *src);
 void matrix_diff_normalize_rows(struct matrix *in_deriv, const struct matrix *in_value,
                                 const struct matrix *out_deriv);
 
+/* ---- images in rows: convolution and max-pooling ----
+ * Each row of a matrix holds one image of height h, width w and c channels, channel fastest:
+ * element (y, x, ch) at column (y * w + x) * c + ch ("height x width(time) x channels", as Kaldi
+ * nnet3's convolution lays it out; oneDNN's nhwc). A filter bank is an out_c x (k_h * k_w * in_c)
+ * matrix whose row o holds filter o in the same order (oneDNN's ohwi), so a convolution is the
+ * product of the patch matrix (matrix_conv_patches) with the filters transposed, plus a bias.
+ * Padding adds pad_h zero rows above and below and pad_w zero columns left and right (for
+ * max-pooling the padded cells never win). Output sizes are floor((in + 2 pad - k) / stride) + 1.
+ * On the CPU these run on oneDNN's convolution and pooling primitives (fp32; the convolution's
+ * products in bf16 with fp32 accumulation under --precision=bf16 where in_c, out_c >= 16), or,
+ * built without oneDNN (DNNL=0), as patch matrices and OpenBLAS products, and pooling loops.
+ * They have no GPU kernel yet: called on GPU matrices they stop the program with that message.
+ * matrix_conv_setup checks g and fills out_h, out_w: 0, or -1 with error_set naming the field. */
+struct matrix_conv {
+    int in_h, in_w, in_c;   /* the input image */
+    int out_c;              /* filters (convolution); pooling: set to in_c by matrix_conv_setup */
+    int k_h, k_w;           /* filter or pooling window */
+    int stride_h, stride_w; /* >= 1 */
+    int pad_h, pad_w;       /* >= 0, less than the window */
+    int out_h, out_w;       /* set by matrix_conv_setup */
+};
+int matrix_conv_setup(struct matrix_conv *g, int pooling);
+/* out (N x out_h*out_w*out_c) = in (N x in_h*in_w*in_c) conv w (out_c x k_h*k_w*in_c) + b. */
+void matrix_conv_forward(struct matrix *out, const struct matrix *in, const struct matrix *w,
+                         const struct vector *b, const struct matrix_conv *g);
+/* in_deriv = d objective / d in from out_deriv (overwritten). */
+void matrix_conv_backward_data(struct matrix *in_deriv, const struct matrix *out_deriv,
+                               const struct matrix *w, const struct matrix_conv *g);
+/* dw = alpha d/dw + beta dw, db = alpha d/db + beta db (beta 0 or 1). */
+void matrix_conv_backward_weights(struct matrix *dw, struct vector *db, float alpha,
+                                  const struct matrix *in, const struct matrix *out_deriv,
+                                  const struct matrix_conv *g, float beta);
+/* The patch matrix: (N * out_h * out_w) x (k_h * k_w * in_c), row (n, y, x) holding the window
+ * of output position (y, x) of image n (zeros where it covers padding). With the output
+ * derivatives viewed as (N * out_h * out_w) x out_c, the filters' gradient is their product:
+ * natural gradient preconditions these two (the convolution component). */
+void matrix_conv_patches(struct matrix *patches, const struct matrix *in,
+                         const struct matrix_conv *g);
+/* Max-pooling over g's windows, channel by channel (out_c == in_c). */
+void matrix_max_pool_forward(struct matrix *out, const struct matrix *in,
+                             const struct matrix_conv *g);
+/* in_deriv = out_deriv routed to each window's maximum (overwritten; ties: one of them). */
+void matrix_max_pool_backward(struct matrix *in_deriv, const struct matrix *in,
+                              const struct matrix *out_deriv, const struct matrix_conv *g);
+
+/* ---- batch normalisation over channels ----
+ * Each row holds positions x channels values, channel fastest (channels divides cols; images in
+ * rows, above, or plain vectors with channels == cols); every channel is normalised over all rows
+ * and positions: y = (x - mean_c) / sqrt(var_c + eps). Forward, train = 1: mean and var
+ * (channels each) are outputs, the batch's mean and biased variance; train = 0: they are inputs
+ * (stored statistics). Backward: in_deriv (overwritten) from out_deriv with the forward's mean
+ * and var; train = 1 through the batch statistics, train = 0 with them constant. On the CPU,
+ * oneDNN's batch-normalisation primitive (fp32 whatever the precision), or loops with DNNL=0; no
+ * GPU kernel yet (stops the program with that message). */
+void matrix_batch_norm_forward(struct matrix *out, const struct matrix *in, int channels,
+                               float eps, struct vector *mean, struct vector *var, int train);
+void matrix_batch_norm_backward(struct matrix *in_deriv, const struct matrix *in,
+                                const struct matrix *out_deriv, int channels, float eps,
+                                const struct vector *mean, const struct vector *var, int train);
+
 /* ---- splicing (context windows) ---- */
 /* dst row r, column block k (width src->cols) = src row r + offsets[k]; offsets >= 0 and
  * dst->rows + max(offsets) <= src->rows; dst->cols == num_offsets * src->cols. */

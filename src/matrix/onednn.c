@@ -605,6 +605,13 @@ static void gemm_run(struct cpu_mat c, float alpha, int type, const void *a, int
     DNNL_CHECK(dnnl_stream_wait(t->stream));
 }
 
+void *onednn_engine_handle(void) {
+    cache_get();
+    return engine;
+}
+
+void *onednn_stream_handle(void) { return cache_get()->stream; }
+
 void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
                      const void *b, int ldb, int trans_b, int k, float beta) {
     gemm_run(c, alpha, type, a, lda, trans_a, b, ldb, trans_b, k, NULL, beta);

@@ -80,4 +80,31 @@ void onednn_forget(struct cpu_mat c);
  * should keep this flat during training). 0 without oneDNN. */
 long onednn_primitives_created(void);
 
+/* ---- convolution, max-pooling and batch-normalisation primitives (onednn-conv.c; matrix.h's
+ * images in rows) ----
+ * Shapes checked by the caller; rows of images contiguous. Each call is split by images over the
+ * pool (one primitive per thread and share shape, cached per thread like the matmuls). bf16: the
+ * convolution's operands are rounded to bf16 per call, accumulation and outputs stay fp32.
+ * onednn_conv_backward_weights overwrites dw and db with the gradient. Need oneDNN. */
+struct matrix_conv;
+void onednn_conv_forward(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *b,
+                         const struct matrix_conv *g, int bf16);
+void onednn_conv_backward_data(struct cpu_mat in_deriv, struct cpu_mat out_deriv,
+                               struct cpu_mat w, const struct matrix_conv *g, int bf16);
+void onednn_conv_backward_weights(struct cpu_mat dw, float *db, struct cpu_mat in,
+                                  struct cpu_mat out_deriv, const struct matrix_conv *g, int bf16);
+void onednn_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct matrix_conv *g);
+void onednn_max_pool_backward(struct cpu_mat in_deriv, struct cpu_mat in, struct cpu_mat out_deriv,
+                              const struct matrix_conv *g);
+/* Batch normalisation (matrix.h), on the calling thread. */
+void onednn_batch_norm_forward(struct cpu_mat out, struct cpu_mat in, int channels, float eps,
+                               float *mean, float *var, int train);
+void onednn_batch_norm_backward(struct cpu_mat in_deriv, struct cpu_mat in,
+                                struct cpu_mat out_deriv, int channels, float eps,
+                                const float *mean, const float *var, int train);
+/* The engine and the calling thread's stream (dnnl_engine_t, dnnl_stream_t), for onednn-conv.c;
+ * the thread's OpenMP threads are set to one on its first call. */
+void *onednn_engine_handle(void);
+void *onednn_stream_handle(void);
+
 #endif

@@ -63,7 +63,7 @@ static int affine_params_from_config(struct component *c, struct config_line *cl
     return 0;
 }
 
-static int updatable_from_config(struct component *c, struct config_line *cl) {
+int updatable_from_config(struct component *c, struct config_line *cl) {
     c->learning_rate = 0.001f;
     c->max_change = NNET_DEFAULT_MAX_CHANGE_HIDDEN; /* the network may raise the last layer's */
     int got = config_get_float(cl, "max-change", &c->max_change);
@@ -112,7 +112,7 @@ static int affine_write_params(const struct component *c, struct nnet_stream *s)
     return 0;
 }
 
-static int updatable_read_header(struct component *c, struct nnet_stream *s) {
+int updatable_read_header(struct component *c, struct nnet_stream *s) {
     if (nio_expect_float(s, "<LearningRate>", &c->learning_rate)) return -1;
     int got = nio_try_token(s, "<MaxChange>");
     if (got < 0) return -1;
@@ -123,7 +123,7 @@ static int updatable_read_header(struct component *c, struct nnet_stream *s) {
     return 0;
 }
 
-static int updatable_write_header(const struct component *c, struct nnet_stream *s) {
+int updatable_write_header(const struct component *c, struct nnet_stream *s) {
     if (nio_write_token(s, "<LearningRate>") || nio_write_float(s, c->learning_rate) ||
         nio_write_token(s, "<MaxChange>") || nio_write_float(s, c->max_change))
         return -1;
@@ -236,7 +236,7 @@ const struct component_ops affine_component_ops = {
  * of ones). Kaldi nnet2's max-change-per-sample then bounds lr * gamma_in * gamma_out *
  * sum_i |x_i| |y_i| (an upper bound on the step's Frobenius norm) by max_change_per_sample * N. */
 
-struct ng_priv {
+struct ng_priv { /* (declared in nnet-internal.h) */
     int rank_in, rank_out, update_period;
     float num_samples_history, alpha, max_change_per_sample;
     struct natgrad *pre_in, *pre_out; /* created on the first training step */
@@ -248,7 +248,7 @@ struct ng_priv {
 
 /* The natural-gradient options are natgrad.h's: their defaults (natgrad_options_default) and
  * ranges (natgrad_options_check) are defined there once; here only what the component adds. */
-static int ng_check(struct ng_priv *p) {
+int ng_check(const struct ng_priv *p) {
     if (p->rank_in < 1) return error_set("key 'rank-in': must be >= 1, got %d", p->rank_in);
     if (p->rank_out < 1) return error_set("key 'rank-out': must be >= 1, got %d", p->rank_out);
     if (!(p->max_change_per_sample >= 0))
@@ -262,7 +262,7 @@ static int ng_check(struct ng_priv *p) {
     return natgrad_options_check(&o);
 }
 
-static struct ng_priv *ng_priv_new(void) {
+struct ng_priv *ng_priv_new(void) {
     struct ng_priv *p = xcalloc(1, sizeof *p);
     struct natgrad_options o;
     natgrad_options_default(&o);
@@ -275,29 +275,37 @@ static struct ng_priv *ng_priv_new(void) {
     return p;
 }
 
+int ng_options_from_config(struct ng_priv *p, struct config_line *cl, int *got_in,
+                           int *got_out) {
+    if ((*got_in = config_get_int(cl, "rank-in", &p->rank_in)) < 0 ||
+        (*got_out = config_get_int(cl, "rank-out", &p->rank_out)) < 0 ||
+        config_get_int(cl, "update-period", &p->update_period) < 0 ||
+        config_get_float(cl, "num-samples-history", &p->num_samples_history) < 0 ||
+        config_get_float(cl, "alpha", &p->alpha) < 0 ||
+        config_get_float(cl, "max-change-per-sample", &p->max_change_per_sample) < 0)
+        return -1;
+    return 0;
+}
+
+void ng_default_ranks(struct ng_priv *p, int got_in, int got_out, int din, int dout) {
+    /* nnet3's rule when the line gives no rank: min(20, (D_in+1)/2), min(80, (D_out+1)/2). */
+    if (!got_in) p->rank_in = din + 1 < 40 ? (din + 1) / 2 : 20;
+    if (!got_out) p->rank_out = dout + 1 < 160 ? (dout + 1) / 2 : 80;
+}
+
 static int ng_init(struct component *c, struct config_line *cl, int prev_dim, struct rng *r) {
     struct ng_priv *p = ng_priv_new();
     c->priv = p;
     int got_in, got_out;
-    if (updatable_from_config(c, cl) || (got_in = config_get_int(cl, "rank-in", &p->rank_in)) < 0 ||
-        (got_out = config_get_int(cl, "rank-out", &p->rank_out)) < 0 ||
-        config_get_int(cl, "update-period", &p->update_period) < 0 ||
-        config_get_float(cl, "num-samples-history", &p->num_samples_history) < 0 ||
-        config_get_float(cl, "alpha", &p->alpha) < 0 ||
-        config_get_float(cl, "max-change-per-sample", &p->max_change_per_sample) < 0 ||
+    if (updatable_from_config(c, cl) || ng_options_from_config(p, cl, &got_in, &got_out) ||
         affine_params_from_config(c, cl, prev_dim, r, 1.0f))
         return -1;
-    /* nnet3's rule when the line gives no rank: min(20, (D_in+1)/2), min(80, (D_out+1)/2). */
-    if (!got_in) p->rank_in = c->input_dim + 1 < 40 ? (c->input_dim + 1) / 2 : 20;
-    if (!got_out) p->rank_out = c->output_dim + 1 < 160 ? (c->output_dim + 1) / 2 : 80;
+    ng_default_ranks(p, got_in, got_out, c->input_dim, c->output_dim);
     return ng_check(p);
 }
 
-static int ng_read(struct component *c, struct nnet_stream *s) {
-    struct ng_priv *p = ng_priv_new();
-    c->priv = p;
-    if (updatable_read_header(c, s) || affine_read_params(c, s) ||
-        nio_expect_int(s, "<RankIn>", &p->rank_in) || nio_expect_int(s, "<RankOut>", &p->rank_out))
+int ng_options_read(struct ng_priv *p, struct nnet_stream *s) {
+    if (nio_expect_int(s, "<RankIn>", &p->rank_in) || nio_expect_int(s, "<RankOut>", &p->rank_out))
         return -1;
     /* Kaldi nnet2 files from before update-period existed lack it (then 1). */
     int got = nio_try_token(s, "<UpdatePeriod>");
@@ -307,19 +315,32 @@ static int ng_read(struct component *c, struct nnet_stream *s) {
         nio_expect_float(s, "<Alpha>", &p->alpha) ||
         nio_expect_float(s, "<MaxChangePerSample>", &p->max_change_per_sample) || ng_check(p))
         return -1;
+    return 0;
+}
+
+static int ng_read(struct component *c, struct nnet_stream *s) {
+    struct ng_priv *p = ng_priv_new();
+    c->priv = p;
+    if (updatable_read_header(c, s) || affine_read_params(c, s) || ng_options_read(p, s))
+        return -1;
     return read_is_gradient(s);
 }
 
-static int ng_write(const struct component *c, struct nnet_stream *s) {
-    const struct ng_priv *p = c->priv;
-    if (updatable_write_header(c, s) || affine_write_params(c, s) ||
-        nio_write_token(s, "<RankIn>") || nio_write_int(s, p->rank_in) ||
+int ng_options_write(const struct ng_priv *p, struct nnet_stream *s) {
+    if (nio_write_token(s, "<RankIn>") || nio_write_int(s, p->rank_in) ||
         nio_write_token(s, "<RankOut>") || nio_write_int(s, p->rank_out) ||
         nio_write_token(s, "<UpdatePeriod>") || nio_write_int(s, p->update_period) ||
         nio_write_token(s, "<NumSamplesHistory>") || nio_write_float(s, p->num_samples_history) ||
         nio_write_token(s, "<Alpha>") || nio_write_float(s, p->alpha) ||
         nio_write_token(s, "<MaxChangePerSample>") ||
-        nio_write_float(s, p->max_change_per_sample) || nio_write_token(s, "<IsGradient>") ||
+        nio_write_float(s, p->max_change_per_sample))
+        return -1;
+    return 0;
+}
+
+static int ng_write(const struct component *c, struct nnet_stream *s) {
+    if (updatable_write_header(c, s) || affine_write_params(c, s) ||
+        ng_options_write(c->priv, s) || nio_write_token(s, "<IsGradient>") ||
         nio_write_bool(s, 0))
         return -1;
     return 0;
@@ -357,10 +378,9 @@ static double sum_row_norm_products(const struct vector *xn, const struct vector
 /* Precondition [in | 1] and out_deriv into p->x, p->y and set p->scale (max-change-per-sample
  * included). Returns a bound on every element of the step scale * Yhat^T Xhat: by Cauchy-Schwarz
  * per element, scale * sum_i |xhat_i| |yhat_i| (the quantity max-change-per-sample limits). */
-static double ng_prepare(struct component *c, const struct matrix *in,
-                         const struct matrix *out_deriv) {
-    struct ng_priv *p = c->priv;
-    int n = in->rows, din = c->input_dim, dout = c->output_dim;
+double ng_prepare_rows(const struct component *c, struct ng_priv *p, const struct matrix *in,
+                       const struct matrix *out_deriv) {
+    int n = in->rows, din = in->cols, dout = out_deriv->cols;
     if (!p->pre_in) {
         p->pre_in = ng_new_preconditioner(p, din + 1, p->rank_in, c->seed, "input");
         p->pre_out = ng_new_preconditioner(p, dout, p->rank_out, c->seed + 1, "output");
@@ -386,11 +406,14 @@ static double ng_prepare(struct component *c, const struct matrix *in,
     return bound;
 }
 
-/* dst = p->scale * Yhat^T Xhat + beta dst, from the last ng_prepare. */
-static void ng_step_add(struct component *c, const struct matrix *in,
-                        const struct matrix *out_deriv, struct vector *dst, float beta) {
-    struct ng_priv *p = c->priv;
-    int n = in->rows, din = c->input_dim, dout = c->output_dim;
+static double ng_prepare(struct component *c, const struct matrix *in,
+                         const struct matrix *out_deriv) {
+    return ng_prepare_rows(c, c->priv, in, out_deriv);
+}
+
+/* dst = p->scale * Yhat^T Xhat + beta dst, from the last ng_prepare_rows. */
+void ng_step_add_rows(struct ng_priv *p, struct vector *dst, float beta) {
+    int n = p->x.rows, din = p->x.cols - 1, dout = p->y.cols;
     struct matrix x_in = matrix_view(&p->x, 0, n, 0, din);
     struct matrix x_one = matrix_view(&p->x, 0, n, din, 1);
     struct vector dw = vector_range(dst, 0, dout * din);
@@ -403,6 +426,11 @@ static void ng_step_add(struct component *c, const struct matrix *in,
     struct matrix x1 = matrix_from_vector(&p->x1, n, 1);
     matrix_copy(&x1, &x_one);
     vector_add_mat_vec(&db, p->scale, &p->y, MATRIX_TRANS, &p->x1, beta);
+}
+
+static void ng_step_add(struct component *c, const struct matrix *in,
+                        const struct matrix *out_deriv, struct vector *dst, float beta) {
+    ng_step_add_rows(c->priv, dst, beta);
 }
 
 static void ng_backprop(struct component *c, const struct matrix *in, const struct matrix *out,
@@ -418,19 +446,21 @@ static void ng_backprop(struct component *c, const struct matrix *in, const stru
     }
 }
 
-static void ng_info(const struct component *c, char *buf, size_t size) {
-    const struct ng_priv *p = c->priv;
-    int k = snprintf(buf, size,
+int ng_options_info(const struct ng_priv *p, char *buf, size_t size) {
+    return snprintf(buf, size,
                      ", rank-in=%d, rank-out=%d, update-period=%d, num-samples-history=%g, "
                      "alpha=%g, max-change-per-sample=%g",
                      p->rank_in, p->rank_out, p->update_period, p->num_samples_history, p->alpha,
                      p->max_change_per_sample);
+}
+
+static void ng_info(const struct component *c, char *buf, size_t size) {
+    int k = ng_options_info(c->priv, buf, size);
     if (k >= 0 && (size_t)k < size) affine_info_stats(c, buf + k, size - k);
 }
 
 /* A copy starts with fresh preconditioners (their state is not part of the model, as in Kaldi). */
-static void ng_copy_priv(struct component *dst, const struct component *src) {
-    const struct ng_priv *s = src->priv;
+struct ng_priv *ng_priv_copy(const struct ng_priv *s) {
     struct ng_priv *d = xcalloc(1, sizeof *d);
     d->rank_in = s->rank_in;
     d->rank_out = s->rank_out;
@@ -438,11 +468,14 @@ static void ng_copy_priv(struct component *dst, const struct component *src) {
     d->num_samples_history = s->num_samples_history;
     d->alpha = s->alpha;
     d->max_change_per_sample = s->max_change_per_sample;
-    dst->priv = d;
+    return d;
 }
 
-static void ng_free_priv(struct component *c) {
-    struct ng_priv *p = c->priv;
+static void ng_copy_priv(struct component *dst, const struct component *src) {
+    dst->priv = ng_priv_copy(src->priv);
+}
+
+void ng_priv_free(struct ng_priv *p) {
     if (p) {
         natgrad_free(p->pre_in);
         natgrad_free(p->pre_out);
@@ -453,6 +486,10 @@ static void ng_free_priv(struct component *c) {
         vector_release(&p->x1);
     }
     free(p);
+}
+
+static void ng_free_priv(struct component *c) {
+    ng_priv_free(c->priv);
     c->priv = NULL;
 }
 

@@ -104,6 +104,15 @@ int config_get_string(struct config_line *cl, const char *key, const char **out)
     return 1;
 }
 
+int config_get_bool(struct config_line *cl, const char *key, int *out) {
+    const char *v = lookup(cl, key);
+    if (!v) return 0;
+    if (!strcmp(v, "true") || !strcmp(v, "1")) *out = 1;
+    else if (!strcmp(v, "false") || !strcmp(v, "0")) *out = 0;
+    else return error_set("key '%s': expected true or false, got '%s'", key, v);
+    return 1;
+}
+
 int config_get_int_list(struct config_line *cl, const char *key, int **out, int *num) {
     const char *v = lookup(cl, key);
     if (!v) return 0;

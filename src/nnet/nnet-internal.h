@@ -41,4 +41,32 @@ void component_alloc_params(struct component *c, int n);
 struct matrix component_linear_view(const struct component *c);
 struct vector component_bias_view(const struct component *c);
 
+/* What the updatable types share (components-affine.c): learning-rate and max-change from a
+ * config line (max_change_default set), and <LearningRate> f <MaxChange> f in a model file. */
+int updatable_from_config(struct component *c, struct config_line *cl);
+int updatable_read_header(struct component *c, struct nnet_stream *s);
+int updatable_write_header(const struct component *c, struct nnet_stream *s);
+
+/* Natural gradient of a weight matrix whose gradient is dY^T [X | 1] (components-affine.c): the
+ * state of NaturalGradientAffine, shared with Convolution (X: its patch matrix). Options from a
+ * config line (rank-in rank-out update-period num-samples-history alpha max-change-per-sample;
+ * *got_in, *got_out: whether the ranks were given, for ng_default_ranks) and a model file
+ * (<RankIn> .. <MaxChangePerSample>); ng_check validates them. ng_prepare_rows preconditions
+ * [in | 1] and out_deriv (rows are samples; preconditioners created on the first call, seeded
+ * from c->seed) with c's learning rate and the max-change-per-sample limit, and returns a bound
+ * on every element of the step; ng_step_add_rows then sets dst = [dW | db] step + beta dst. */
+struct ng_priv;
+struct ng_priv *ng_priv_new(void);
+struct ng_priv *ng_priv_copy(const struct ng_priv *p); /* options only: fresh preconditioners */
+void ng_priv_free(struct ng_priv *p);
+int ng_options_from_config(struct ng_priv *p, struct config_line *cl, int *got_in, int *got_out);
+void ng_default_ranks(struct ng_priv *p, int got_in, int got_out, int din, int dout);
+int ng_check(const struct ng_priv *p);
+int ng_options_read(struct ng_priv *p, struct nnet_stream *s);
+int ng_options_write(const struct ng_priv *p, struct nnet_stream *s);
+int ng_options_info(const struct ng_priv *p, char *buf, size_t size);
+double ng_prepare_rows(const struct component *c, struct ng_priv *p, const struct matrix *in,
+                       const struct matrix *out_deriv);
+void ng_step_add_rows(struct ng_priv *p, struct vector *dst, float beta);
+
 #endif

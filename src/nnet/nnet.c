@@ -191,7 +191,8 @@ int nnet_same_structure(const struct nnet *a, const struct nnet *b) {
         const struct component *x = a->comps[i], *y = b->comps[i];
         if (x->ops != y->ops || x->input_dim != y->input_dim || x->output_dim != y->output_dim ||
             x->num_params != y->num_params || x->left_context != y->left_context ||
-            x->right_context != y->right_context)
+            x->right_context != y->right_context ||
+            (x->ops->stats && x->ops->stats(x).dim != y->ops->stats(y).dim))
             return 0;
     }
     return 1;
@@ -215,6 +216,8 @@ int nnet_check_same_structure(const struct nnet *a, const struct nnet *b) {
             what = "left-context", vx = x->left_context, vy = y->left_context;
         else if (x->right_context != y->right_context)
             what = "right-context", vx = x->right_context, vy = y->right_context;
+        else if (x->ops->stats && x->ops->stats(x).dim != y->ops->stats(y).dim)
+            what = "stored-statistics dim", vx = x->ops->stats(x).dim, vy = y->ops->stats(y).dim;
         if (what)
             return error_set("component %d (%s) has %s %d, not %d", i, x->ops->type, what, vy, vx);
     }
@@ -573,4 +576,31 @@ double nnet_objective_xent(struct nnet *n, int num, const int *rows, const int *
     matrix_add_at(out_deriv, 1, num, rows, cols, vals);
     free(vals);
     return objf;
+}
+
+int nnet_stats_dim(const struct nnet *n) {
+    int dim = 0;
+    for (int i = 0; i < n->num; i++)
+        if (n->comps[i]->ops->stats) dim += n->comps[i]->ops->stats(n->comps[i]).dim;
+    return dim;
+}
+
+void nnet_scale_stats(struct nnet *n, float alpha) {
+    for (int i = 0; i < n->num; i++)
+        if (n->comps[i]->ops->stats) {
+            struct vector v = n->comps[i]->ops->stats(n->comps[i]);
+            vector_scale(&v, alpha);
+        }
+}
+
+void nnet_add_stats(struct nnet *n, float alpha, const struct nnet *m) {
+    ASSERT(n->num == m->num);
+    for (int i = 0; i < n->num; i++) {
+        ASSERT(n->comps[i]->ops == m->comps[i]->ops);
+        if (!n->comps[i]->ops->stats) continue;
+        struct vector v = n->comps[i]->ops->stats(n->comps[i]);
+        struct vector w = m->comps[i]->ops->stats(m->comps[i]);
+        ASSERT(v.dim == w.dim);
+        vector_add(&v, alpha, &w);
+    }
 }

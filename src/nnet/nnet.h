@@ -18,7 +18,7 @@
  * (FixedAffine, FixedScale, FixedBias) own their own storage. A second block of the same layout,
  * nnet_delta(n), receives the gradient or the step computed by nnet_backward().
  *   Layout per type:  Affine, NaturalGradientAffine: W (output_dim x input_dim, row-major), then b
- *   (output_dim).
+ *   (output_dim). Convolution: its filters (num-filters x filter size, row-major), then b.
  *
  * Chunks. nnet_forward() takes the input as num_chunks equal chunks of rows (one per example, or
  * one per utterance); Splice acts inside each chunk, so a chunk of C rows becomes C - left - right
@@ -51,6 +51,13 @@
  *     Dropout: <Dim> d <DropoutProportion> f
  *     FixedAffine: <LinearParams> FM <BiasParams> FV
  *     FixedScale: <Scales> FV;   FixedBias: <Bias> FV
+ *     Convolution: <LearningRate> f <MaxChange> f, the image geometry (<InputHeight> <InputWidth>
+ *              <InputChannels> <NumFilters> <FilterHeight> <FilterWidth> <StrideHeight>
+ *              <StrideWidth> <PadHeight> <PadWidth>, ints), <Filters> FM <BiasParams> FV
+ *              <UseNaturalGradient> b, then NaturalGradientAffine's <RankIn> .. <MaxChangePerSample>
+ *     MaxPooling: <InputHeight> <InputWidth> <InputChannels> <PoolHeight> <PoolWidth>
+ *              <StrideHeight> <StrideWidth> <PadHeight> <PadWidth> (ints)
+ *   (docs/COMPONENTS.md: images in rows, height x width x channels per row, channel fastest.)
  * <MaxChange> is optional on read (Kaldi files lack it), and so are <IsGradient> F and, in
  * NaturalGradientAffine, <UpdatePeriod> (then 1); Kaldi's name AffineComponentPreconditionedOnline
  * reads as NaturalGradientAffine (written under parnet's name).
@@ -91,6 +98,7 @@ void config_line_release(struct config_line *cl);
 int config_get_int(struct config_line *cl, const char *key, int *out);
 int config_get_float(struct config_line *cl, const char *key, float *out);
 int config_get_string(struct config_line *cl, const char *key, const char **out);
+int config_get_bool(struct config_line *cl, const char *key, int *out); /* true|false|1|0 */
 /* Colon-separated integers ("-4:-3:0:2"); *out is xmalloc'ed. */
 int config_get_int_list(struct config_line *cl, const char *key, int **out, int *num);
 int config_check_unused(const struct config_line *cl);
@@ -148,6 +156,10 @@ struct component_ops {
                          const struct matrix *out_deriv);
     void (*step_add)(struct component *c, const struct matrix *in, const struct matrix *out_deriv,
                      struct vector *dst, float beta);
+    /* (optional) The statistics the component stores in the model besides parameters
+     * (BatchNorm's running moments): not trained and not in the parameter block, but averaged
+     * with the parameters by nnet-average (nnet_add_stats). A view, valid while c lives. */
+    struct vector (*stats)(const struct component *c);
     /* (optional) Type-specific text for nnet-info, appended after the common part. */
     void (*info)(const struct component *c, char *buf, size_t size);
     /* (optional) Deep copy of the private data (dst is a shallow copy of src). */
@@ -256,6 +268,15 @@ void nnet_log_max_change_stats(const struct nnet *n);
  * structures differ. */
 int nnet_param_change(const struct nnet *a, const struct nnet *b, double *diff, double *rel);
 void nnet_reset_max_change_stats(struct nnet *n);
+/* Stored statistics (the components' stats op: BatchNorm's running moments), component by
+ * component. nnet_stats_dim: their total size (0 for a network without them); nnet_scale_stats:
+ * every one *= alpha; nnet_add_stats: n's += alpha m's (m of n's structure, ASSERT). nnet-average
+ * (average_model_files) averages them with the weights it gives the parameters. The other ways
+ * of combining models (nnet-combine, TWA, the synchronous modes' averaging) keep the stored
+ * statistics of the model they start from. */
+int nnet_stats_dim(const struct nnet *n);
+void nnet_scale_stats(struct nnet *n, float alpha);
+void nnet_add_stats(struct nnet *n, float alpha, const struct nnet *m);
 /* Seed the random streams of the components that draw (Dropout masks, and the natural-gradient
  * preconditioners' fallback). nnet_init_from_config seeds with its seed, nnet_read with 0; a
  * trainer calls this with its --srand. */

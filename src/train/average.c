@@ -24,6 +24,7 @@ struct nnet *average_model_files(const char *const *rxfilenames, int num, const 
     }
     struct vector acc = nnet_params(avg);
     vector_scale(&acc, (float)w[0]);
+    nnet_scale_stats(avg, (float)w[0]); /* BatchNorm's stored moments, averaged alike */
     for (int i = 1; i < num; i++) {
         struct nnet *m = nnet_read_file(rxfilenames[i]);
         if (!m) {
@@ -38,6 +39,7 @@ struct nnet *average_model_files(const char *const *rxfilenames, int num, const 
         }
         struct vector p = nnet_params(m);
         vector_add(&acc, (float)w[i], &p);
+        nnet_add_stats(avg, (float)w[i], m);
         nnet_free(m);
     }
     if (!vector_is_finite(&acc)) {

@@ -75,8 +75,24 @@ $B/nnet-average --print-args=false --bmuf --previous-model=0.mdl --block-state-o
     0.mdl 0.mdl 1.mdl 2>/dev/null
 seed fuzz-nnet-read block-momentum <1.bmuf
 
+# ... and a CNN: Convolution (natural gradient and plain), MaxPooling, BatchNorm
+cat >cnn.config <<'CFG'
+ConvolutionComponent input-height=4 input-width=3 input-channels=2 num-filters=3 filter-height=3 filter-width=2 pad-height=1 learning-rate=0.01
+RectifiedLinearComponent
+MaxPoolingComponent input-height=4 input-width=2 input-channels=3 pool-height=2 pool-width=2 stride-height=1
+ConvolutionComponent input-height=3 input-width=1 input-channels=3 num-filters=2 filter-height=2 filter-width=1 use-natural-gradient=false
+BatchNormComponent block-dim=2 momentum=0.5
+AffineComponent output-dim=3
+SoftmaxComponent
+CFG
+$B/nnet-init --print-args=false --srand=1 cnn.config cnn.mdl 2>/dev/null
+$B/nnet-copy --print-args=false --binary=false cnn.mdl cnn.txt 2>/dev/null
+seed fuzz-nnet-read model-cnn-binary <cnn.mdl
+seed fuzz-nnet-read model-cnn-text <cnn.txt
+
 # fuzz-config: network configs
 seed fuzz-config full <nnet.config
+seed fuzz-config cnn <cnn.config
 printf '# a comment\nAffineComponent input-dim=2 output-dim=2\nSoftmaxComponent\n' |
     seed fuzz-config short
 

@@ -420,6 +420,57 @@ static void test_basis_projection(void) {
         CHECK_NEAR(back[i], mean[i], 1e-12);
 }
 
+/* nnet-average on BatchNorm's stored statistics: two jobs that saw different data (momentum 1:
+ * the stored moments are the last batch's) average to the moments of their data pooled, so the
+ * averaged model in test mode normalises the union as a batch of it would be normalised. */
+static void test_batch_norm_average(void) {
+    const char *cfg = "BatchNormComponent dim=6 block-dim=2 momentum=1\n";
+    float xa[4 * 6], xb[4 * 6];
+    struct rng r;
+    rng_seed(&r, 3);
+    for (int i = 0; i < 24; i++) {
+        xa[i] = 1 + 2 * rng_gauss(&r);
+        xb[i] = -3 + 0.5f * rng_gauss(&r);
+    }
+    const char *files[2] = {NULL, NULL};
+    static char path[2][128];
+    for (int j = 0; j < 2; j++) {
+        struct nnet *n = nnet_init_from_config_text(cfg, 1);
+        struct matrix x;
+        matrix_init(&x, 4, 6);
+        matrix_from_host(&x, j ? xb : xa);
+        nnet_forward(n, &x, 4, 1); /* a training step's forward: the stored moments move */
+        snprintf(path[j], sizeof path[j], "%s/bn%d.mdl", tmpdir, j);
+        CHECK(nnet_write_file(n, path[j], 1) == 0);
+        files[j] = path[j];
+        matrix_release(&x);
+        nnet_free(n);
+    }
+    struct nnet *avg = average_model_files(files, 2, NULL);
+    CHECK(avg != NULL);
+    CHECK(nnet_stats_dim(avg) == 4);
+    struct matrix u;
+    matrix_init(&u, 8, 6);
+    matrix_from_host(&u, xa);
+    struct matrix lower = matrix_view(&u, 4, 4, 0, 6);
+    matrix_from_host(&lower, xb);
+    float test[48], batch[48];
+    matrix_to_host(nnet_forward(avg, &u, 8, 0), test);
+    struct nnet *fresh = nnet_init_from_config_text(cfg, 1);
+    matrix_to_host(nnet_forward(fresh, &u, 8, 1), batch);
+    for (int i = 0; i < 48; i++)
+        CHECK_NEAR(test[i], batch[i], 1e-4);
+    /* a model of another block-dim does not average with them */
+    struct nnet *other = nnet_init_from_config_text("BatchNormComponent dim=6 block-dim=3\n", 1);
+    CHECK(nnet_write_file(other, path[1], 1) == 0);
+    struct nnet *bad = average_model_files(files, 2, NULL);
+    CHECK(bad == NULL && strstr(error_get(), "stored-statistics dim") != NULL);
+    nnet_free(other);
+    nnet_free(fresh);
+    nnet_free(avg);
+    matrix_release(&u);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/averaging-test.XXXXXX");
     if (!mkdtemp(tmpdir)) return 1;
@@ -439,6 +490,7 @@ int main(void) {
     TEST_RUN(test_hwa_window);
     TEST_RUN(test_gram_schmidt);
     TEST_RUN(test_basis_projection);
+    TEST_RUN(test_batch_norm_average);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0) return 1;

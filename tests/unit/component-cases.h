@@ -37,6 +37,24 @@ static const struct component_case component_cases[] = {
     {"PnormComponent input-dim=6 output-dim=3 p=3", 1, NULL, 0},
     {"DropoutComponent dim=5 dropout-proportion=0.3", 1,
      "DropoutComponent dim=64 dropout-proportion=0.3", 0},
+    {"ConvolutionComponent input-height=5 input-width=4 input-channels=2 num-filters=3 "
+     "filter-height=3 filter-width=2 stride-height=2 pad-height=1 use-natural-gradient=false",
+     1,
+     "ConvolutionComponent input-height=6 input-width=6 input-channels=16 num-filters=32 "
+     "filter-height=3 filter-width=3 pad-height=1 pad-width=1",
+     1},
+    {"ConvolutionComponent input-height=4 input-width=3 input-channels=3 num-filters=2 "
+     "filter-height=2 filter-width=3 stride-width=2 pad-width=2 rank-in=4 rank-out=1",
+     2, NULL, 0},
+    {"MaxPoolingComponent input-height=4 input-width=4 input-channels=2 pool-height=2 "
+     "pool-width=2",
+     1, "MaxPoolingComponent input-height=4 input-width=4 input-channels=8 pool-height=2 "
+        "pool-width=2", 0},
+    {"BatchNormComponent dim=6 block-dim=2", 1, "BatchNormComponent dim=64 block-dim=16", 0},
+    {"BatchNormComponent dim=5 epsilon=0.1", 2, NULL, 0},
+    {"MaxPoolingComponent input-height=5 input-width=3 input-channels=2 pool-height=3 "
+     "pool-width=2 stride-height=2 stride-width=1 pad-height=1 pad-width=1",
+     1, NULL, 0},
 };
 
 /* 1 if some row's config (bf16 = 0) or bf16_config (bf16 = 1) is of type ops. */

@@ -830,6 +830,105 @@ static void test_training_reduces_objective(void) {
     nnet_free(n);
 }
 
+/* A small CNN (Convolution with and without natural gradient, MaxPooling): config errors for
+ * shapes that do not chain, model round trip with equal outputs, and training that learns. */
+static void test_cnn(void) {
+    static const char *cnn =
+        "ConvolutionComponent input-height=4 input-width=3 input-channels=1 num-filters=4 "
+        "filter-height=3 filter-width=3 pad-height=1 pad-width=1 learning-rate=0.01\n"
+        "RectifiedLinearComponent\n"
+        "MaxPoolingComponent input-height=4 input-width=3 input-channels=4 pool-height=2 "
+        "pool-width=2 stride-width=1\n"
+        "BatchNormComponent block-dim=4\n"
+        "ConvolutionComponent input-height=2 input-width=2 input-channels=4 num-filters=8 "
+        "filter-height=2 filter-width=2 use-natural-gradient=false learning-rate=0.01\n"
+        "RectifiedLinearComponent\n"
+        "AffineComponent output-dim=4 learning-rate=0.01 param-stddev=0 bias-stddev=0\n"
+        "SoftmaxComponent\n";
+    static const struct {
+        const char *config, *fragment;
+    } cases[] = {
+        {"SigmoidComponent dim=10\nMaxPoolingComponent input-height=3 input-width=3 "
+         "input-channels=1 pool-height=2 pool-width=2\n",
+         "line 2: MaxPoolingComponent: input-height x input-width x input-channels = 3 x 3 x 1 = "
+         "9, but the previous component's output-dim is 10"},
+        {"ConvolutionComponent input-height=3 input-width=3 input-channels=1 filter-height=2 "
+         "filter-width=2\n",
+         "missing key 'num-filters'"},
+        {"ConvolutionComponent input-height=3 input-width=3 input-channels=1 num-filters=2 "
+         "filter-height=5 filter-width=2\n",
+         "larger than the padded input"},
+        {"ConvolutionComponent input-height=3 input-width=3 input-channels=1 num-filters=2 "
+         "filter-height=2 filter-width=2 stride-width=0\n",
+         "stride"},
+        {"ConvolutionComponent input-height=3 input-width=3 input-channels=1 num-filters=2 "
+         "filter-height=2 filter-width=2 pad-height=2\n",
+         "padding"},
+        {"ConvolutionComponent input-height=3 input-width=3 input-channels=1 num-filters=2 "
+         "filter-height=2 filter-width=2 input-dim=8\n",
+         "but input-dim is 8"},
+        {"ConvolutionComponent input-height=3 input-width=3 input-channels=1 num-filters=2 "
+         "filter-height=2 filter-width=2 use-natural-gradient=maybe\n",
+         "key 'use-natural-gradient'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_config_error(cases[i].config, cases[i].fragment);
+    struct nnet *n = nnet_init_from_config_text(cnn, 3);
+    if (!n) printf("    %s\n", error_get());
+    CHECK(n != NULL);
+    CHECK(nnet_input_dim(n) == 12 && nnet_output_dim(n) == 4);
+    struct blobs b;
+    blobs_init(&b, 12, 4, 5, NULL);
+    double first, last = train(n, &b, 200, 32, 1.0f, &first);
+    printf("    CNN: objective per frame %.4f -> %.4f\n", first, last);
+    CHECK(last > -0.45);
+    free(b.centers);
+    /* test mode normalises with the stored statistics, training mode with the batch's */
+    {
+        struct rng r2;
+        rng_seed(&r2, 9);
+        struct component *bn = nnet_component(n, 3);
+        struct matrix in = {0}, y = {0};
+        matrix_init(&in, 64, 16);
+        matrix_init(&y, 64, 16);
+        fill_randn(&in, &r2);
+        matrix_scale(&in, 3);
+        matrix_add_const(&in, 5); /* data far from the stored mean */
+        bn->ops->propagate(bn, &in, &y, 64, 0);
+        double test_sum = matrix_sum(&y);
+        bn->ops->propagate(bn, &in, &y, 64, 1);
+        CHECK(fabs(matrix_sum(&y)) < 1e-2);       /* the batch's mean removed */
+        CHECK(fabs(test_sum) > 1);                /* the stored mean is another */
+        matrix_release(&in);
+        matrix_release(&y);
+    }
+    /* round trip: the same bytes again, the same outputs */
+    struct rng r;
+    rng_seed(&r, 4);
+    struct matrix x;
+    matrix_init(&x, 5, 12);
+    fill_randn(&x, &r);
+    for (int binary = 0; binary <= 1; binary++) {
+        size_t s1, s2;
+        char *b1 = write_mem(n, binary, &s1);
+        struct nnet *m = read_mem(b1, s1);
+        if (!m) printf("    %s\n", error_get());
+        CHECK(m != NULL);
+        char *b2 = write_mem(m, binary, &s2);
+        CHECK(s1 == s2 && !memcmp(b1, b2, s1));
+        const struct matrix *y1 = nnet_forward(n, &x, 5, 0);
+        float o1[20], o2[20];
+        matrix_to_host(y1, o1);
+        matrix_to_host(nnet_forward(m, &x, 5, 0), o2);
+        for (int i = 0; i < 20; i++) CHECK_NEAR(o2[i], o1[i], binary ? 0 : 1e-5);
+        free(b1);
+        free(b2);
+        nnet_free(m);
+    }
+    matrix_release(&x);
+    nnet_free(n);
+}
+
 /* Input features scaled by factors from 0.01 to 10: plain SGD must use a learning rate small
  * enough for the large features and then learns the small ones slowly; NG-SGD preconditions the
  * input side and is far less affected. The labels depend on the small-scale features too. */
@@ -881,5 +980,6 @@ int main(void) {
     TEST_RUN(test_dropout);
     TEST_RUN(test_training_reduces_objective);
     TEST_RUN(test_natural_gradient_beats_sgd);
+    TEST_RUN(test_cnn);
     TEST_MAIN_END();
 }
