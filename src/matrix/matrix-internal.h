@@ -18,7 +18,8 @@
  * device: mixing devices in one operation is a programmer bug (matrix_copy and vector_copy are
  * the only operations that cross: GPU_EITHER). Without CUDA it asserts they are all on the CPU.
  *
- * The layer products (matrix_layer_product, precision.c) dispatch like the others; on the CPU,
+ * The layer products (matrix_layer_affine, _backprop, _weight_grad, matrix_add_mat_mat_layer:
+ * precision.c) dispatch like the others; on the CPU,
  * cpu_layer_gemm (cpu-layer.c) picks their engine (OpenBLAS, or onednn.h in bf16 or fp32) by
  * --precision and shape.
  *

@@ -43,7 +43,9 @@ static float *alloc_on(int rows, int cols, int device) {
     }
 #endif
     ASSERT(device == MATRIX_CPU);
-    return alloc_floats(n);
+    float *p = alloc_floats(n);
+    cpu_layer_new_storage(p, n); /* bf16 copies of memory freed before are void */
+    return p;
 }
 
 static void free_on(float *p, int device) {
@@ -109,6 +111,10 @@ void vector_init_on(struct vector *v, int dim, int device) {
     v->dim = dim;
     v->device = device;
     v->owns = 1;
+}
+
+void vector_init_like(struct vector *v, int dim, const struct vector *like) {
+    vector_init_on(v, dim, like->device);
 }
 
 void vector_init(struct vector *v, int dim) {

@@ -128,35 +128,36 @@ static void *buf_get(struct grow_buf *b, size_t bytes) {
     return b->p;
 }
 
-/* The calling thread's bf16 copies: one scratch pair for operands not kept, and the kept ones of
- * the open pass (matrix_layer_pass), looked up by address, shape and stride. */
+/* The calling thread's bf16 copies: one scratch pair for operands not kept, and the kept ones,
+ * looked up by address, shape and stride. A copy serves only the epoch it was made in: a layer's
+ * forward that follows a backward product begins a new epoch (onednn_layer_forward), so the
+ * backward products reuse what this step's forward and input derivatives converted and nothing
+ * older; a product that writes over a kept copy's memory drops it (onednn_forget). */
 
 struct kept {
     const float *data;
-    int rows, cols, stride, keep; /* keep 0: the slot is free */
+    int rows, cols, stride, used; /* used 0: the slot is free */
+    unsigned epoch;
     struct grow_buf buf;
 };
 enum { MAX_KEPT = 64 };
 static _Thread_local struct {
-    int open;
+    unsigned epoch;
+    int backward; /* a backward product ran in this epoch */
+    int next;     /* the slot to take when every one holds a copy of this epoch */
     struct grow_buf scratch_a, scratch_b;
     struct kept k[MAX_KEPT];
 } lp;
 
-static void forget(int which) { /* which: a keep class, or 0 for all */
-    for (int i = 0; i < MAX_KEPT; i++)
-        if (lp.k[i].keep && (!which || lp.k[i].keep == which)) lp.k[i].keep = 0;
+void onednn_layer_forward(void) {
+    if (!lp.backward) return;
+    lp.epoch++;
+    lp.backward = 0;
 }
 
-void onednn_pass(int pass) {
-    ASSERT(pass == MATRIX_PASS_FORWARD || pass == MATRIX_PASS_BACKWARD || pass == MATRIX_PASS_END);
-    if (pass == MATRIX_PASS_BACKWARD) {
-        forget(MATRIX_KEEP_DERIV);
-        return;
-    }
-    forget(0);
-    lp.open = pass == MATRIX_PASS_FORWARD;
-}
+void onednn_layer_backward(void) { lp.backward = 1; }
+
+static int kept_live(const struct kept *k) { return k->used && k->epoch == lp.epoch; }
 
 /* Forget kept copies whose memory c's rows overlap (c is about to be written). */
 void onednn_forget(struct cpu_mat c) {
@@ -164,23 +165,42 @@ void onednn_forget(struct cpu_mat c) {
     const float *lo = c.data, *hi = c.data + (long)(c.rows - 1) * c.stride + c.cols;
     for (int i = 0; i < MAX_KEPT; i++) {
         struct kept *k = &lp.k[i];
-        if (!k->keep) continue;
+        if (!kept_live(k)) continue;
         const float *klo = k->data, *khi = k->data + (long)(k->rows - 1) * k->stride + k->cols;
-        if (klo < hi && lo < khi) k->keep = 0;
+        if (klo < hi && lo < khi) k->used = 0;
     }
 }
 
-/* The kept copy of m, or NULL with *slot set to where to keep it (NULL: nowhere free). */
-static uint16_t *kept_find(struct cpu_mat m, int keep, struct kept **slot) {
-    *slot = NULL;
-    for (int i = 0; i < MAX_KEPT; i++) {
-        struct kept *k = &lp.k[i];
-        if (k->keep == keep && k->data == m.data && k->rows == m.rows && k->cols == m.cols &&
-            k->stride == m.stride)
-            return k->buf.p;
-        if (!k->keep && !*slot) *slot = k;
-    }
+static int kept_is(const struct kept *k, struct cpu_mat m) {
+    return kept_live(k) && k->data == m.data && k->rows == m.rows && k->cols == m.cols &&
+           k->stride == m.stride;
+}
+
+/* This epoch's copy of m, or NULL. */
+static struct kept *kept_find(struct cpu_mat m) {
+    for (int i = 0; i < MAX_KEPT; i++)
+        if (kept_is(&lp.k[i], m)) return &lp.k[i];
     return NULL;
+}
+
+/* The slot for a new copy of m: its old one, a free (or older epoch's) one, else the next in
+ * turn but not the one holding `avoid` (the other operand's copy): a copy dropped early costs a
+ * conversion, never a wrong result. */
+static struct kept *kept_slot(struct cpu_mat m, const void *avoid) {
+    struct kept *k = kept_find(m);
+    for (int i = 0; !k && i < MAX_KEPT; i++)
+        if (!kept_live(&lp.k[i])) k = &lp.k[i];
+    while (!k || (k->buf.p && k->buf.p == avoid && !kept_is(k, m))) {
+        k = &lp.k[lp.next];
+        lp.next = (lp.next + 1) % MAX_KEPT;
+    }
+    k->data = m.data;
+    k->rows = m.rows;
+    k->cols = m.cols;
+    k->stride = m.stride;
+    k->used = 1;
+    k->epoch = lp.epoch;
+    return k;
 }
 
 /* The conversions of a bf16 layer product's operands. */
@@ -314,26 +334,20 @@ void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_
     split_run(&j);
 }
 
-/* The bf16 copy of m for a product: kept (found, or made into a free slot) or in scratch;
- * *convert says whether it still has to be made. */
-static uint16_t *operand(struct cpu_mat m, int keep, struct grow_buf *scratch, int *convert) {
+/* The bf16 copy of m for a product (keep: enum onednn_keep): this epoch's kept copy, a new kept
+ * one, or scratch; *convert says whether it still has to be made. */
+static uint16_t *operand(struct cpu_mat m, int keep, struct grow_buf *scratch, const void *avoid,
+                         int *convert) {
     size_t n = (size_t)m.rows * m.cols;
     *convert = 1;
-    if (lp.open && keep) {
-        struct kept *slot;
-        uint16_t *p = kept_find(m, keep, &slot);
-        if (p) {
+    if (keep == ONEDNN_REUSE) {
+        struct kept *k = kept_find(m);
+        if (k) {
             *convert = 0;
-            return p;
+            return k->buf.p;
         }
-        if (slot) {
-            slot->data = m.data;
-            slot->rows = m.rows;
-            slot->cols = m.cols;
-            slot->stride = m.stride;
-            slot->keep = keep;
-            return buf_get(&slot->buf, n * sizeof(uint16_t));
-        }
+    } else if (keep == ONEDNN_STORE) {
+        return buf_get(&kept_slot(m, avoid)->buf, n * sizeof(uint16_t));
     }
     return buf_get(scratch, n * sizeof(uint16_t));
 }
@@ -344,13 +358,13 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
     struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f};
     onednn_forget(c);
-    j.a16 = operand(a, keep_a, &lp.scratch_a, &j.conv_a);
-    j.b16 = operand(b, keep_b, &lp.scratch_b, &j.conv_b);
+    j.a16 = operand(a, keep_a, &lp.scratch_a, NULL, &j.conv_a);
+    j.b16 = operand(b, keep_b, &lp.scratch_b, j.a16, &j.conv_b);
     /* alpha is a constant of a oneDNN primitive (below): one that changes every call (natural
      * gradient's scale) goes into the conversion of an operand made for this call only, the
      * smaller one, so the primitive stays cached. A kept copy is never scaled. */
     if (alpha != 1.0f) {
-        int fold_a = j.conv_a && !(lp.open && keep_a), fold_b = j.conv_b && !(lp.open && keep_b);
+        int fold_a = j.conv_a && keep_a != ONEDNN_STORE, fold_b = j.conv_b && keep_b != ONEDNN_STORE;
         if (fold_a && fold_b) fold_b = (long)b.rows * b.cols < (long)a.rows * a.cols;
         if (fold_b) fold_a = 0;
         if (fold_a) j.scale_a = alpha;

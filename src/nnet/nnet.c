@@ -324,7 +324,7 @@ int nnet_param_change(const struct nnet *a, const struct nnet *b, double *diff, 
     for (int i = 0; i < a->num; i++) {
         const struct component *x = a->comps[i], *y = b->comps[i];
         if (!x->ops->updatable) continue;
-        vector_init_on(&d, x->num_params, x->params.device);
+        vector_init_like(&d, x->num_params, &x->params);
         if (x->num_params) {
             vector_copy(&d, &y->params);
             vector_add(&d, -1.0f, &x->params);
@@ -362,8 +362,6 @@ const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, in
     ASSERT(n->num > 0 && num_chunks > 0);
     ASSERT(input->cols == nnet_input_dim(n));
     ensure_activations(n);
-    /* bf16 copies of inputs and parameters kept for the backward (training) or none (matrix.h) */
-    matrix_layer_pass(train ? MATRIX_PASS_FORWARD : MATRIX_PASS_END);
     n->input = input;
     n->num_chunks = num_chunks;
     const struct matrix *cur = input;
@@ -429,7 +427,6 @@ static double clip_step(struct nnet *n) {
 
 /* Clip n->delta, then add it to the parameters unless it is not finite (then 1). */
 static int apply_delta(struct nnet *n) {
-    matrix_layer_pass(MATRIX_PASS_END); /* the parameters change */
     double norm = clip_step(n);
     if (!isfinite(norm)) {
         WARN("non-finite parameter step (norm %g): skipping this update", norm);
@@ -489,13 +486,11 @@ static int backward_direct(struct nnet *n, const struct matrix *out_deriv) {
                                          c->num_params);
         c->ops->step_add(c, in, d_out, &dst, ok ? 1.0f : 0.0f);
     }
-    matrix_layer_pass(MATRIX_PASS_END); /* the parameters changed */
     return ok ? 0 : apply_delta(n);
 }
 
 int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_backward_mode mode) {
     ASSERT(n->forwarded);
-    matrix_layer_pass(MATRIX_PASS_BACKWARD); /* new derivatives */
     if (mode == NNET_UPDATE && direct_update_possible(n)) {
         const struct matrix *out = &n->acts[n->num];
         ASSERT(out_deriv->rows == out->rows && out_deriv->cols == out->cols);
