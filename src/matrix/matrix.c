@@ -396,14 +396,7 @@ int vector_is_finite(const struct vector *v) {
 
 void matrix_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
                         const struct matrix *b, int trans_b, float beta) {
-    ASSERT(trans_a == MATRIX_NO_TRANS || trans_a == MATRIX_TRANS);
-    ASSERT(trans_b == MATRIX_NO_TRANS || trans_b == MATRIX_TRANS);
-    int m = trans_a == MATRIX_TRANS ? a->cols : a->rows;
-    int k = trans_a == MATRIX_TRANS ? a->rows : a->cols;
-    int kb = trans_b == MATRIX_TRANS ? b->cols : b->rows;
-    int n = trans_b == MATRIX_TRANS ? b->rows : b->cols;
-    ASSERT(k == kb && c->rows == m && c->cols == n);
-    ASSERT(m == 0 || n == 0 || (c->data != a->data && c->data != b->data)); /* BLAS: no aliasing */
+    matrix_check_product(c, a, trans_a, b, trans_b);
     DISPATCH(GPU3(c, a, b), cuda_gemm(CM(c), alpha, CM(a), trans_a, CM(b), trans_b, beta),
              cpu_gemm(KM(c), alpha, KM(a), trans_a, KM(b), trans_b, beta));
 }

@@ -11,6 +11,7 @@
 
 #include "base/base.h"
 #include "matrix/matrix.h"
+#include "matrix/onednn-internal.h"
 
 /* ---- bf16 conversion (no oneDNN needed) ---- */
 
@@ -113,13 +114,7 @@ void onednn_from_bf16(struct cpu_mat dst, const uint16_t *src, int ld) {
 
 /* ---- the bf16 layer product: kept copies, conversion, the split ---- */
 
-/* A grow-only buffer: at least `bytes` of room, kept for the next call (contents not kept). */
-struct grow_buf {
-    void *p;
-    size_t bytes;
-};
-
-static void *buf_get(struct grow_buf *b, size_t bytes) {
+void *grow_buf_get(struct grow_buf *b, size_t bytes) {
     if (bytes > b->bytes) {
         free(b->p);
         b->bytes = bytes + bytes / 4;
@@ -289,7 +284,7 @@ static void split_run(struct split_job *j) {
         return;
     }
     if (j->trans_a)
-        j->a_dense = buf_get(&share_copies, (size_t)j->k * j->c.rows * type_size(j->type));
+        j->a_dense = grow_buf_get(&share_copies, (size_t)j->k * j->c.rows * type_size(j->type));
     parallel_run(split_part, j);
 }
 
@@ -305,7 +300,7 @@ static _Thread_local struct grow_buf f32_scaled;
 
 /* m scaled by alpha into the calling thread's scratch, dense (ld = m.cols). */
 static struct cpu_mat scaled_copy(struct cpu_mat m, float alpha) {
-    float *p = buf_get(&f32_scaled, (size_t)m.rows * m.cols * sizeof(float));
+    float *p = grow_buf_get(&f32_scaled, (size_t)m.rows * m.cols * sizeof(float));
     struct cpu_mat d = {p, m.rows, m.cols, m.cols};
     for (int r = 0; r < m.rows; r++)
         for (int i = 0; i < m.cols; i++)
@@ -347,9 +342,9 @@ static uint16_t *operand(struct cpu_mat m, int keep, struct grow_buf *scratch, c
             return k->buf.p;
         }
     } else if (keep == ONEDNN_STORE) {
-        return buf_get(&kept_slot(m, avoid)->buf, n * sizeof(uint16_t));
+        return grow_buf_get(&kept_slot(m, avoid)->buf, n * sizeof(uint16_t));
     }
-    return buf_get(scratch, n * sizeof(uint16_t));
+    return grow_buf_get(scratch, n * sizeof(uint16_t));
 }
 
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
@@ -364,7 +359,8 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
      * gradient's scale) goes into the conversion of an operand made for this call only, the
      * smaller one, so the primitive stays cached. A kept copy is never scaled. */
     if (alpha != 1.0f) {
-        int fold_a = j.conv_a && keep_a != ONEDNN_STORE, fold_b = j.conv_b && keep_b != ONEDNN_STORE;
+        int fold_a = j.conv_a && keep_a != ONEDNN_STORE;
+        int fold_b = j.conv_b && keep_b != ONEDNN_STORE;
         if (fold_a && fold_b) fold_b = (long)b.rows * b.cols < (long)a.rows * a.cols;
         if (fold_b) fold_a = 0;
         if (fold_a) j.scale_a = alpha;
@@ -378,21 +374,10 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
 }
 
 #if HAVE_DNNL
-#include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
 
 /* libgomp's, which oneDNN (Debian's build uses OpenMP) reads for its thread count. */
 void omp_set_num_threads(int n);
-
-#define DNNL_CHECK(call)                                                                     \
-    do {                                                                                     \
-        dnnl_status_t st_ = (call);                                                          \
-        if (st_ != dnnl_success) {                                                           \
-            fprintf(stderr, "ERROR (%s:%d) oneDNN: %s failed with status %d\n", __FILE__,   \
-                    __LINE__, #call, (int)st_);                                              \
-            abort();                                                                         \
-        }                                                                                    \
-    } while (0)
 
 static dnnl_engine_t engine;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
@@ -452,12 +437,17 @@ struct thread_cache {
     int used, next; /* entries in use; the next one to replace when full */
     void *scratch;
     size_t scratch_bytes;
-    struct thread_cache *chain;
 };
 
 static _Thread_local struct thread_cache *my_cache;
-static struct thread_cache *all_caches; /* every thread's, freed at exit */
-static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER; /* the registry, the count */
+
+/* Every thread's registered state (onednn-internal.h), freed at exit before the engine. */
+static struct registered {
+    void *obj;
+    void (*release)(void *);
+    struct registered *next;
+} *registry;
 
 static void entry_release(struct gemm_entry *e) {
     dnnl_primitive_destroy(e->prim);
@@ -469,19 +459,41 @@ static void entry_release(struct gemm_entry *e) {
     memset(e, 0, sizeof *e);
 }
 
-static void free_caches(void) {
+static void registry_free(void) {
     pthread_mutex_lock(&caches_lock);
-    for (struct thread_cache *t = all_caches, *next; t; t = next) {
-        next = t->chain;
-        for (int i = 0; i < t->used; i++) entry_release(&t->e[i]);
-        dnnl_stream_destroy(t->stream);
-        free(t->scratch);
-        free(t);
+    for (struct registered *r = registry, *next; r; r = next) {
+        next = r->next;
+        r->release(r->obj);
+        free(r);
     }
-    all_caches = NULL;
+    registry = NULL;
     pthread_mutex_unlock(&caches_lock);
     if (engine) dnnl_engine_destroy(engine);
     engine = NULL;
+}
+
+void onednn_thread_register(void *obj, void (*release)(void *obj)) {
+    pthread_once(&engine_once, engine_create);
+    struct registered *r = xmalloc(sizeof *r);
+    r->obj = obj;
+    r->release = release;
+    pthread_mutex_lock(&caches_lock);
+    static int registered;
+    if (!registered) {
+        registered = 1;
+        atexit(registry_free);
+    }
+    r->next = registry;
+    registry = r;
+    pthread_mutex_unlock(&caches_lock);
+}
+
+static void cache_release(void *p) {
+    struct thread_cache *t = p;
+    for (int i = 0; i < t->used; i++) entry_release(&t->e[i]);
+    dnnl_stream_destroy(t->stream);
+    free(t->scratch);
+    free(t);
 }
 
 static struct thread_cache *cache_get(void) {
@@ -490,15 +502,7 @@ static struct thread_cache *cache_get(void) {
     omp_set_num_threads(1); /* this thread's OpenMP setting: parnet's pool does the splitting */
     struct thread_cache *t = xcalloc(1, sizeof *t);
     DNNL_CHECK(dnnl_stream_create(&t->stream, engine, dnnl_stream_default_flags));
-    pthread_mutex_lock(&caches_lock);
-    static int registered;
-    if (!registered) {
-        registered = 1;
-        atexit(free_caches);
-    }
-    t->chain = all_caches;
-    all_caches = t;
-    pthread_mutex_unlock(&caches_lock);
+    onednn_thread_register(t, cache_release);
     return my_cache = t;
 }
 

@@ -455,10 +455,16 @@ static int direct_update_possible(const struct nnet *n) {
     return 1;
 }
 
+/* The index of the lowest updatable component (n->num if none): input derivatives are needed
+ * only above it. */
+static int lowest_updatable(const struct nnet *n) {
+    for (int i = 0; i < n->num; i++)
+        if (n->comps[i]->ops->updatable) return i;
+    return n->num;
+}
+
 static int backward_direct(struct nnet *n, const struct matrix *out_deriv) {
-    int lowest = n->num; /* the lowest updatable component */
-    for (int i = n->num - 1; i >= 0; i--)
-        if (n->comps[i]->ops->updatable) lowest = i;
+    int lowest = lowest_updatable(n);
     int ok = 1;
     const struct matrix *d_out = out_deriv;
     for (int i = n->num - 1; i >= lowest; i--) {
@@ -498,9 +504,7 @@ int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_back
     }
     const struct matrix *out = &n->acts[n->num];
     ASSERT(out_deriv->rows == out->rows && out_deriv->cols == out->cols);
-    int first_updatable = n->num;
-    for (int i = n->num - 1; i >= 0; i--)
-        if (n->comps[i]->ops->updatable) first_updatable = i;
+    int first_updatable = lowest_updatable(n);
     enum backprop_mode bmode = mode == NNET_GRADIENT ? BACKPROP_GRADIENT : BACKPROP_STEP;
     const struct matrix *d_out = out_deriv;
     for (int i = n->num - 1; i >= 0; i--) {
