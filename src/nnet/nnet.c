@@ -121,6 +121,7 @@ struct nnet *nnet_init_from_config_text(const char *text, uint64_t seed) {
         int prev_dim = n->num ? n->comps[n->num - 1]->output_dim : -1;
         struct component *c = component_new_from_config(line, prev_dim, &r);
         free(line);
+        if (c) c->config_line = line_no;
         if (!c || nnet_append(n, c)) {
             component_free(c);
             error_wrap("line %d: ", line_no);
@@ -258,6 +259,25 @@ int nnet_right_context(const struct nnet *n) {
     return k;
 }
 
+int nnet_check_context(const struct nnet *n, int left, int right) {
+    int l = 0, r = 0;
+    for (int i = 0; i < n->num; i++) {
+        const struct component *c = n->comps[i];
+        l += c->left_context;
+        r += c->right_context;
+        if (l <= left && r <= right) continue;
+        char where[32], info[256];
+        if (c->config_line) snprintf(where, sizeof where, "line %d", c->config_line);
+        else snprintf(where, sizeof where, "component %d", i);
+        component_info(c, info, sizeof info);
+        int over_left = l > left;
+        return error_set("%s: %s: needs %d frames of %s context by here; the examples have %d",
+                         where, info, over_left ? l : r,
+                         over_left ? "left" : "right", over_left ? left : right);
+    }
+    return 0;
+}
+
 int nnet_num_params(const struct nnet *n) { return n->params.dim; }
 
 struct vector nnet_params(struct nnet *n) {
@@ -374,6 +394,11 @@ const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, in
     }
     n->forwarded = 1;
     return cur;
+}
+
+const struct matrix *nnet_layer_output(const struct nnet *n, int i) {
+    ASSERT(n->forwarded && i >= 0 && i < n->num);
+    return &n->acts[i + 1];
 }
 
 /* Scale each component's step to its max-change, then the whole step to the global one.
