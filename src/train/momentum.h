@@ -38,9 +38,6 @@ void momentum_release(struct momentum *m);
 /* 0, or -1 with error_set naming the option: mu in [0, 1), weight_decay >= 0, nesterov only
  * with mu > 0 (the check of train_options_check and train_sync_options_check). */
 int momentum_check(float mu, int nesterov, float weight_decay);
-/* step += coef x lr_c x x_c on each updatable component c's slice (block layout). */
-void momentum_add_lr_scaled(struct nnet *n, struct vector *step, float coef,
-                            const struct vector *x);
 /* step -= lambda x frames x lr_c x theta_c (n's current parameters); nothing when lambda <= 0. */
 void momentum_weight_decay(struct nnet *n, struct vector *step, float lambda, double frames);
 /* v <- mu v + s, then s <- (1 - mu) v, or (1 - mu)(s + mu v) with nesterov; in place. */
@@ -48,11 +45,26 @@ void momentum_filter(struct vector *velocity, struct vector *step, float mu, int
 /* Decay (frames as above), filter, nnet_apply_step; returns nnet_apply_step's 0/1. step is
  * modified (it may be nnet_delta(n)). A non-finite step is refused without touching v. */
 int momentum_apply_step(struct momentum *m, struct nnet *n, struct vector *step, double frames);
-/* The filter and nnet_apply_step alone (the decay already in step). */
+/* The filter (when mu > 0) and nnet_apply_step alone (the decay already in step): with the
+ * stage off, exactly nnet_apply_step. */
 int momentum_apply_filtered(struct momentum *m, struct nnet *n, struct vector *step);
 /* The step scale x lr_c x grad_c (what nnet_apply_gradient applies), through the stage above;
  * it is formed in nnet_delta(n). */
 int momentum_apply_gradient(struct momentum *m, struct nnet *n, const struct vector *grad,
                             float scale, double frames);
+/* The choice between this stage and the network's plain update, made here only (every loop
+ * calls one of these two):
+ *   momentum_backward_update: one minibatch's update from its output derivative (after the
+ *     forward and the scoring; frames its label weight): nnet_backward(NNET_UPDATE) when the
+ *     stage is off (the network applies its step itself, the fastest path), else NNET_STEP and
+ *     momentum_apply_step.
+ *   momentum_apply: a formed vector v (GAF's fusion): scale x v when is_step, else the step
+ *     scale x lr_c x v_c of a gradient, through the stage when on (m may be NULL: off), else
+ *     nnet_apply_step / nnet_apply_gradient. v may be modified.
+ * Both return 1 if the network refused the step as non-finite, else 0. */
+int momentum_backward_update(struct momentum *m, struct nnet *n, const struct matrix *deriv,
+                             double frames);
+int momentum_apply(struct momentum *m, struct nnet *n, struct vector *v, int is_step,
+                   float scale, double frames);
 
 #endif

@@ -142,3 +142,63 @@ int train_sync_cli_check(struct train_sync_cli *c) {
         return error_set("--bmuf, --warmup-steps and --group-size need --mode=params");
     return 0;
 }
+
+void train_sync_log_start(const struct train_sync_cli *c, int size, const struct nnet *n) {
+    const struct train_sync_options *o = c->o;
+    const struct train_options *t = &o->train;
+    LOG("%d ranks, mode %s, exchange every %d minibatches, %d examples per minibatch per rank, "
+        "%d parameters", size, c->mode,
+        o->mode == TRAIN_SYNC_STEPS   ? 1
+        : o->mode == TRAIN_SYNC_PARLE ? o->parle_inner_steps
+                                      : o->average_every,
+        t->minibatch_size, nnet_num_params(n));
+    if (o->bmuf.on)
+        LOG("block momentum %g (%s), block learning rate %g, from %s",
+            bmuf_resolve_momentum(&o->bmuf, size), o->bmuf.nesterov ? "Nesterov" : "classic",
+            o->bmuf.learning_rate,
+            o->bmuf_state_rxfilename ? o->bmuf_state_rxfilename : "zero momentum");
+    if (o->warmup_steps > 0 || o->group_size > 1)
+        LOG("post-local SGD: %lld synchronous minibatches (%lld before this pass); groups of %d "
+            "ranks averaging every %d minibatches", o->warmup_steps, o->minibatch_offset,
+            o->group_size, o->group_average_every);
+    if (t->momentum > 0 || t->weight_decay > 0)
+        LOG("momentum %g%s, weight decay %g", t->momentum, t->nesterov ? " (Nesterov)" : "",
+            t->weight_decay);
+    if (t->gaf_microbatches > 0)
+        LOG("GAF on %s: %d microbatches per update (%d per rank), threshold %g, %s fusion",
+            t->gaf_on_steps ? "steps" : "raw gradients", size * t->gaf_microbatches,
+            t->gaf_microbatches, t->gaf_threshold, c->train.gaf_fusion);
+}
+
+void train_sync_log_summary(const struct train_sync_options *o,
+                            const struct train_sync_stats *st, int size, struct nnet *n) {
+    const struct train_stats *t = &st->total;
+    double loop = st->local.seconds > 0 ? st->local.seconds : 1e-9;
+    LOG("Trained on %lld examples (%lld frames, %lld minibatches over %d ranks, %lld steps "
+        "skipped) in %.1f s, %.0f frames/s; accuracy %.4f", t->num_egs, t->num_frames,
+        t->num_minibatches, size, t->num_skipped, t->seconds,
+        t->num_frames / (t->seconds > 0 ? t->seconds : 1), t->correct / t->weight);
+    LOG("Exchanges (rank 0): %lld all-reduces of the %s, %.3f MB of payload per rank, "
+        "%.3f s (%.1f%% of the loop); %.3f s (%.1f%%) in the per-minibatch flag all-reduce",
+        st->num_exchanges, train_sync_exchanged(o), st->exchange_bytes / 1e6,
+        st->exchange_seconds, 100 * st->exchange_seconds / loop, st->flag_seconds,
+        100 * st->flag_seconds / loop);
+    if (o->mode == TRAIN_SYNC_PARLE)
+        LOG("Parle: %lld outer steps; scoping counter t=%lld, gamma %.4g, rho %.4g at the end",
+            t->outer_steps, st->parle_steps, st->parle_gamma, st->parle_rho);
+    if (o->check_sync)
+        LOG("Checked: all %d ranks held bitwise the same parameters after each of the %lld "
+            "exchanges", size, st->num_exchanges);
+    if (o->train.gaf_microbatches > 0)
+        LOG("GAF: %lld steps, %lld skipped (nothing agreed), %lld updates; accept rate %.4f "
+            "(%lld of %lld microbatches after the first of each step)", t->gaf_steps,
+            t->gaf_skipped, t->num_updates,
+            t->gaf_offered ? (double)t->gaf_accepted / t->gaf_offered : 0.0, t->gaf_accepted,
+            t->gaf_offered);
+    nnet_log_max_change_stats(n); /* rank 0's steps */
+    if (st->num_stopped_early)
+        LOG("%lld rank(s) stopped with examples left (the shortest archive ends the pass)",
+            st->num_stopped_early);
+    LOG("[this line is to be parsed by a script:] log-prob-per-frame=%.6f",
+        t->objf / t->weight);
+}

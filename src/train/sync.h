@@ -66,8 +66,11 @@
  * the same model); with check_sync they compare again after every averaging (params mode) or every
  * step (steps mode) and fail if the copies differ in any bit.
  *
- * Internal pieces: sync-replica.c (the Parle / EASGD state of a rank), the GAF step shared with
- * train_sgd (gaf-step.c), the checks and progress of every minibatch (minibatch.h).
+ * Inside: sync.c is the loop every mode shares; each mode is a table of operations in its own file
+ * (train-internal.h: struct sync_mode_ops; sync-params.c, sync-steps.c, sync-gaf.c, and
+ * sync-replica.c for EASGD and Parle), the GAF step is shared with train_sgd (gaf-step.c), the
+ * checks and progress of every minibatch are minibatch.h's. The choice between the momentum
+ * stage and the network's plain update is momentum.h's alone.
  */
 #ifndef PARNET_TRAIN_SYNC_H
 #define PARNET_TRAIN_SYNC_H
@@ -181,6 +184,14 @@ struct train_sync_stats {
     double parle_gamma, parle_rho; /* Parle: the couplings at the end of the pass */
     long long parle_steps;      /* Parle: t at the end of the pass (offset included) */
 };
+
+/* Rank 0's log lines: the run's settings before the pass, the summary after a successful one
+ * (its last line: log-prob-per-frame=X, for scripts). train_sync_exchanged: what the mode's
+ * all-reduces carry ("parameters", "steps", ...). */
+void train_sync_log_start(const struct train_sync_cli *c, int size, const struct nnet *n);
+void train_sync_log_summary(const struct train_sync_options *o,
+                            const struct train_sync_stats *st, int size, struct nnet *n);
+const char *train_sync_exchanged(const struct train_sync_options *o);
 
 /* One pass over this rank's examples (egs_rspec is already this rank's), updating n in place.
  * Collective: every rank of comm must call it with the same options and a network of the same

@@ -28,10 +28,6 @@ int train_gaf_finish(struct gaf *g, struct nnet *n, const struct train_options *
                      struct train_stats *st, int *skipped, struct momentum *m,
                      double frames_per_micro);
 
-/* Sum v over ranks in place (one all-reduce, timed and counted in st), then scale it. */
-int train_sync_exchange(const struct train_comm *c, struct vector *v, float scale,
-                        struct train_sync_stats *st);
-
 /* Parle / EASGD state of one rank inside train_sync (sync-replica.c; the maths is in sync.h). The
  * network holds the replica (EASGD's x, Parle's inner iterate y). Per minibatch: form the step,
  * train_replica_couple (Parle's gamma term), apply it, train_replica_after_step, and
@@ -74,5 +70,54 @@ int train_replica_write_state(struct train_replica *r, struct momentum *m,
                               struct nnet *n, const char *wxfilename);
 int train_replica_read_state(struct train_replica *r, struct momentum *m,
                              struct nnet *n, const char *rxfilename);
+
+/* ---- inside train_sync: the state the loop (sync.c) shares with its modes ---- */
+struct sync_run {
+    struct nnet *n;
+    const struct train_sync_options *o;
+    const struct train_comm *comm;
+    struct train_sync_stats *st;
+    const struct sync_mode_ops *ops;
+    struct momentum mom;        /* every mode's last stage (momentum.h) */
+    struct train_replica rep;   /* elastic, Parle; the state file's vectors in every mode */
+    const struct matrix *deriv; /* the minibatch's output derivative, after the scoring */
+    float *scratch;             /* the host copy of the parameters that the checks hash */
+    void *mode;                 /* the mode's own state: ops->state_size bytes, zeroed */
+    double start;               /* time_now() at the start of the pass */
+};
+
+/* A synchronous mode as a table (one file each): what train_sync's loop calls. Every operation
+ * is collective (the same calls on every rank) and returns 0, or -1 with error_set on every rank.
+ *   init: after this rank's state file was read (its own state, collective checks);
+ *   minibatch: one minibatch after its forward and scoring (label weight w): the backward, the
+ *     update, and the exchanges that fall on it; the local counts in r->st->local;
+ *   end (or NULL): the pass ended at the same minibatch on every rank: the last exchange;
+ *   result (or NULL): after this rank's state was written: set the network to the mode's model;
+ *   release: free the mode's state (also after a failure). */
+struct sync_mode_ops {
+    const char *exchanged; /* what its all-reduces carry, for nnet-train-mpi's summary */
+    size_t state_size;
+    int (*init)(struct sync_run *r);
+    int (*minibatch)(struct sync_run *r, const struct egs_minibatch *mb, double weight);
+    int (*end)(struct sync_run *r);
+    int (*result)(struct sync_run *r);
+    void (*release)(struct sync_run *r);
+};
+/* sync-params.c (local SGD, block momentum, post-local warm-up, groups), sync-steps.c (summed
+ * steps), sync-gaf.c (GAF across ranks), sync-replica.c (EASGD, Parle). */
+extern const struct sync_mode_ops sync_params_ops, sync_steps_ops, sync_gaf_ops,
+    sync_elastic_ops, sync_parle_ops;
+
+/* Sum v over ranks in place (one all-reduce, timed and counted in st), then scale it. */
+int train_sync_exchange(const struct train_comm *c, struct vector *v, float scale,
+                        struct train_sync_stats *st);
+/* With check_sync: 0 if every rank of c holds bitwise the same parameters, else -1 (error_set
+ * naming when and the minibatch). Without: 0. Collective. */
+int train_sync_checked(struct sync_run *r, const struct train_comm *c, const char *when,
+                       long long minibatch);
+/* Every rank's status of a local operation (0, or -1 with error_set): 0 if all succeeded, else
+ * -1 on every rank, the failing ones with their own error, the others saying another failed to
+ * `what` its state. Collective. */
+int train_sync_agree(const struct train_comm *c, int status, const char *what);
 
 #endif
