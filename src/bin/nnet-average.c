@@ -1,7 +1,7 @@
 /* nnet-average: weighted average of models (the averaging step of parallel training), with the
  * job-level agreement filter, EASGD's elastic centre update, block momentum (BMUF) and HWA's
- * window: the methods are tables in src/train/average-methods.c. */
-#include "train/average.h"
+ * window: the methods are tables in src/models/average-methods.c. */
+#include "models/models.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +15,7 @@ static const char *usage =
     "--elastic-alpha=A with --elastic-center=C writes EASGD's centre C + A sum_i (model_i - C).\n"
     "--bmuf with --previous-model=S: block momentum (BMUF; DiLoCo's outer Nesterov) on the\n"
     "average A: m <- eta m + zeta (A - S), read from --block-state-in (absent: zero) and written\n"
-    "to --block-state-out; writes the next start model (src/train/bmuf.h has the rule).\n"
+    "to --block-state-out; writes the next start model (src/update/update.h has the rule).\n"
     "Two methods' options exclude each other.\n"
     "Usage:  nnet-average [options] <model1> <model2> ... <modelN> <model-out>\n"
     "e.g.:   nnet-average 2.1.mdl 2.2.mdl 2.3.mdl 2.mdl\n"

@@ -1,6 +1,5 @@
 /* nnet-combine: trained per-layer combination of the last models (Kaldi nnet-combine-fast). */
-#include "train/combine.h"
-#include "train/twa.h"
+#include "models/models.h"
 
 #include <stdlib.h>
 #include <string.h>

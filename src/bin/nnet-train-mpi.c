@@ -1,4 +1,4 @@
-/* nnet-train-mpi: synchronous data-parallel training under mpirun/srun (sync.h: train_sync).
+/* nnet-train-mpi: synchronous data-parallel training under mpirun/srun (train.h: train_sync).
  * The only MPI code of parnet: this file is compiled with mpicc and -DHAVE_MPI=1 and hands
  * train_sync an all-reduce (MPI on the host, the matrix layer's device communicator for GPU
  * buffers); the library never links against MPI. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/sync.h"
+#include "train/train.h"
 
 static const char *usage =
     "Train a neural network on N MPI ranks at once, each rank on its own examples (JOB in the\n"
@@ -42,7 +42,7 @@ static const char *usage =
     "    toward z and the mean x~ (coupling rho); gamma, rho are multiples of the learning rate,\n"
     "    grow by (1 + 0.5/nb) every L steps up to caps. The model is x~. Nesterov 0.9 in both\n"
     "    loops unless --momentum is given. Use the single-worker rate in both modes.\n"
-    "--momentum/--nesterov/--weight-decay apply in every mode (momentum.h).\n"
+    "--momentum/--nesterov/--weight-decay apply in every mode (update.h).\n"
     "Natural-gradient state stays local to each rank: in gradients mode each rank preconditions\n"
     "its own gradient before the sum. Ranks stop together when the first archive ends. Rank 0\n"
     "writes the model. --use-gpu=yes (make CUDA=1): one GPU per rank (the local rank modulo the\n"

@@ -1,5 +1,5 @@
 /* GAF's step on a network (train-internal.h), shared by train_sgd and train_sync; the rule itself
- * is gaf.h's. */
+ * is update.h's. */
 #include "train/train-internal.h"
 
 enum nnet_backward_mode train_gaf_backward_mode(const struct train_options *o) {

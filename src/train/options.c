@@ -1,5 +1,5 @@
 /* train_options: defaults, and the trainers' option groups (train.h, "command-line options"). */
-#include "train/momentum.h"
+#include "update/update.h"
 #include "train/train.h"
 
 #include <string.h>
@@ -90,7 +90,7 @@ int train_cli_register(struct train_cli *c, struct train_options *o, int groups,
         SPEC("entropy-outer-rate", OPT_FLOAT, &o->entropy_outer_rate,
              "Entropy-SGD: outer step x <- x - eta (x - mu) (1: x becomes the inner mean)");
     }
-    if (groups & TRAIN_CLI_MOMENTUM) { /* momentum.h */
+    if (groups & TRAIN_CLI_MOMENTUM) { /* update.h */
         SPEC("momentum", OPT_FLOAT, &o->momentum,
              sync ? "Heavy-ball momentum as Kaldi nnet3 (-1: by mode: 0; parle 0.9, elastic 0.99)"
                   : "Heavy-ball momentum as Kaldi nnet3 (v <- mu v + step, move (1-mu) v; 0: off)");

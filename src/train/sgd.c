@@ -1,5 +1,5 @@
 /* The SGD loop (nnet-train), evaluation (nnet-compute-prob) and inference (nnet-forward). */
-#include "train/elastic.h"
+#include "update/update.h"
 #include "train/train-internal.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* GAF across ranks (sync.h: TRAIN_SYNC_STEPS with train.gaf_microbatches = M >= 1). all holds
+/* GAF across ranks (train.h: TRAIN_SYNC_STEPS with train.gaf_microbatches = M >= 1). all holds
  * N x M slots of the block's size, slot r x M + j for rank r's j-th microbatch of the step; each
  * rank fills its own, the rest are zero, so the all-reduce sum is an all-gather (x + 0 = x:
  * bitwise). Every rank then offers the same vectors in the same order (rank 0's, then rank 1's,

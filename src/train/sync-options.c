@@ -1,6 +1,6 @@
-/* train_sync_options: defaults, and nnet-train-mpi's option groups (sync.h). */
-#include "train/momentum.h"
-#include "train/sync.h"
+/* train_sync_options: defaults, and nnet-train-mpi's option groups (train.h). */
+#include "update/update.h"
+#include "train/train.h"
 
 #include <string.h>
 
@@ -68,7 +68,7 @@ int train_sync_cli_register(struct train_sync_cli *c, struct train_sync_options 
          "the replica, anchor, EMA, t in elastic/parle modes");
     SPEC("state-out", OPT_STRING, &c->state_out,
          "Write each rank's state at the end (JOB = rank + 1)");
-    /* params mode: block momentum, post-local SGD, hierarchical averaging (sync.h) */
+    /* params mode: block momentum, post-local SGD, hierarchical averaging (train.h) */
     n += bmuf_cli_register(&c->bmuf, &o->bmuf, specs + n);
     SPEC("warmup-steps", OPT_INT, &c->warmup_steps,
          "params: post-local SGD: the run's first W minibatches apply the mean of the ranks' "

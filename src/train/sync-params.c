@@ -1,5 +1,5 @@
-/* params mode of train_sync (sync.h: TRAIN_SYNC_PARAMS): local SGD with periodic averaging, block
- * momentum on the averages (bmuf.h), post-local SGD's synchronous warm-up, and hierarchical
+/* params mode of train_sync (train.h: TRAIN_SYNC_PARAMS): local SGD with periodic averaging, block
+ * momentum on the averages (update.h), post-local SGD's synchronous warm-up, and hierarchical
  * averaging within groups. */
 #include "train/train-internal.h"
 

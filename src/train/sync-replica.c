@@ -1,8 +1,8 @@
-/* Parle and EASGD inside the synchronous loop (sync.h: TRAIN_SYNC_PARLE, TRAIN_SYNC_ELASTIC):
+/* Parle and EASGD inside the synchronous loop (train.h: TRAIN_SYNC_PARLE, TRAIN_SYNC_ELASTIC):
  * the per-rank state (centre, anchor, EMA, outer velocity) and the exchange every L or tau
  * minibatches, and the two modes' tables (sync_elastic_ops, sync_parle_ops); every exchange is a sum
  * all-reduce of one parameter-sized vector (docs/STYLE.md §3). */
-#include "train/elastic.h"
+#include "update/update.h"
 #include "train/train-internal.h"
 #include "io/io.h"
 

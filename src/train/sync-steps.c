@@ -1,4 +1,4 @@
-/* gradients mode of train_sync (sync.h: TRAIN_SYNC_STEPS without GAF): every minibatch the ranks'
+/* gradients mode of train_sync (train.h: TRAIN_SYNC_STEPS without GAF): every minibatch the ranks'
  * steps are summed and every rank applies the sum. */
 #include "train/train-internal.h"
 

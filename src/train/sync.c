@@ -1,4 +1,4 @@
-/* Synchronous data-parallel training over a caller-supplied all-reduce (sync.h: train_sync): the
+/* Synchronous data-parallel training over a caller-supplied all-reduce (train.h: train_sync): the
  * loop every mode shares (reading together, stopping together, the state file, the counts), and
  * the collectives the modes use. Each mode is a table of operations in its own file
  * (train-internal.h: struct sync_mode_ops). */

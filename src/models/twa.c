@@ -1,9 +1,9 @@
-/* TWA (twa.h; Li et al., ICLR 2023, arXiv 2205.13104): train the combination
+/* TWA (models.h; Li et al., ICLR 2023, arXiv 2205.13104): train the combination
  * coefficients of the last K models inside their span. P holds an orthonormal basis of the span
  * (Gram-Schmidt in double, rows); the iterate is w = P^T alpha, so the gradient with respect to
  * alpha is P g (g the ordinary gradient), and w never leaves the span. Start: the models' mean. */
-#include "train/minibatch.h"
-#include "train/twa.h"
+#include "train/train.h"
+#include "models/models.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* Momentum and weight decay (momentum.h). */
-#include "train/momentum.h"
+/* Momentum and weight decay (update.h). */
+#include "update/update.h"
 
 #include <string.h>
 

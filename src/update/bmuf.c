@@ -1,5 +1,5 @@
-/* bmuf: block momentum's update and its state file (bmuf.h). */
-#include "train/bmuf.h"
+/* bmuf: block momentum's update and its state file (update.h). */
+#include "update/update.h"
 
 #include <math.h>
 #include <string.h>
