@@ -26,7 +26,7 @@ Options:
   --self-loop-prob <p>          HMM self-loop probability (default: 0.5)
   --class-frame-counts <file>   priors (default: <model-dir>/pdf_counts.vec)
   --model <file>                the model (default: <model-dir>/final.mdl)"
-. steps/lib/args.sh
+. "$(dirname "$0")/lib/args.sh"
 args_want $# 4
 data=$1 lang=$2 srcdir=$3 dir=$4
 [ -z "$class_frame_counts" ] && class_frame_counts=$srcdir/pdf_counts.vec

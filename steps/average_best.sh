@@ -18,7 +18,7 @@ Options:
   --num <N>       models averaged (default: 5)
   --cmd <runner>  runner of nnet-average (default: utils/run.pl)"
 
-. steps/lib/args.sh
+. "$(dirname "$0")/lib/args.sh"
 args_want $# 2
 dir=$1 out=$2
 [[ $num =~ ^[1-9][0-9]*$ ]] || { echo "$0: --num '$num': expected a number >= 1"; exit 1; }

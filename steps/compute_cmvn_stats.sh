@@ -12,7 +12,7 @@ e.g.: $0 data/train exp/make_fbank/train fbank
 Options:
   --fake <true|false>   statistics of mean 0 and variance 1 per speaker (default: false)"
 [ "${1:-}" = --fake ] && [ "${2:-}" != true ] && [ "${2:-}" != false ] && { fake=true; shift; }
-. steps/lib/args.sh
+. "$(dirname "$0")/lib/args.sh"
 args_want $# 1 3
 data=$1 logdir=${2:-$1/log} cmvndir=${3:-$1/data}
 name=$(basename $data)

@@ -96,7 +96,7 @@ Options:
                               in front of the network (lda: on frames spliced with the context,
                               after the config's SpliceComponent) (default: meanvar)"
 
-. steps/lib/args.sh
+. "$(dirname "$0")/lib/args.sh"
 . steps/lib/data-checks.sh
 args_want $# 2
 data=$1 dir=$2

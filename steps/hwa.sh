@@ -17,7 +17,7 @@ Options:
   --window <W>     models averaged (default: 5)
   --last <n>       last iteration averaged (default: the directory's num_iters)
   --cmd <runner>   (default: utils/run.pl)"
-. steps/lib/args.sh
+. "$(dirname "$0")/lib/args.sh"
 args_want $# 2
 dir=$1 out=$2
 [ -z "$last" ] && { [ -f $dir/num_iters ] || { echo "$0: no $dir/num_iters"; exit 1; }; last=$(cat $dir/num_iters); }

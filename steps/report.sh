@@ -7,7 +7,7 @@ png=true
 echo "$0 $*" >&2
 help_message="Usage: $0 [--png true|false] <exp-dir>
 e.g.: $0 exp/nnet"
-. steps/lib/args.sh
+. "$(dirname "$0")/lib/args.sh"
 args_want $# 1
 dir=$1
 [ -d $dir/log ] || { echo "$0: no such directory $dir/log" 1>&2; exit 1; }

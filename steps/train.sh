@@ -196,7 +196,7 @@ Options:
   --realign-lang <dir>           its lang directory (words.txt, lexicon.txt, phone_pdfs.txt)
   --realign-nj <n>               alignment jobs (default: 4)"
 
-. steps/lib/args.sh
+. "$(dirname "$0")/lib/args.sh"
 args_want $# 3
 egs_dir=$1 config=$2 dir=$3
 set -o pipefail

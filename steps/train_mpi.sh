@@ -113,7 +113,7 @@ Options:
   --use-gpu <yes|no|wait|optional> each rank on its own GPU (by local rank), parameters all-
                                  reduced with NCCL; srun/sbatch get --gpus-per-task=1 (default: no)"
 
-. steps/lib/args.sh
+. "$(dirname "$0")/lib/args.sh"
 args_want $# 3
 egs_dir=$1 config=$2 dir=$3
 set -o pipefail

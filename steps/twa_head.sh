@@ -31,7 +31,7 @@ Options:
   --twa-learning-rate <r>    (default: 0.5)
   --swa-out <model>          also write the plain mean of the same checkpoints
   --cmd <runner>             (default: utils/run.pl)"
-. steps/lib/args.sh
+. "$(dirname "$0")/lib/args.sh"
 args_want $# 3
 egs_dir=$1 dir=$2 out=$3
 set -o pipefail

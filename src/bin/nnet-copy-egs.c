@@ -21,7 +21,6 @@ static const char *usage =
     "nnet-copy-egs --frame=3 ark:egs.1.ark ark:- | nnet-shuffle-egs ...\n";
 
 int main(int argc, char **argv) {
-    log_set_program(argv[0]);
     int random = 0, srand = 0;
     double keep = 1.0;
     const char *compress = "", *frame_opt = "";

@@ -26,7 +26,6 @@ int main(int argc, char **argv) {
          "Multiply all learning rates by this (after --learning-rate(s))"},
     };
     int num_specs = (int)(sizeof specs / sizeof specs[0]);
-    log_set_program(argv[0]);
     options_parse(&argc, argv, usage, specs, num_specs);
     if (argc != 3) options_usage_exit(usage, specs, num_specs);
     const char *model_in = argv[1], *model_out = argv[2];

@@ -11,7 +11,6 @@ static const char *usage =
     "nnet-egs-info ark:egs/egs.1.0.ark\n";
 
 int main(int argc, char **argv) {
-    log_set_program(argv[0]);
     options_parse(&argc, argv, usage, NULL, 0);
     if (argc != 2) options_usage_exit(usage, NULL, 0);
 

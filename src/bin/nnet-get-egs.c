@@ -20,7 +20,6 @@ static const char *usage =
     "  ark:egs.1.ark\n";
 
 int main(int argc, char **argv) {
-    log_set_program(argv[0]);
     struct egs_get_opts opts = {0, 0, 1, EGS_COMPRESS_8BIT, 0};
     const char *compress = "8bit";
     const struct option_spec specs[] = {

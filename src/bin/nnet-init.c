@@ -18,7 +18,6 @@ int main(int argc, char **argv) {
     int num_specs = (int)(sizeof specs / sizeof specs[0]);
     char usage[4096]; /* the types from the component registry */
     snprintf(usage, sizeof usage, usage_text, component_type_names());
-    log_set_program(argv[0]);
     options_parse(&argc, argv, usage, specs, num_specs);
     if (argc != 3) options_usage_exit(usage, specs, num_specs);
     const char *config = argv[1], *model_out = argv[2];

@@ -14,7 +14,6 @@ static const char usage[] =
     " nnet-show-progress exp/nnet/1.mdl exp/nnet/2.mdl\n";
 
 int main(int argc, char **argv) {
-    log_set_program(argv[0]);
     options_parse(&argc, argv, usage, NULL, 0);
     if (argc != 3) options_usage_exit(usage, NULL, 0);
     struct nnet *a = nnet_read_file(argv[1]);

@@ -15,7 +15,6 @@ static const char *usage =
     "nnet-shuffle-egs --buffer-size=5000 --srand=3 ark:egs.1.ark ark:- | nnet-train ...\n";
 
 int main(int argc, char **argv) {
-    log_set_program(argv[0]);
     int srand = 0, buffer_size = 0, balanced = 0, group = 1;
     const struct option_spec specs[] = {
         {"srand", OPT_INT, &srand, "Seed for the random number generator"},

@@ -10,7 +10,6 @@ static const char *usage =
     "nnet-subset-egs --n=4000 --srand=2 ark:valid_all.egs ark:valid_diagnostic.egs\n";
 
 int main(int argc, char **argv) {
-    log_set_program(argv[0]);
     int n = 1000, srand = 0, randomize = 1;
     const struct option_spec specs[] = {
         {"n", OPT_INT, &n, "Number of examples to keep"},

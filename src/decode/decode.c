@@ -820,3 +820,31 @@ void decode_edit_counts_add(struct decode_edit_counts *c, char *const *ref, int 
     free(prev);
     free(cur);
 }
+
+int decode_aligner_open(struct decode_aligner *a, const char *lang, const struct decode_opts *o,
+                        const char *matrix_rspec, const char *text_rspec, const char *ali_wspec) {
+    memset(a, 0, sizeof *a);
+    if (!(a->g = decode_graph_read(lang, o))) return -1;
+    if (decode_text_open(&a->text, text_rspec, a->g)) goto fail_graph;
+    if (table_reader_open(&a->in, matrix_rspec, &holder_matrix)) goto fail_text;
+    if (table_writer_open(&a->out, ali_wspec, &holder_int32_vector) == 0) return 0;
+    table_reader_close(&a->in);
+fail_text:
+    decode_text_close(&a->text);
+fail_graph:
+    decode_graph_free(a->g);
+    return -1;
+}
+
+int decode_aligner_close(struct decode_aligner *a, int rc) {
+    char *read_error = rc < 0 ? xstrdup(error_get()) : NULL; /* the first error is the one said */
+    int bad = rc < 0 || table_reader_close(&a->in);
+    if (read_error) table_reader_close(&a->in);
+    if (bad) table_writer_abort(&a->out);
+    else if (table_writer_close(&a->out)) bad = 1;
+    decode_text_close(&a->text);
+    decode_graph_free(a->g);
+    if (read_error) error_set("%s", read_error);
+    free(read_error);
+    return bad ? -1 : 0;
+}

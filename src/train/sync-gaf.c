@@ -75,10 +75,6 @@ static int gaf_mode_end(struct sync_run *r) {
 }
 
 const struct sync_mode_ops sync_gaf_ops = {
-    .exchanged = "gathered microgradients",
-    .state_size = sizeof(struct gaf_mode),
-    .init = gaf_mode_init,
-    .minibatch = gaf_mode_minibatch,
-    .end = gaf_mode_end,
-    .release = gaf_mode_release,
-};
+    .exchanged = "gathered microgradients", .state_size = sizeof(struct gaf_mode),
+    .init = gaf_mode_init, .minibatch = gaf_mode_minibatch, .end = gaf_mode_end,
+    .release = gaf_mode_release};

@@ -111,10 +111,5 @@ static int params_end(struct sync_run *r) {
 }
 
 const struct sync_mode_ops sync_params_ops = {
-    .exchanged = "parameters",
-    .state_size = sizeof(struct params_mode),
-    .init = params_init,
-    .minibatch = params_minibatch,
-    .end = params_end,
-    .release = params_release,
-};
+    .exchanged = "parameters", .state_size = sizeof(struct params_mode), .init = params_init,
+    .minibatch = params_minibatch, .end = params_end, .release = params_release};

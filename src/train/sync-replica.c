@@ -154,9 +154,6 @@ void train_replica_finish(struct train_replica *r, struct nnet *n,
 }
 
 /* ---- the two modes as tables (train-internal.h: struct sync_mode_ops) ---- */
-static int replica_init(struct sync_run *r) { return 0; }
-static void replica_release(struct sync_run *r) {}
-
 /* A local step of the replica (Parle: with its coupling), then maybe the exchange. */
 static int replica_minibatch(struct sync_run *r, const struct egs_minibatch *mb, double weight) {
     struct vector delta = nnet_delta(r->n);
@@ -180,25 +177,13 @@ static int replica_result(struct sync_run *r) {
                               r->st->local.num_minibatches);
 }
 
+/* The two differ inside train_replica_* (by the mode), not in the loop's steps. */
 const struct sync_mode_ops sync_elastic_ops = {
-    .exchanged = "elastic differences",
-    .state_size = 1,
-    .init = replica_init,
-    .minibatch = replica_minibatch,
-    .end = replica_end,
-    .result = replica_result,
-    .release = replica_release,
-};
-
+    .exchanged = "elastic differences", .minibatch = replica_minibatch, .end = replica_end,
+    .result = replica_result};
 const struct sync_mode_ops sync_parle_ops = {
-    .exchanged = "EMAs and anchors",
-    .state_size = 1,
-    .init = replica_init,
-    .minibatch = replica_minibatch,
-    .end = replica_end,
-    .result = replica_result,
-    .release = replica_release,
-};
+    .exchanged = "EMAs and anchors", .minibatch = replica_minibatch, .end = replica_end,
+    .result = replica_result};
 
 /* ---- the state file (--state-in / --state-out of nnet-train-mpi) ----
  * Kaldi token style, binary:

@@ -2,9 +2,6 @@
  * steps are summed and every rank applies the sum. */
 #include "train/train-internal.h"
 
-static int steps_init(struct sync_run *r) { return 0; }
-static void steps_release(struct sync_run *r) {}
-
 static int steps_minibatch(struct sync_run *r, const struct egs_minibatch *mb, double weight) {
     struct vector delta = nnet_delta(r->n);
     nnet_backward(r->n, r->deriv, NNET_STEP);
@@ -16,10 +13,4 @@ static int steps_minibatch(struct sync_run *r, const struct egs_minibatch *mb, d
                               r->st->local.num_minibatches - 1);
 }
 
-const struct sync_mode_ops sync_steps_ops = {
-    .exchanged = "steps",
-    .state_size = 1,
-    .init = steps_init,
-    .minibatch = steps_minibatch,
-    .release = steps_release,
-};
+const struct sync_mode_ops sync_steps_ops = {.exchanged = "steps", .minibatch = steps_minibatch};

@@ -154,7 +154,7 @@ static int run_modes(struct sync_run *r, struct minibatch_source *src, const cha
                               train_replica_read_state(&r->rep, &r->mom, r->n,
                                                        o->state_rxfilename),
                               "read");
-    if (rc == 0) rc = r->ops->init(r);
+    if (rc == 0 && r->ops->init) rc = r->ops->init(r);
     const struct egs_minibatch *mb;
     while (rc == 0 && (rc = next_together(r, src, egs_rspec, my_error, &mb, stopped_early)) == 1) {
         const struct matrix *out = minibatch_loop_forward(&loop, mb, 1);
@@ -170,7 +170,7 @@ static int run_modes(struct sync_run *r, struct minibatch_source *src, const cha
                                                         o->state_wxfilename),
                               "write");
     if (rc == 0 && r->ops->result) rc = r->ops->result(r);
-    r->ops->release(r);
+    if (r->ops->release) r->ops->release(r);
     minibatch_loop_release(&loop);
     return rc;
 }
@@ -192,7 +192,7 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
     /* momentum and weight decay (momentum.c); the Parle / EASGD state (sync-replica.c) */
     momentum_init(&r.mom, n, o->train.momentum, o->train.nesterov, o->train.weight_decay);
     train_replica_init(&r.rep, n, o);
-    r.mode = xcalloc(1, r.ops->state_size);
+    r.mode = r.ops->state_size ? xcalloc(1, r.ops->state_size) : NULL;
     int stopped_early = 0;
     int rc = run_modes(&r, src, egs_rspec, &my_error, &stopped_early);
     free(r.mode);

@@ -148,17 +148,18 @@ struct sync_run {
     struct train_replica rep;   /* elastic, Parle; the state file's vectors in every mode */
     const struct matrix *deriv; /* the minibatch's output derivative, after the scoring */
     float *scratch;             /* the host copy of the parameters that the checks hash */
-    void *mode;                 /* the mode's own state: ops->state_size bytes, zeroed */
+    void *mode;                 /* the mode's own state: ops->state_size bytes, zeroed (or NULL) */
     double start;               /* time_now() at the start of the pass */
 };
 
 /* A synchronous mode as a table (one file each): what train_sync's loop calls. Every operation
  * is collective (the same calls on every rank) and returns 0, or -1 with error_set on every rank.
+ * Only minibatch is required; a NULL operation does nothing.
  *   init: after this rank's state file was read (its own state, collective checks);
  *   minibatch: one minibatch after its forward and scoring (label weight w): the backward, the
  *     update, and the exchanges that fall on it; the local counts in r->st->local;
- *   end (or NULL): the pass ended at the same minibatch on every rank: the last exchange;
- *   result (or NULL): after this rank's state was written: set the network to the mode's model;
+ *   end: the pass ended at the same minibatch on every rank: the last exchange;
+ *   result: after this rank's state was written: set the network to the mode's model;
  *   release: free the mode's state (also after a failure). */
 struct sync_mode_ops {
     const char *exchanged; /* what its all-reduces carry, for nnet-train-mpi's summary */

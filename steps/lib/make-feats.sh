@@ -42,7 +42,7 @@ Options:
   --$kind-config <file>   compute-$kind-feats options (default: conf/$kind.conf when it exists)
   --nj <n>                 jobs (default: 4)
   --cmd <runner>           utils/run.pl | utils/queue.pl | utils/slurm.pl (default: utils/run.pl)"
-. steps/lib/args.sh
+. "$(dirname "$0")/lib/args.sh"
 args_want $# 1 3
 prog=compute-$kind-feats config_var=${kind}_config
 config=${!config_var}
