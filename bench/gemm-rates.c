@@ -141,8 +141,10 @@ static int shapes_main(int argc, char **argv) {
     use_cpu = getenv("GEMM_RATES_CPU_TIME") != NULL;
     bench_threads = threads;
     matrix_set_num_threads(threads);
-    if (matrix_bf16_supported()) die("%s", error_get());
-    if (matrix_set_precision("bf16")) die("%s", error_get());
+    /* Without AVX512-BF16 or AMX the bf16 engines are left out (n/a): fp32's choice remains. */
+    int bf16 = matrix_bf16_supported() == 0;
+    if (bf16 && matrix_set_precision("bf16")) die("%s", error_get());
+    int n_engines = bf16 ? E_NUM : E_DNNL_BF16;
     int seen[256][5], nseen = 0;
     printf("| m x n x k (op) | OpenBLAS | oneDNN fp32 | oneDNN bf16 | parnet bf16 layer product | "
            "bf16/OpenBLAS | fastest |\n|---|---:|---:|---:|---:|---:|---|\n");
@@ -162,22 +164,28 @@ static int shapes_main(int argc, char **argv) {
                     memcpy(seen[nseen++], ops[o], sizeof seen[0]);
                     struct prod p;
                     prod_init(&p, ops[o][0], ops[o][1], ops[o][2], ops[o][3], ops[o][4]);
-                    double r[E_NUM][3], med[E_NUM];
+                    double r[E_NUM][3], med[E_NUM] = {0};
                     for (int round = 0; round < 3; round++)
-                        for (int e = 0; e < E_NUM; e++) {
+                        for (int e = 0; e < n_engines; e++) {
                             p.engine = e;
                             r[e][round] = rate(&p, seconds);
                         }
                     int best = 0;
-                    for (int e = 0; e < E_NUM; e++) {
+                    for (int e = 0; e < n_engines; e++) {
                         qsort(r[e], 3, sizeof r[e][0], cmp_double);
                         med[e] = r[e][1];
                     }
-                    for (int e = 1; e < E_NUM; e++)
+                    for (int e = 1; e < n_engines; e++)
                         if (e != E_DNNL_BF16 && med[e] > med[best]) best = e;
-                    printf("| %d x %d x %d (%s) | %.0f | %.0f | %.0f | %.0f | %.2f | %s |\n", p.m,
-                           p.n, p.k, opname[o], med[0], med[1], med[2], med[3],
-                           med[E_LAYER_BF16] / med[E_OPENBLAS], engine_names[best]);
+                    char b16[3][32] = {"n/a", "n/a", "n/a"};
+                    if (bf16) {
+                        snprintf(b16[0], sizeof b16[0], "%.0f", med[E_DNNL_BF16]);
+                        snprintf(b16[1], sizeof b16[1], "%.0f", med[E_LAYER_BF16]);
+                        snprintf(b16[2], sizeof b16[2], "%.2f", med[E_LAYER_BF16] / med[E_OPENBLAS]);
+                    }
+                    printf("| %d x %d x %d (%s) | %.0f | %.0f | %s | %s | %s | %s |\n", p.m, p.n,
+                           p.k, opname[o], med[0], med[1], b16[0], b16[1], b16[2],
+                           engine_names[best]);
                     fflush(stdout);
                     prod_free(&p);
                 }
