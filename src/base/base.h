@@ -106,6 +106,9 @@ struct option_spec {
     void *value;       /* int* (OPT_BOOL, OPT_INT), float*, double*, const char ** (OPT_STRING) */
     const char *help;
 };
+/* For a function that fills a table `specs` counted by `n` (an option group shared by programs):
+ * OPTION("name", OPT_INT, &x, "help") appends one entry. */
+#define OPTION(...) (specs[n++] = (struct option_spec){__VA_ARGS__})
 
 /* Parse options out of argv; on return argv[0..*argc) holds the program name and positional
  * arguments only. usage is printed for --help (exit 0) and on usage errors (exit 2). Also handles
