@@ -373,8 +373,15 @@ if [ $stage -le -1 ]; then
     fi
     echo "$0: initialising the model from $init_config"
     rm -f $dir/lr_scale
+    # The examples' context (get_egs.sh): a network that reads further fails here, naming its line.
+    ctx_opts=
+    for side in left right; do
+        if [ -f $egs_dir/info/${side}_context ]; then
+            ctx_opts="$ctx_opts --$side-context=$(cat $egs_dir/info/${side}_context)"
+        fi
+    done
     if ! $cmd $dir/log/init.log \
-        nnet-init --srand=$srand $init_config - \| \
+        nnet-init --srand=$srand$ctx_opts $init_config - \| \
         nnet-copy --learning-rate=$(learning_rate 0) - $dir/0.mdl; then
         # nnet-init's reason, naming the user's file and line (not the generated init.config's).
         msg=$(grep -o "config '$init_config': line [0-9]*: .*" $dir/log/init.log | head -n 1)

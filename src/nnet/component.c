@@ -98,7 +98,7 @@ struct component *component_copy(const struct component *src) {
     *c = *src;
     memset(&c->params, 0, sizeof c->params);
     if (src->params.dim) {
-        vector_init_on(&c->params, src->params.dim, src->params.device);
+        vector_init_like(&c->params, src->params.dim, &src->params);
         vector_copy(&c->params, &src->params);
     }
     c->priv = NULL;

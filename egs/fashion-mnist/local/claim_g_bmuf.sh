@@ -16,7 +16,8 @@
 # rate chosen for the last model (paired: the same runs).
 # Rates (effective initial rate; final = /10): a grid per arm, {b/2, b, 2b} around the arm's
 # natural rate (N=1, BMUF: b; averaged and large batch: b/sqrt(8), between claim a's choices),
-# widened by one point when seed 1's best sits on an edge (--widen true).
+# widened by a point (x2 or /2) while seed 1's best sits on an edge (at most --max-widen
+# points; exp_lib.sh's tune_wide), so that no chosen rate is an edge of its grid.
 #   local/claim_g_bmuf.sh [--limit 12000] [--num-epochs 3] [--seeds "1 2 3"]
 cd "$(dirname "$0")/.."
 . ./path.sh
@@ -30,7 +31,7 @@ seeds="1 2 3"
 n=8
 base=0.004
 arms="single avg big bmuf bmufc"
-widen=true
+max_widen=3  # points added beyond an edge at most (0: the grid as it is)
 dir=exp/claim_g
 allow_small_test=  # for smoke tests only: accept a reduced test set
 # End configuration section.
@@ -62,38 +63,21 @@ bmuf() { train $1 $2 $3 $n egs$n $minibatch_size --averaging bmuf; }
 bmufc() { train $1 $2 $3 $n egs$n $minibatch_size --averaging bmuf --block-nesterov false; }
 
 grid3() { awk -v b=$1 'BEGIN { printf "%.3g %.3g %.3g", b / 2, b, 2 * b }'; }
-# tune_wide <arm> <run> <centre> <fn>: the grid {c/2, c, 2c} scored with the first seed; when the
-# best is an edge, one more point beyond it; then tune over that grid (the runs are cached)
-tune_wide() {
-    local arm=$1 run=$2 c=$3 fn=$4 grid lr acc best= best_acc=-1 first=${seeds%% *}
-    grid=$(grid3 $c)
-    for lr in $grid; do
-        run_once $fn $dir/$run/lr$lr.s$first $lr $first
-        acc=$(run_acc $dir/$run/lr$lr.s$first final.mdl $dir/valid.egs)
-        [ "$acc" = diverged ] && continue
-        if awk -v a="$acc" -v b="$best_acc" 'BEGIN { exit !(a > b) }'; then best=$lr; best_acc=$acc; fi
-    done
-    if $widen && [ -n "$best" ]; then
-        [ "$best" = "${grid%% *}" ] && grid="$grid $(awk -v b=$best 'BEGIN { printf "%.3g", b / 2 }')"
-        [ "$best" = "${grid##* }" ] && grid="$grid $(awk -v b=$best 'BEGIN { printf "%.3g", b * 2 }')"
-    fi
-    tune "$arm" $run "$grid" $fn
-}
 # paired <arm> <run> <fn> <model>: another model of the same runs, at the rate chosen for the last
 # model (tuned_lr): running and best-N averages against the last model on the same runs
 paired() { [ -n "$tuned_lr" ] && tune "$1" $2 "$tuned_lr" $3 $4; }
 centre_avg=$(awk -v b=$base -v n=$n 'BEGIN { printf "%.3g", b / sqrt(n) }')
 for arm in $arms; do
     case $arm in
-    single) tune_wide "N=1" single $base single ;;
-    avg)    tune_wide "N=$n averaged" avg $centre_avg avg
+    single) tune_wide "N=1" single "$(grid3 $base)" single ;;
+    avg)    tune_wide "N=$n averaged" avg "$(grid3 $centre_avg)" avg
             paired "N=$n averaged, running avg" avg avg final.avg.mdl
             paired "N=$n averaged, best-5" avg avg final.best.mdl ;;
-    big)    tune_wide "N=$n large batch ($((n * minibatch_size)))" big $centre_avg big ;;
-    bmuf)   tune_wide "N=$n BMUF (Nesterov)" bmuf $base bmuf
+    big)    tune_wide "N=$n large batch ($((n * minibatch_size)))" big "$(grid3 $centre_avg)" big ;;
+    bmuf)   tune_wide "N=$n BMUF (Nesterov)" bmuf "$(grid3 $base)" bmuf
             paired "N=$n BMUF, running avg" bmuf bmuf final.avg.mdl
             paired "N=$n BMUF, best-5" bmuf bmuf final.best.mdl ;;
-    bmufc)  tune_wide "N=$n BMUF (classic)" bmufc $base bmufc ;;
+    bmufc)  tune_wide "N=$n BMUF (classic)" bmufc "$(grid3 $base)" bmufc ;;
     esac
 done
 echo "$0: results in $dir/results.txt"

@@ -1,4 +1,4 @@
-# Shared by the claim experiments local/claim_[a-f]_*.sh (sourced; issue 20, docs/EXPERIMENTS.md).
+# Shared by the claim experiments local/claim_[a-h]_*.sh (sourced; issue 20, docs/EXPERIMENTS.md).
 # Every experiment: Fashion-MNIST with --limit training images, the validation set (a fixed
 # random subset of the training images), ALL 10 000 test images; per arm a small learning-rate
 # grid, each rate run with the first seed and scored on validation; the best rate then run with
@@ -20,6 +20,10 @@
 #                             says "diverged" (train.sh's check) is a result: that grid point is
 #                             scored "diverged" and not chosen; a diverged seed of the chosen rate
 #                             is left out of the mean and named in the row.
+#   tune_wide <arm> <run> "<grid>" <fn>
+#                             tune, after widening the grid: while the first seed's best rate
+#                             is an edge of the grid, one more point beyond it (x2 or /2; at
+#                             most $max_widen, default 3), so that no chosen rate is an edge
 
 exp_setup() {
     if [ ! -f $dir/data/test/feats.scp ]; then
@@ -110,6 +114,33 @@ tune() {
     printf "%-30s lr %-8s valid %s  test %s  (seeds:%s; test:%s; s/run:%s%s)\n" "$arm" "$best" \
         "$(mean_sd $valid)" "$(mean_sd $test)" "$used" "$test" "$secs" \
         "${div:+; DIVERGED seeds:$div}" | tee -a $dir/results.txt
+}
+
+tune_wide() {
+    local arm=$1 run=$2 grid=$3 fn=$4 lr acc best best_acc first=${seeds%% *} w=0
+    while :; do
+        best= best_acc=-1  # chosen as tune chooses: the first best in the grid's order
+        for lr in $grid; do
+            run_once $fn $dir/$run/lr$lr.s$first $lr $first || return 1
+            acc=$(run_acc $dir/$run/lr$lr.s$first final.mdl $dir/valid.egs)
+            [ "$acc" = diverged ] && continue
+            if awk -v a="$acc" -v b="$best_acc" 'BEGIN { exit !(a > b) }'; then best=$lr; best_acc=$acc; fi
+        done
+        [ -n "$best" ] && [ $w -lt ${max_widen:-3} ] || break
+        if [ "$best" = "${grid%% *}" ]; then
+            grid="$(awk -v b=$best 'BEGIN { printf "%.3g", b / 2 }') $grid"
+        elif [ "$best" = "${grid##* }" ]; then
+            grid="$grid $(awk -v b=$best 'BEGIN { printf "%.3g", b * 2 }')"
+        else
+            break
+        fi
+        w=$((w + 1))
+    done
+    case " ${grid%% *} ${grid##* } " in *" $best "*)
+        echo "# $arm: the best rate $best is still an edge of {$grid} (--max-widen ${max_widen:-3})" \
+            | tee -a $dir/results.txt ;;
+    esac
+    tune "$arm" $run "$grid" $fn
 }
 
 exp_header() {
