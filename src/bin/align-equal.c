@@ -20,8 +20,7 @@ int main(int argc, char **argv) {
          "silence phone put at both ends (\"\": none)"},
     };
     int ns = sizeof specs / sizeof specs[0];
-    options_parse(&argc, argv, usage, specs, ns);
-    if (argc != 5) options_usage_exit(usage, specs, ns);
+    options_parse_args(&argc, argv, usage, specs, ns, 4, 4);
     struct decode_aligner a;
     if (decode_aligner_open(&a, argv[1], &o, argv[2], argv[3], argv[4])) die("%s", error_get());
     struct matrix feats = {0};

@@ -27,8 +27,7 @@ int main(int argc, char **argv) {
          "optional silence phone around words (\"\": none)"},
     };
     int ns = sizeof specs / sizeof specs[0];
-    options_parse(&argc, argv, usage, specs, ns);
-    if (argc != 5) options_usage_exit(usage, specs, ns);
+    options_parse_args(&argc, argv, usage, specs, ns, 4, 4);
     if (!(o.self_loop_prob > 0 && o.self_loop_prob < 1))
         die("--self-loop-prob must be in (0, 1)");
     struct decode_aligner a;

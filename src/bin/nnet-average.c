@@ -39,8 +39,7 @@ int main(int argc, char **argv) {
         {"elastic-center", OPT_STRING, &r.center, "The current centre (for --elastic-alpha)"},
     };
     int nspecs = 7 + bmuf_cli_register(&bc, &r.bmuf, specs + 7);
-    options_parse(&argc, argv, usage, specs, nspecs);
-    if (argc < 3) options_usage_exit(usage, specs, nspecs);
+    options_parse_args(&argc, argv, usage, specs, nspecs, 2, -1);
     if (bmuf_cli_check(&bc)) die("%s", error_get());
     r.bmuf_state_in = bc.state_in;
     r.bmuf_state_out = bc.state_out;

@@ -35,8 +35,7 @@ int main(int argc, char **argv) {
          "Keep only this labelled frame of each example: an index from 0, or random (empty: all)"},
     };
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    options_parse(&argc, argv, usage, specs, nspecs);
-    if (argc < 3) options_usage_exit(usage, specs, nspecs);
+    options_parse_args(&argc, argv, usage, specs, nspecs, 2, -1);
     if (keep < 0) die("--keep-proportion must be >= 0");
     int how;
     if (egs_compress_parse(compress, &how)) {

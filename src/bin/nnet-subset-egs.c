@@ -17,8 +17,7 @@ int main(int argc, char **argv) {
         {"randomize-order", OPT_BOOL, &randomize, "Write the subset in a random order"},
     };
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    options_parse(&argc, argv, usage, specs, nspecs);
-    if (argc != 3) options_usage_exit(usage, specs, nspecs);
+    options_parse_args(&argc, argv, usage, specs, nspecs, 2, 2);
     /* --n=0 would write an empty archive: "processed nothing" is an error (docs/STYLE.md §9). */
     static const struct option_limit limits[] = {{"n", 1, 1 << 26}};
     options_check_limits(specs, nspecs, limits, 1);

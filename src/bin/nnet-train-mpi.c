@@ -259,8 +259,7 @@ int main(int argc, char **argv) {
         "Seconds an all-reduce may wait (for the slowest rank's compute as well as the network) "
         "before every rank exits with an error; bounds the wait when a rank or its network is "
         "gone (0: wait forever)"};
-    options_parse(&argc, argv, usage, specs, num_specs);
-    if (argc != 4) options_usage_exit(usage, specs, num_specs);
+    options_parse_args(&argc, argv, usage, specs, num_specs, 3, 3);
     if (train_sync_cli_check(&c)) die("%s", error_get());
 
     MPI_Init(&argc, &argv);
