@@ -146,6 +146,16 @@ void component_alloc_params(struct component *c, int n) {
     c->num_params = n;
 }
 
+void component_priv_copy_bytes(struct component *dst, const struct component *src, size_t n) {
+    dst->priv = xmalloc(n);
+    memcpy(dst->priv, src->priv, n);
+}
+
+void component_priv_free(struct component *c) {
+    free(c->priv);
+    c->priv = NULL;
+}
+
 struct matrix component_linear_view(const struct component *c) {
     struct vector w = vector_range(&c->params, 0, c->output_dim * c->input_dim);
     return matrix_from_vector(&w, c->output_dim, c->input_dim);
