@@ -142,6 +142,17 @@ int matrix_cli_apply(const struct matrix_cli *mc);
  * lowest-numbered process that failed (it alone says why) and 1 on the others. */
 int matrix_cli_apply_ranks(const struct matrix_cli *mc, int rank, int local_rank,
                            int (*all_min)(void *ctx, int x), void *ctx);
+/* Sums of device buffers across the processes of a job, for programs whose ranks compute on
+ * GPUs (NCCL with make CUDA=1; the program links -lnccl). matrix_device_comm_new is collective
+ * (after matrix_cli_apply_ranks): rank 0 draws the communicator's id, bcast(ctx, buf, bytes)
+ * hands it to the others. *out is NULL where the ranks compute on the CPU (their buffers are on
+ * the host: the caller sums them itself). 0, or -1 with error_set. matrix_device_comm_sum: data
+ * (on the compute device) summed over the processes in place. */
+struct matrix_device_comm;
+int matrix_device_comm_new(struct matrix_device_comm **out, int rank, int size,
+                           void (*bcast)(void *ctx, void *buf, int bytes), void *ctx);
+int matrix_device_comm_sum(struct matrix_device_comm *c, float *data, size_t count);
+void matrix_device_comm_free(struct matrix_device_comm *c);
 int matrix_get_precision(void); /* enum matrix_precision */
 /* 0 when --precision=bf16 can run here, else -1 with error_set saying why (see above). */
 int matrix_bf16_supported(void);

@@ -561,15 +561,32 @@ int nnet_apply_step(struct nnet *n, const struct vector *step) {
     return apply_delta(n);
 }
 
+void nnet_scale_by_learning_rates(const struct nnet *n, struct vector *v, float scale) {
+    ASSERT(v->dim == n->delta.dim);
+    for (int i = 0; i < n->num; i++) {
+        const struct component *c = n->comps[i];
+        if (!c->ops->updatable || !c->num_params) continue;
+        struct vector d = vector_range(v, c->param_offset, c->num_params);
+        vector_scale(&d, scale * c->learning_rate);
+    }
+}
+
+void nnet_add_by_learning_rates(const struct nnet *n, struct vector *y, float alpha,
+                                const struct vector *x) {
+    ASSERT(y->dim == n->delta.dim && x->dim == y->dim);
+    for (int i = 0; i < n->num; i++) {
+        const struct component *c = n->comps[i];
+        if (!c->ops->updatable || !c->num_params) continue;
+        struct vector s = vector_range(y, c->param_offset, c->num_params);
+        struct vector v = vector_range(x, c->param_offset, c->num_params);
+        vector_add(&s, alpha * c->learning_rate, &v);
+    }
+}
+
 int nnet_apply_gradient(struct nnet *n, const struct vector *grad, float scale) {
     ASSERT(grad->dim == n->delta.dim);
     if (grad->data != n->delta.data) vector_copy(&n->delta, grad);
-    for (int i = 0; i < n->num; i++) {
-        struct component *c = n->comps[i];
-        if (!c->ops->updatable || !c->num_params) continue;
-        struct vector d = vector_range(&n->delta, c->param_offset, c->num_params);
-        vector_scale(&d, scale * c->learning_rate);
-    }
+    nnet_scale_by_learning_rates(n, &n->delta, scale);
     return apply_delta(n);
 }
 

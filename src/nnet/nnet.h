@@ -326,6 +326,13 @@ int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_back
  *     neither its preconditioning nor its max-change-per-sample is applied here. */
 int nnet_apply_step(struct nnet *n, const struct vector *step);
 int nnet_apply_gradient(struct nnet *n, const struct vector *grad, float scale);
+/* Vectors of the block's layout weighted by the learning rates, on each updatable component c's
+ * slice only (what a trainer needs to form a step outside nnet_backward):
+ *   nnet_scale_by_learning_rates: v_c *= scale lr_c (nnet_apply_gradient's step);
+ *   nnet_add_by_learning_rates: y_c += alpha lr_c x_c. */
+void nnet_scale_by_learning_rates(const struct nnet *n, struct vector *v, float scale);
+void nnet_add_by_learning_rates(const struct nnet *n, struct vector *y, float alpha,
+                                const struct vector *x);
 
 /* Weighted cross-entropy against sparse labels on the last forward's output: label i is
  * (rows[i], cols[i], weights[i]); weights NULL means all 1. Returns sum_i w_i log p(rows[i],
