@@ -4,14 +4,7 @@
 # rate and mean ± s.d. over the seeds (checked against the per-seed values it lists), cached runs
 # on a rerun.
 . "$PARNET_TOP/tests/prog/lib.sh"
-if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-    fail "dataset-fashion-mnist is not installed (tools/install-deps.sh installs it)"; exit 1
-fi
-recipe=$PARNET_TOP/egs/fashion-mnist
-cp -r $recipe/local $recipe/conf $recipe/path.sh .
-ln -s $PARNET_TOP/steps steps
-ln -s $PARNET_TOP/utils utils
-export PATH=$PARNET_BIN:$PARNET_TOP/utils:$PATH
+fashion_mnist_recipe
 
 # mean_sd: sample standard deviation
 dir=. limit=0 seeds=1 . local/exp_lib.sh
