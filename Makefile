@@ -69,7 +69,7 @@ NVCCFLAGS := -O2 -g -std=c++17 -Isrc -DHAVE_CUDA=1 --extended-lambda $(CUDA_ARCH
 CFLAGS += $(CFLAGS_BASE) $(OPT) $(CFLAGS_CUDA) $(CFLAGS_DNNL) -MMD -MP
 
 # Layers, lowest first (docs/STYLE.md §2): a module includes only its own layer or lower ones.
-MODULES := base matrix cuda io feat natgrad egs nnet train decode
+MODULES := base matrix cuda io feat natgrad egs nnet update train models decode
 LIB_SRC := $(foreach m,$(MODULES),$(wildcard src/$(m)/*.c))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 CU_SRC := $(if $(filter 1,$(CUDA)),$(wildcard src/cuda/*.cu))
@@ -173,9 +173,9 @@ test: all
 # into build/fuzz/obj (fuzzer-no-link), and each target links that archive.
 FUZZ_SAN := address,undefined
 FUZZ_CFLAGS := $(CFLAGS_BASE) -O1 -g -fsanitize=fuzzer-no-link,$(FUZZ_SAN)
-# (and the one reader of src/train: the block-momentum state, fuzzed by fuzz-nnet-read)
+# (and the one reader of src/update: the block-momentum state, fuzzed by fuzz-nnet-read)
 FUZZ_LIB_SRC := $(foreach m,base matrix io feat natgrad egs nnet,$(wildcard src/$(m)/*.c)) \
-                src/train/bmuf.c
+                src/update/bmuf.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:src/%.c=build/fuzz/obj/%.o)
 FUZZ_LIBA := build/fuzz/libparnet-fuzz.a
 fuzz: $(FUZZ_BIN)

@@ -26,9 +26,8 @@ Options:
   --self-loop-prob <p>          HMM self-loop probability (default: 0.5)
   --class-frame-counts <file>   priors (default: <model-dir>/pdf_counts.vec)
   --model <file>                the model (default: <model-dir>/final.mdl)"
-[ -f ./path.sh ] && . ./path.sh
-. utils/parse_options.sh || exit 1
-if [ $# != 4 ]; then echo "$help_message" 1>&2; exit 1; fi
+. "$(dirname "$0")/lib/args.sh"
+args_want $# 4
 data=$1 lang=$2 srcdir=$3 dir=$4
 [ -z "$class_frame_counts" ] && class_frame_counts=$srcdir/pdf_counts.vec
 [ -z "$model" ] && model=$srcdir/final.mdl

@@ -18,14 +18,9 @@ Options:
   --num <N>       models averaged (default: 5)
   --cmd <runner>  runner of nnet-average (default: utils/run.pl)"
 
-[ -f ./path.sh ] && . ./path.sh
-. utils/parse_options.sh || exit 1
-if [ $# != 2 ]; then
-    echo "$help_message" 1>&2
-    exit 1
-fi
-dir=$1
-out=$2
+. "$(dirname "$0")/lib/args.sh"
+args_want $# 2
+dir=$1 out=$2
 [[ $num =~ ^[1-9][0-9]*$ ]] || { echo "$0: --num '$num': expected a number >= 1"; exit 1; }
 [ -f $dir/num_iters ] || { echo "$0: no $dir/num_iters (not a training directory?)"; exit 1; }
 

@@ -12,9 +12,8 @@ e.g.: $0 data/train exp/make_fbank/train fbank
 Options:
   --fake <true|false>   statistics of mean 0 and variance 1 per speaker (default: false)"
 [ "${1:-}" = --fake ] && [ "${2:-}" != true ] && [ "${2:-}" != false ] && { fake=true; shift; }
-[ -f ./path.sh ] && . ./path.sh
-. utils/parse_options.sh || exit 1
-if [ $# -lt 1 ] || [ $# -gt 3 ]; then echo "$help_message" 1>&2; exit 1; fi
+. "$(dirname "$0")/lib/args.sh"
+args_want $# 1 3
 data=$1 logdir=${2:-$1/log} cmvndir=${3:-$1/data}
 name=$(basename $data)
 for f in $data/feats.scp $data/spk2utt; do [ -f $f ] || { echo "$0: no such file $f"; exit 1; }; done

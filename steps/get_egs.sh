@@ -96,16 +96,10 @@ Options:
                               in front of the network (lda: on frames spliced with the context,
                               after the config's SpliceComponent) (default: meanvar)"
 
-[ -f ./path.sh ] && . ./path.sh
-. utils/parse_options.sh || exit 1
+. "$(dirname "$0")/lib/args.sh"
 . steps/lib/data-checks.sh
-
-if [ $# != 2 ]; then
-    echo "$help_message" 1>&2
-    exit 1
-fi
-data=$1
-dir=$2
+args_want $# 2
+data=$1 dir=$2
 set -o pipefail
 
 for f in $data/feats.scp $data/labels.scp; do

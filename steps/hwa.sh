@@ -17,14 +17,9 @@ Options:
   --window <W>     models averaged (default: 5)
   --last <n>       last iteration averaged (default: the directory's num_iters)
   --cmd <runner>   (default: utils/run.pl)"
-[ -f ./path.sh ] && . ./path.sh
-. utils/parse_options.sh || exit 1
-if [ $# != 2 ]; then
-    echo "$help_message" 1>&2
-    exit 1
-fi
-dir=$1
-out=$2
+. "$(dirname "$0")/lib/args.sh"
+args_want $# 2
+dir=$1 out=$2
 [ -z "$last" ] && { [ -f $dir/num_iters ] || { echo "$0: no $dir/num_iters"; exit 1; }; last=$(cat $dir/num_iters); }
 first=$((last - window + 1))
 [ $window -lt 1 ] || [ $first -lt 0 ] && echo "$0: bad window $window for last iteration $last" && exit 1

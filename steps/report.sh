@@ -7,9 +7,8 @@ png=true
 echo "$0 $*" >&2
 help_message="Usage: $0 [--png true|false] <exp-dir>
 e.g.: $0 exp/nnet"
-[ -f ./path.sh ] && . ./path.sh
-. utils/parse_options.sh || exit 1
-if [ $# != 1 ]; then echo "$help_message" 1>&2; exit 1; fi
+. "$(dirname "$0")/lib/args.sh"
+args_want $# 1
 dir=$1
 [ -d $dir/log ] || { echo "$0: no such directory $dir/log" 1>&2; exit 1; }
 

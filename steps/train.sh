@@ -49,7 +49,7 @@
 #              $x.mdl (the mean of the replicas) after every outer step; both couplings are scoped:
 #              c(x) = min(cap, c0 (1 + scoping)^x), growing over the run as in the reference code.
 #   bmuf       block momentum on the averaged update (BMUF, Chen & Huo, ICASSP 2016; DiLoCo's outer
-#              Nesterov SGD is the same rule: src/train/bmuf.h derives it): with S = $x.mdl, the
+#              Nesterov SGD is the same rule: src/update/update.h derives it): with S = $x.mdl, the
 #              model the jobs start from, and A their average, m <- eta m + zeta (A - S) and the
 #              next model is the global model plus m (classic), or plus (1 + eta) m (Nesterov: the
 #              jobs start from the look-ahead). --block-momentum eta (default 1 - 1/num_jobs),
@@ -196,16 +196,9 @@ Options:
   --realign-lang <dir>           its lang directory (words.txt, lexicon.txt, phone_pdfs.txt)
   --realign-nj <n>               alignment jobs (default: 4)"
 
-[ -f ./path.sh ] && . ./path.sh
-. utils/parse_options.sh || exit 1
-
-if [ $# != 3 ]; then
-    echo "$help_message" 1>&2
-    exit 1
-fi
-egs_dir=$1
-config=$2
-dir=$3
+. "$(dirname "$0")/lib/args.sh"
+args_want $# 3
+egs_dir=$1 config=$2 dir=$3
 set -o pipefail
 . steps/lib/train-checks.sh
 train_check_common
@@ -380,8 +373,15 @@ if [ $stage -le -1 ]; then
     fi
     echo "$0: initialising the model from $init_config"
     rm -f $dir/lr_scale
+    # The examples' context (get_egs.sh): a network that reads further fails here, naming its line.
+    ctx_opts=
+    for side in left right; do
+        if [ -f $egs_dir/info/${side}_context ]; then
+            ctx_opts="$ctx_opts --$side-context=$(cat $egs_dir/info/${side}_context)"
+        fi
+    done
     if ! $cmd $dir/log/init.log \
-        nnet-init --srand=$srand $init_config - \| \
+        nnet-init --srand=$srand$ctx_opts $init_config - \| \
         nnet-copy --learning-rate=$(learning_rate 0) - $dir/0.mdl; then
         # nnet-init's reason, naming the user's file and line (not the generated init.config's).
         msg=$(grep -o "config '$init_config': line [0-9]*: .*" $dir/log/init.log | head -n 1)

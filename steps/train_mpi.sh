@@ -113,16 +113,9 @@ Options:
   --use-gpu <yes|no|wait|optional> each rank on its own GPU (by local rank), parameters all-
                                  reduced with NCCL; srun/sbatch get --gpus-per-task=1 (default: no)"
 
-[ -f ./path.sh ] && . ./path.sh
-. utils/parse_options.sh || exit 1
-
-if [ $# != 3 ]; then
-    echo "$help_message" 1>&2
-    exit 1
-fi
-egs_dir=$1
-config=$2
-dir=$3
+. "$(dirname "$0")/lib/args.sh"
+args_want $# 3
+egs_dir=$1 config=$2 dir=$3
 set -o pipefail
 . steps/lib/train-checks.sh
 train_check_common

@@ -31,15 +31,9 @@ Options:
   --twa-learning-rate <r>    (default: 0.5)
   --swa-out <model>          also write the plain mean of the same checkpoints
   --cmd <runner>             (default: utils/run.pl)"
-[ -f ./path.sh ] && . ./path.sh
-. utils/parse_options.sh || exit 1
-if [ $# != 3 ]; then
-    echo "$help_message" 1>&2
-    exit 1
-fi
-egs_dir=$1
-dir=$2
-out=$3
+. "$(dirname "$0")/lib/args.sh"
+args_want $# 3
+egs_dir=$1 dir=$2 out=$3
 set -o pipefail
 for f in $egs_dir/valid_diagnostic.egs $egs_dir/info/num_jobs; do
     [ ! -f $f ] && echo "$0: no such file $f" && exit 1

@@ -33,7 +33,7 @@ initial_learning_rate=0.008
 final_learning_rate=0.0008
 train_opts=          # extra options for steps/train.sh (e.g. "--averaging agreement"; its own
                      # --train-opts there would replace the one that carries --precision)
-config=conf/nnet.config
+config=conf/nnet.config   # or conf/nnet_tdnn.config: a time-delay network (docs/COMPONENTS.md)
 acoustic_scales="0.05 0.1 0.2"     # decoder settings tried on the validation utterances
 word_insertion_penalties="0 2 4 6 8"
 acoustic_scale=0.1                 # used when stage 6 (tuning) has not run

@@ -106,6 +106,9 @@ struct option_spec {
     void *value;       /* int* (OPT_BOOL, OPT_INT), float*, double*, const char ** (OPT_STRING) */
     const char *help;
 };
+/* For a function that fills a table `specs` counted by `n` (an option group shared by programs):
+ * OPTION("name", OPT_INT, &x, "help") appends one entry. */
+#define OPTION(...) (specs[n++] = (struct option_spec){__VA_ARGS__})
 
 /* Parse options out of argv; on return argv[0..*argc) holds the program name and positional
  * arguments only. usage is printed for --help (exit 0) and on usage errors (exit 2). Also handles
@@ -113,6 +116,11 @@ struct option_spec {
  * String values point into argv or into storage that lives until exit. */
 void options_parse(int *argc, char **argv, const char *usage, const struct option_spec *specs,
                    int num_specs);
+/* options_parse, then the usage (exit 2) unless min_args to max_args positional arguments remain
+ * (max_args -1: no upper bound): the opening of every program's main. */
+void options_parse_args(int *argc, char **argv, const char *usage,
+                        const struct option_spec *specs, int num_specs, int min_args,
+                        int max_args);
 /* Print usage and the option table, then exit(2). For a wrong positional count. */
 /* Bounds of numeric options, one row per option (a program's own table): a value outside
  * [min, max] is one ERROR "--name=value: must be from min to max" and exit 1 -- instead of an

@@ -326,3 +326,11 @@ void options_check_limits(const struct option_spec *specs, int num_specs,
                 limits[l].max);
     }
 }
+
+void options_parse_args(int *argc, char **argv, const char *usage,
+                        const struct option_spec *specs, int num_specs, int min_args,
+                        int max_args) {
+    options_parse(argc, argv, usage, specs, num_specs);
+    int n = *argc - 1;
+    if (n < min_args || (max_args >= 0 && n > max_args)) options_usage_exit(usage, specs, num_specs);
+}

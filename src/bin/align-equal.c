@@ -20,39 +20,29 @@ int main(int argc, char **argv) {
          "silence phone put at both ends (\"\": none)"},
     };
     int ns = sizeof specs / sizeof specs[0];
-    options_parse(&argc, argv, usage, specs, ns);
-    if (argc != 5) options_usage_exit(usage, specs, ns);
-    struct decode_graph *g = decode_graph_read(argv[1], &o);
-    if (!g) die("%s", error_get());
-    struct decode_text_reader tr;
-    if (decode_text_open(&tr, argv[3], g)) die("%s", error_get());
-    struct table_reader r;
-    struct table_writer w;
-    if (table_reader_open(&r, argv[2], &holder_matrix)) die("%s", error_get());
-    if (table_writer_open(&w, argv[4], &holder_int32_vector)) die("%s", error_get());
+    options_parse_args(&argc, argv, usage, specs, ns, 4, 4);
+    struct decode_aligner a;
+    if (decode_aligner_open(&a, argv[1], &o, argv[2], argv[3], argv[4])) die("%s", error_get());
     struct matrix feats = {0};
     struct int32_vec ali = {0};
     long long num_done = 0, num_err = 0;
     int rc;
-    while ((rc = table_reader_next(&r, &feats)) == 1) {
-        const char *key = table_reader_key(&r);
+    while ((rc = table_reader_next(&a.in, &feats)) == 1) {
+        const char *key = table_reader_key(&a.in);
         const int *words;
         int nw;
-        if (decode_text_lookup(&tr, key, &words, &nw) ||
-            decode_align_equal(g, words, nw, feats.rows, &ali)) {
+        if (decode_text_lookup(&a.text, key, &words, &nw) ||
+            decode_align_equal(a.g, words, nw, feats.rows, &ali)) {
             WARN("key '%s': %s; not aligned", key, error_get());
             num_err++;
             continue;
         }
-        if (table_writer_write(&w, key, &ali)) die("%s", error_get());
+        if (table_writer_write(&a.out, key, &ali)) die("%s", error_get());
         num_done++;
     }
-    if (rc < 0 || table_reader_close(&r)) die("%s", error_get());
-    if (table_writer_close(&w)) die("%s", error_get());
+    if (decode_aligner_close(&a, rc)) die("%s", error_get());
     LOG("Done %lld utterances, failed for %lld", num_done, num_err);
     int32_vec_release(&ali);
     matrix_release(&feats);
-    decode_text_close(&tr);
-    decode_graph_free(g);
     return num_done ? 0 : 1;
 }

@@ -22,8 +22,7 @@ int main(int argc, char **argv) {
         {"norm-vars", OPT_BOOL, &norm_vars, "If true, normalize variance to one."},
     };
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    options_parse(&argc, argv, usage, specs, nspecs);
-    if (argc != 4) options_usage_exit(usage, specs, nspecs);
+    options_parse_args(&argc, argv, usage, specs, nspecs, 3, 3);
     if (norm_vars && !norm_means) die("You cannot normalize the variance but not the mean.");
     const char *stats_in = argv[1], *feats_in = argv[2], *feats_out = argv[3];
     struct token_map spk = {0};

@@ -19,8 +19,7 @@ int main(int argc, char **argv) {
         {"binary", OPT_BOOL, &binary, "write in binary mode (applies only to global CMN/CVN)"},
     };
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    options_parse(&argc, argv, usage, specs, nspecs);
-    if (argc != 3) options_usage_exit(usage, specs, nspecs);
+    options_parse_args(&argc, argv, usage, specs, nspecs, 2, 2);
     const char *feats_in = argv[1], *out = argv[2];
     int global = !io_is_table_specifier(out);
     if (global && *spk2utt) die("--spk2utt needs a stats wspecifier, not the file '%s'", out);

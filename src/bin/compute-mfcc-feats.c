@@ -15,8 +15,7 @@ int main(int argc, char **argv) {
     struct option_spec specs[FEAT_MAX_SPECS + FEAT_TABLE_SPECS];
     int n = feat_opts_specs(&o, specs);
     n += feat_table_opts_specs(&t, specs + n);
-    options_parse(&argc, argv, usage, specs, n);
-    if (argc != 3) options_usage_exit(usage, specs, n);
+    options_parse_args(&argc, argv, usage, specs, n, 2, 2);
     if (feat_opts_check(&o)) die("%s", error_get());
     long long done, total;
     if (feat_compute_table(&o, &t, argv[1], argv[2], &done, &total)) die("%s", error_get());

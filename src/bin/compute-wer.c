@@ -25,8 +25,7 @@ int main(int argc, char **argv) {
         {"text", OPT_BOOL, &text, "inputs are text archives (always true here; Kaldi's option)"},
     };
     int ns = sizeof specs / sizeof specs[0];
-    options_parse(&argc, argv, usage, specs, ns);
-    if (argc != 3) options_usage_exit(usage, specs, ns);
+    options_parse_args(&argc, argv, usage, specs, ns, 2, 2);
     if (strcmp(mode, "strict") && strcmp(mode, "present") && strcmp(mode, "all"))
         die("--mode: expected strict, present or all, got '%s'", mode);
     if (!text) die("--text=false (integer archives) is not supported: convert with int2sym.pl");

@@ -18,8 +18,7 @@ int main(int argc, char **argv) {
          "4 2-byte signed integer, 5 1-byte auto, 6 1-byte unsigned integer, 7 1-byte 0-1"},
     };
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    options_parse(&argc, argv, usage, specs, nspecs);
-    if (argc != 3) options_usage_exit(usage, specs, nspecs);
+    options_parse_args(&argc, argv, usage, specs, nspecs, 2, 2);
     if (method < CM_METHOD_AUTO || method > CM_METHOD_1BYTE_01) {
         fprintf(stderr, "%s: invalid --compression-method=%d (use 1..7)\n", log_program(), method);
         options_usage_exit(usage, specs, nspecs);

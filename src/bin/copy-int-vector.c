@@ -13,8 +13,7 @@ int main(int argc, char **argv) {
     const struct option_spec specs[] = {
         {"binary", OPT_BOOL, &binary, "Write in binary mode (only relevant if output is a wxfilename)"},
     };
-    options_parse(&argc, argv, usage, specs, 1);
-    if (argc != 3) options_usage_exit(usage, specs, 1);
+    options_parse_args(&argc, argv, usage, specs, 1, 2, 2);
     const char *in_name = argv[1], *out_name = argv[2];
     struct int32_vec v = {0};
 

@@ -10,8 +10,7 @@ static const char *usage =
     "e.g.: copy-post scp:data/train/labels.scp ark,t:-";
 
 int main(int argc, char **argv) {
-    options_parse(&argc, argv, usage, NULL, 0);
-    if (argc != 3) options_usage_exit(usage, NULL, 0);
+    options_parse_args(&argc, argv, usage, NULL, 0, 2, 2);
     struct table_reader reader;
     struct table_writer writer;
     if (table_reader_open(&reader, argv[1], &holder_targets)) die("%s", error_get());

@@ -43,8 +43,7 @@ int main(int argc, char **argv) {
          "output the best partial hypothesis when no final state is reached"},
     };
     int ns = sizeof specs / sizeof specs[0];
-    options_parse(&argc, argv, usage, specs, ns);
-    if (argc != 4) options_usage_exit(usage, specs, ns);
+    options_parse_args(&argc, argv, usage, specs, ns, 3, 3);
     if (!strcmp(grammar, "loop")) o.grammar = DECODE_LOOP;
     else if (!strcmp(grammar, "isolated")) o.grammar = DECODE_ISOLATED;
     else die("--grammar: expected loop or isolated, got '%s'", grammar);

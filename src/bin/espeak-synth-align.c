@@ -80,8 +80,7 @@ static int write_wav(const char *path, const int16_t *pcm, long n, int rate) {
 }
 
 int main(int argc, char **argv) {
-    options_parse(&argc, argv, usage, NULL, 0);
-    if (argc != 4) options_usage_exit(usage, NULL, 0);
+    options_parse_args(&argc, argv, usage, NULL, 0, 3, 3);
     const char *list = argv[1], *wavdir = argv[2], *ctm_name = argv[3];
     FILE *in = strcmp(list, "-") ? fopen(list, "r") : stdin;
     if (!in) die("cannot open '%s'", list);

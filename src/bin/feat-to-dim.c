@@ -9,8 +9,7 @@ static const char *usage =
     "e.g.: feat-to-dim scp:feats.scp -";
 
 int main(int argc, char **argv) {
-    options_parse(&argc, argv, usage, NULL, 0);
-    if (argc != 3) options_usage_exit(usage, NULL, 0);
+    options_parse_args(&argc, argv, usage, NULL, 0, 2, 2);
     const char *in_name = argv[1], *out_name = argv[2];
     struct matrix m = {0};
 

@@ -11,8 +11,7 @@ static const char *usage =
     "or: feat-to-len scp:feats.scp";
 
 int main(int argc, char **argv) {
-    options_parse(&argc, argv, usage, NULL, 0);
-    if (argc != 2 && argc != 3) options_usage_exit(usage, NULL, 0);
+    options_parse_args(&argc, argv, usage, NULL, 0, 1, 2);
     const char *in_name = argv[1], *out_name = argc == 3 ? argv[2] : NULL;
     struct table_reader reader;
     struct table_writer writer;

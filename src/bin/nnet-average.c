@@ -1,7 +1,7 @@
 /* nnet-average: weighted average of models (the averaging step of parallel training), with the
  * job-level agreement filter, EASGD's elastic centre update, block momentum (BMUF) and HWA's
- * window: the methods are tables in src/train/average-methods.c. */
-#include "train/average.h"
+ * window: the methods are tables in src/models/average-methods.c. */
+#include "models/models.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +15,7 @@ static const char *usage =
     "--elastic-alpha=A with --elastic-center=C writes EASGD's centre C + A sum_i (model_i - C).\n"
     "--bmuf with --previous-model=S: block momentum (BMUF; DiLoCo's outer Nesterov) on the\n"
     "average A: m <- eta m + zeta (A - S), read from --block-state-in (absent: zero) and written\n"
-    "to --block-state-out; writes the next start model (src/train/bmuf.h has the rule).\n"
+    "to --block-state-out; writes the next start model (src/update/update.h has the rule).\n"
     "Two methods' options exclude each other.\n"
     "Usage:  nnet-average [options] <model1> <model2> ... <modelN> <model-out>\n"
     "e.g.:   nnet-average 2.1.mdl 2.2.mdl 2.3.mdl 2.mdl\n"
@@ -39,8 +39,7 @@ int main(int argc, char **argv) {
         {"elastic-center", OPT_STRING, &r.center, "The current centre (for --elastic-alpha)"},
     };
     int nspecs = 7 + bmuf_cli_register(&bc, &r.bmuf, specs + 7);
-    options_parse(&argc, argv, usage, specs, nspecs);
-    if (argc < 3) options_usage_exit(usage, specs, nspecs);
+    options_parse_args(&argc, argv, usage, specs, nspecs, 2, -1);
     if (bmuf_cli_check(&bc)) die("%s", error_get());
     r.bmuf_state_in = bc.state_in;
     r.bmuf_state_out = bc.state_out;

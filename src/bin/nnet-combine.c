@@ -1,6 +1,5 @@
 /* nnet-combine: trained per-layer combination of the last models (Kaldi nnet-combine-fast). */
-#include "train/combine.h"
-#include "train/twa.h"
+#include "models/models.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +36,7 @@ int main(int argc, char **argv) {
         {"twa-train-egs", OPT_STRING, &twa_train,
          "TWA: fit on these examples (TWA-t) instead of the validation examples (TWA-v)"},
     };
-    options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
-    if (argc < 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
+    options_parse_args(&argc, argv, usage, specs, sizeof specs / sizeof specs[0], 3, -1);
     static const struct option_limit limits[] = {{"minibatch-size", 1, 1 << 20}};
     options_check_limits(specs, sizeof specs / sizeof specs[0], limits, 1);
     if (o.minibatch_size < 1) die("--minibatch-size=%d: must be at least 1", o.minibatch_size);

@@ -16,8 +16,7 @@ int main(int argc, char **argv) {
         {"minibatch-size", OPT_INT, &minibatch_size, "Examples evaluated at a time"},
         MATRIX_CLI_OPTIONS(mc),
     };
-    options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
-    if (argc != 3) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
+    options_parse_args(&argc, argv, usage, specs, sizeof specs / sizeof specs[0], 2, 2);
     static const struct option_limit limits[] = {{"minibatch-size", 1, 1 << 20}};
     options_check_limits(specs, sizeof specs / sizeof specs[0], limits, 1);
     if (minibatch_size < 1) die("--minibatch-size must be at least 1");

@@ -21,7 +21,6 @@ static const char *usage =
     "nnet-copy-egs --frame=3 ark:egs.1.ark ark:- | nnet-shuffle-egs ...\n";
 
 int main(int argc, char **argv) {
-    log_set_program(argv[0]);
     int random = 0, srand = 0;
     double keep = 1.0;
     const char *compress = "", *frame_opt = "";
@@ -36,8 +35,7 @@ int main(int argc, char **argv) {
          "Keep only this labelled frame of each example: an index from 0, or random (empty: all)"},
     };
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    options_parse(&argc, argv, usage, specs, nspecs);
-    if (argc < 3) options_usage_exit(usage, specs, nspecs);
+    options_parse_args(&argc, argv, usage, specs, nspecs, 2, -1);
     if (keep < 0) die("--keep-proportion must be >= 0");
     int how;
     if (egs_compress_parse(compress, &how)) {

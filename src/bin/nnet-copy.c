@@ -26,9 +26,7 @@ int main(int argc, char **argv) {
          "Multiply all learning rates by this (after --learning-rate(s))"},
     };
     int num_specs = (int)(sizeof specs / sizeof specs[0]);
-    log_set_program(argv[0]);
-    options_parse(&argc, argv, usage, specs, num_specs);
-    if (argc != 3) options_usage_exit(usage, specs, num_specs);
+    options_parse_args(&argc, argv, usage, specs, num_specs, 2, 2);
     const char *model_in = argv[1], *model_out = argv[2];
     if (lr >= 0 && lrs) die("give --learning-rate or --learning-rates, not both");
     if (lr_scale < 0) die("--learning-rate-scale must be >= 0, got %g", lr_scale);

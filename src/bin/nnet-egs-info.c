@@ -11,9 +11,7 @@ static const char *usage =
     "nnet-egs-info ark:egs/egs.1.0.ark\n";
 
 int main(int argc, char **argv) {
-    log_set_program(argv[0]);
-    options_parse(&argc, argv, usage, NULL, 0);
-    if (argc != 2) options_usage_exit(usage, NULL, 0);
+    options_parse_args(&argc, argv, usage, NULL, 0, 1, 1);
 
     struct egs_info info;
     if (egs_info_compute(argv[1], &info)) die("%s", error_get());

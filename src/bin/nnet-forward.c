@@ -26,8 +26,7 @@ int main(int argc, char **argv) {
         {"apply-log", OPT_BOOL, &apply_log, "Output log-probabilities instead of probabilities"},
         MATRIX_CLI_OPTIONS(mc),
     };
-    options_parse(&argc, argv, usage, specs, sizeof specs / sizeof specs[0]);
-    if (argc != 4) options_usage_exit(usage, specs, sizeof specs / sizeof specs[0]);
+    options_parse_args(&argc, argv, usage, specs, sizeof specs / sizeof specs[0], 3, 3);
     if (matrix_cli_apply(&mc)) die("%s", error_get());
     struct vector log_priors = {0};
     if (*class_frame_counts) {

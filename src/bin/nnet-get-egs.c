@@ -20,7 +20,6 @@ static const char *usage =
     "  ark:egs.1.ark\n";
 
 int main(int argc, char **argv) {
-    log_set_program(argv[0]);
     struct egs_get_opts opts = {0, 0, 1, EGS_COMPRESS_8BIT, 0};
     const char *compress = "8bit";
     const struct option_spec specs[] = {
@@ -34,8 +33,7 @@ int main(int argc, char **argv) {
          "Input storage: none, 8bit (Kaldi CompressedMatrix), 16bit or zlib"},
     };
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    options_parse(&argc, argv, usage, specs, nspecs);
-    if (argc != 4) options_usage_exit(usage, specs, nspecs);
+    options_parse_args(&argc, argv, usage, specs, nspecs, 3, 3);
     static const struct option_limit limits[] = {
         {"num-frames", 1, 10000}, {"left-context", 0, 1000}, {"right-context", 0, 1000}};
     options_check_limits(specs, nspecs, limits, 3);

@@ -1,6 +1,6 @@
 /* nnet-get-feature-transform: a normalising input transform for FixedAffineComponent. */
 #include "io/io.h"
-#include "train/feature-transform.h"
+#include "feat/feat.h"
 
 #include <string.h>
 

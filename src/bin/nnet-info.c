@@ -15,9 +15,7 @@ int main(int argc, char **argv) {
          "Print only the learning rates of the updatable components, colon-separated"},
     };
     int num_specs = (int)(sizeof specs / sizeof specs[0]);
-    log_set_program(argv[0]);
-    options_parse(&argc, argv, usage, specs, num_specs);
-    if (argc != 2) options_usage_exit(usage, specs, num_specs);
+    options_parse_args(&argc, argv, usage, specs, num_specs, 1, 1);
     const char *model_in = argv[1];
 
     struct nnet *n = nnet_read_file(model_in);

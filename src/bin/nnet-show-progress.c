@@ -14,9 +14,7 @@ static const char usage[] =
     " nnet-show-progress exp/nnet/1.mdl exp/nnet/2.mdl\n";
 
 int main(int argc, char **argv) {
-    log_set_program(argv[0]);
-    options_parse(&argc, argv, usage, NULL, 0);
-    if (argc != 3) options_usage_exit(usage, NULL, 0);
+    options_parse_args(&argc, argv, usage, NULL, 0, 2, 2);
     struct nnet *a = nnet_read_file(argv[1]);
     if (!a) die("cannot read '%s': %s", argv[1], error_get());
     struct nnet *b = nnet_read_file(argv[2]);

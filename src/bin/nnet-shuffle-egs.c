@@ -15,7 +15,6 @@ static const char *usage =
     "nnet-shuffle-egs --buffer-size=5000 --srand=3 ark:egs.1.ark ark:- | nnet-train ...\n";
 
 int main(int argc, char **argv) {
-    log_set_program(argv[0]);
     int srand = 0, buffer_size = 0, balanced = 0, group = 1;
     const struct option_spec specs[] = {
         {"srand", OPT_INT, &srand, "Seed for the random number generator"},
@@ -27,8 +26,7 @@ int main(int argc, char **argv) {
          "With --class-balanced: blocks drawn together from distinct examples (GAF's n)"},
     };
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    options_parse(&argc, argv, usage, specs, nspecs);
-    if (argc != 3) options_usage_exit(usage, specs, nspecs);
+    options_parse_args(&argc, argv, usage, specs, nspecs, 2, 2);
     static const struct option_limit limits[] = {{"buffer-size", 0, 1 << 20}};
     options_check_limits(specs, nspecs, limits, 1);
     if (buffer_size < 0) die("--buffer-size must be >= 0");

@@ -10,7 +10,6 @@ static const char *usage =
     "nnet-subset-egs --n=4000 --srand=2 ark:valid_all.egs ark:valid_diagnostic.egs\n";
 
 int main(int argc, char **argv) {
-    log_set_program(argv[0]);
     int n = 1000, srand = 0, randomize = 1;
     const struct option_spec specs[] = {
         {"n", OPT_INT, &n, "Number of examples to keep"},
@@ -18,8 +17,7 @@ int main(int argc, char **argv) {
         {"randomize-order", OPT_BOOL, &randomize, "Write the subset in a random order"},
     };
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    options_parse(&argc, argv, usage, specs, nspecs);
-    if (argc != 3) options_usage_exit(usage, specs, nspecs);
+    options_parse_args(&argc, argv, usage, specs, nspecs, 2, 2);
     /* --n=0 would write an empty archive: "processed nothing" is an error (docs/STYLE.md §9). */
     static const struct option_limit limits[] = {{"n", 1, 1 << 26}};
     options_check_limits(specs, nspecs, limits, 1);

@@ -20,8 +20,7 @@ int main(int argc, char **argv) {
     struct train_cli c;
     struct option_spec specs[TRAIN_CLI_MAX_SPECS];
     int num_specs = train_cli_register(&c, &o, TRAIN_CLI_ALL, 0, specs);
-    options_parse(&argc, argv, usage, specs, num_specs);
-    if (argc != 4) options_usage_exit(usage, specs, num_specs);
+    options_parse_args(&argc, argv, usage, specs, num_specs, 3, 3);
     if (train_cli_check(&c)) die("%s", error_get());
     if (matrix_cli_apply(&c.mc)) die("%s", error_get());
 

@@ -14,8 +14,7 @@ int main(int argc, char **argv) {
         {"right-context", OPT_INT, &right, "Number of frames of right context"},
     };
     int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    options_parse(&argc, argv, usage, specs, nspecs);
-    if (argc != 3) options_usage_exit(usage, specs, nspecs);
+    options_parse_args(&argc, argv, usage, specs, nspecs, 2, 2);
     if (left < 0 || right < 0 || left > 1000 || right > 1000)
         die("invalid --left-context=%d / --right-context=%d (0..1000)", left, right);
     struct table_reader reader;

@@ -137,6 +137,16 @@ void cuda_add_at(struct cuda_mat m, float alpha, int n, const int *rows, const i
                  const float *values);
 void cuda_get_at(struct cuda_mat m, int n, const int *rows, const int *cols, float *out);
 
+/* ---- sums across processes (comm.c: NCCL; only nnet-train-mpi links it, with -lnccl) ----
+ * cuda_comm_new is collective over the size processes: rank 0 draws the communicator's id and
+ * bcast hands it to the others. 0, or -1 with error_set (NCCL's message). cuda_comm_sum: data
+ * (device memory) summed over the processes in place, done when it returns. */
+struct cuda_comm;
+int cuda_comm_new(struct cuda_comm **out, int rank, int size,
+                  void (*bcast)(void *ctx, void *buf, int bytes), void *ctx);
+int cuda_comm_sum(struct cuda_comm *c, float *data, size_t count);
+void cuda_comm_free(struct cuda_comm *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -147,136 +147,123 @@ static int word_id(const struct decode_graph *g, const char *w) {
     return -1;
 }
 
-struct decode_graph *decode_graph_read(const char *lang, const struct decode_opts *opts) {
-    char path[4096], line[8192];
-    struct decode_graph *g = xcalloc(1, sizeof *g);
-    g->max_pdf = -1;
-    struct phone *phones = NULL;
-    int nphones = 0;
-    FILE *f = NULL;
-    int lineno = 0;
-    /* words.txt */
-    snprintf(path, sizeof path, "%s/words.txt", lang);
-    if (!(f = fopen(path, "r"))) {
-        error_set("cannot open '%s': %s", path, strerror(errno));
-        goto fail;
-    }
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
+/* Open <lang>/<name> into path (for the errors): the stream, or NULL with error_set. */
+static FILE *lang_open(char *path, size_t size, const char *lang, const char *name) {
+    snprintf(path, size, "%s/%s", lang, name);
+    FILE *f = fopen(path, "r");
+    if (!f) error_set("cannot open '%s': %s", path, strerror(errno));
+    return f;
+}
+
+/* words.txt: "<word> <id>" lines into g->words. 0, or -1 with error_set. */
+static int read_words(struct decode_graph *g, FILE *f, const char *path) {
+    char line[8192];
+    for (int lineno = 1; fgets(line, sizeof line, f); lineno++) {
         char *s, *w = strtok_r(line, " \t\r\n", &s), *id = next_tok(&s);
         if (!w) continue;
         int v;
-        if (!id || parse_int(id, &v) || v < 0 || v > 10000000 || next_tok(&s)) {
-            error_set("file '%s' line %d: expected '<word> <id>'", path, lineno);
-            goto fail;
-        }
+        if (!id || parse_int(id, &v) || v < 0 || v > 10000000 || next_tok(&s))
+            return error_set("file '%s' line %d: expected '<word> <id>'", path, lineno);
         if (v >= g->num_words) {
             g->words = xrealloc(g->words, sizeof(char *) * (size_t)(v + 1));
             for (int i = g->num_words; i <= v; i++) g->words[i] = NULL;
             g->num_words = v + 1;
         }
-        if (g->words[v]) {
-            error_set("file '%s' line %d: id %d used twice", path, lineno, v);
-            goto fail;
-        }
+        if (g->words[v]) return error_set("file '%s' line %d: id %d used twice", path, lineno, v);
         g->words[v] = xstrdup(w);
     }
-    fclose(f);
-    f = NULL;
-    /* phone_pdfs.txt */
-    snprintf(path, sizeof path, "%s/phone_pdfs.txt", lang);
-    if (!(f = fopen(path, "r"))) {
-        error_set("cannot open '%s': %s", path, strerror(errno));
-        goto fail;
-    }
-    lineno = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
+    return 0;
+}
+
+/* phone_pdfs.txt: "<phone> <pdf> ..." lines into *phones (*nphones of them, owned by the caller
+ * even on failure). 0, or -1 with error_set. */
+static int read_phones(struct phone **phones, int *nphones, FILE *f, const char *path) {
+    char line[8192];
+    for (int lineno = 1; fgets(line, sizeof line, f); lineno++) {
         char *s, *name = strtok_r(line, " \t\r\n", &s);
         if (!name) continue;
-        phones = xrealloc(phones, sizeof *phones * (size_t)(nphones + 1));
-        struct phone *p = &phones[nphones++];
+        *phones = xrealloc(*phones, sizeof **phones * (size_t)(*nphones + 1));
+        struct phone *p = &(*phones)[(*nphones)++];
         p->name = xstrdup(name);
         p->pdfs = NULL;
         p->n = 0;
         for (char *t; (t = next_tok(&s));) {
             int v;
-            if (parse_int(t, &v) || v < 0) {
-                error_set("file '%s' line %d: bad pdf '%s'", path, lineno, t);
-                goto fail;
-            }
+            if (parse_int(t, &v) || v < 0)
+                return error_set("file '%s' line %d: bad pdf '%s'", path, lineno, t);
             p->pdfs = xrealloc(p->pdfs, sizeof(int) * (size_t)(p->n + 1));
             p->pdfs[p->n++] = v;
         }
-        if (!p->n) {
-            error_set("file '%s' line %d: phone '%s' has no states", path, lineno, name);
-            goto fail;
-        }
+        if (!p->n)
+            return error_set("file '%s' line %d: phone '%s' has no states", path, lineno, name);
     }
-    fclose(f);
-    f = NULL;
-    /* The chains: silence first, then pronunciations, then the closing silence (isolated). */
-    const struct phone *sil = NULL;
-    if (opts->silence_phone && *opts->silence_phone) {
-        sil = find_phone(phones, nphones, opts->silence_phone);
-        if (!sil) {
-            error_set("'%s/phone_pdfs.txt': no silence phone '%s'", lang, opts->silence_phone);
-            goto fail;
-        }
-    }
-    int iso = opts->grammar == DECODE_ISOLATED;
-    unsigned b_start = 1u << KIND_START, b_silb = 1u << KIND_SIL_BEGIN,
-             b_word = 1u << KIND_WORD, b_sile = 1u << KIND_SIL_END;
-    if (sil) add_chain(g, &sil, 1, -1, KIND_SIL_BEGIN, iso ? b_start : b_start | b_silb | b_word);
-    snprintf(path, sizeof path, "%s/lexicon.txt", lang);
-    if (!(f = fopen(path, "r"))) {
-        error_set("cannot open '%s': %s", path, strerror(errno));
-        goto fail;
-    }
-    lineno = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
+    return 0;
+}
+
+/* lexicon.txt: a chain per pronunciation, entered from the kinds in `from`. 0, or -1. */
+static int read_lexicon(struct decode_graph *g, const struct phone *phones, int nphones,
+                        unsigned from, FILE *f, const char *path) {
+    char line[8192];
+    for (int lineno = 1; fgets(line, sizeof line, f); lineno++) {
         char *s, *w = strtok_r(line, " \t\r\n", &s);
         if (!w) continue;
         int id = word_id(g, w);
-        if (id < 0) {
-            error_set("file '%s' line %d: word '%s' is not in words.txt", path, lineno, w);
-            goto fail;
-        }
+        if (id < 0)
+            return error_set("file '%s' line %d: word '%s' is not in words.txt", path, lineno, w);
         const struct phone *ph[256];
         int n = 0;
         for (char *t; (t = next_tok(&s));) {
-            if (n == 256) {
-                error_set("file '%s' line %d: pronunciation too long", path, lineno);
-                goto fail;
-            }
-            if (!(ph[n++] = find_phone(phones, nphones, t))) {
-                error_set("file '%s' line %d: unknown phone '%s'", path, lineno, t);
-                goto fail;
-            }
+            if (n == 256)
+                return error_set("file '%s' line %d: pronunciation too long", path, lineno);
+            if (!(ph[n++] = find_phone(phones, nphones, t)))
+                return error_set("file '%s' line %d: unknown phone '%s'", path, lineno, t);
         }
-        if (!n) {
-            error_set("file '%s' line %d: word '%s' has no phones", path, lineno, w);
-            goto fail;
-        }
-        add_chain(g, ph, n, id, KIND_WORD, iso ? b_start | b_silb : b_start | b_silb | b_word);
+        if (!n) return error_set("file '%s' line %d: word '%s' has no phones", path, lineno, w);
+        add_chain(g, ph, n, id, KIND_WORD, from);
         g->num_prons++;
     }
-    fclose(f);
-    f = NULL;
-    if (!g->num_prons) {
-        error_set("file '%s': no pronunciations", path);
-        goto fail;
-    }
-    if (sil && iso) add_chain(g, &sil, 1, -1, KIND_SIL_END, b_word);
-    g->final_kinds = iso ? b_word | b_sile : b_silb | b_word;
-    free_phones(phones, nphones);
-    return g;
-fail:
+    if (!g->num_prons) return error_set("file '%s': no pronunciations", path);
+    return 0;
+}
+
+struct decode_graph *decode_graph_read(const char *lang, const struct decode_opts *opts) {
+    char path[4096];
+    struct decode_graph *g = xcalloc(1, sizeof *g);
+    g->max_pdf = -1;
+    struct phone *phones = NULL;
+    int nphones = 0, bad;
+    FILE *f = lang_open(path, sizeof path, lang, "words.txt");
+    bad = !f || read_words(g, f, path);
     if (f) fclose(f);
+    if (!bad) {
+        f = lang_open(path, sizeof path, lang, "phone_pdfs.txt");
+        bad = !f || read_phones(&phones, &nphones, f, path);
+        if (f) fclose(f);
+    }
+    /* The chains: silence first, then pronunciations, then the closing silence (isolated). */
+    const struct phone *sil = NULL;
+    if (!bad && opts->silence_phone && *opts->silence_phone &&
+        !(sil = find_phone(phones, nphones, opts->silence_phone)))
+        bad = error_set("'%s/phone_pdfs.txt': no silence phone '%s'", lang, opts->silence_phone);
+    int iso = opts->grammar == DECODE_ISOLATED;
+    unsigned b_start = 1u << KIND_START, b_silb = 1u << KIND_SIL_BEGIN,
+             b_word = 1u << KIND_WORD, b_sile = 1u << KIND_SIL_END;
+    if (!bad && sil)
+        add_chain(g, &sil, 1, -1, KIND_SIL_BEGIN, iso ? b_start : b_start | b_silb | b_word);
+    if (!bad) {
+        f = lang_open(path, sizeof path, lang, "lexicon.txt");
+        bad = !f || read_lexicon(g, phones, nphones,
+                                 iso ? b_start | b_silb : b_start | b_silb | b_word, f, path);
+        if (f) fclose(f);
+    }
+    if (!bad && sil && iso) add_chain(g, &sil, 1, -1, KIND_SIL_END, b_word);
     free_phones(phones, nphones);
-    decode_graph_free(g);
-    return NULL;
+    if (bad) {
+        decode_graph_free(g);
+        return NULL;
+    }
+    g->final_kinds = iso ? b_word | b_sile : b_silb | b_word;
+    return g;
 }
 
 void decode_graph_free(struct decode_graph *g) {
@@ -355,6 +342,98 @@ static int new_link(struct decoder *d, int word, int prev) {
     return d->num_links++;
 }
 
+/* Best exit of each kind of chain at the end of frame t-1 (KIND_START: only at t = 0), with its
+ * word history (the exiting chain's word linked in). */
+static void chain_exits(struct decoder *d, int t, double lp_fwd, double *exit_score,
+                        int *exit_hist) {
+    const struct decode_graph *g = d->g;
+    for (int k = 0; k < NUM_KINDS; k++) {
+        exit_score[k] = -INFINITY;
+        exit_hist[k] = -1;
+    }
+    if (t == 0) {
+        exit_score[KIND_START] = 0;
+        return;
+    }
+    int exit_chain[NUM_KINDS] = {-1, -1, -1, -1};
+    for (int c = 0; c < g->num_chains; c++) {
+        if (!d->active[c]) continue;
+        const struct chain *ch = &g->chains[c];
+        double v = d->score[ch->last] + lp_fwd;
+        if (v > exit_score[ch->kind]) {
+            exit_score[ch->kind] = v;
+            exit_chain[ch->kind] = c;
+        }
+    }
+    for (int k = 1; k < NUM_KINDS; k++) {
+        int c = exit_chain[k];
+        if (c < 0) continue;
+        int h = d->hist[g->chains[c].last];
+        exit_hist[k] = g->chains[c].word >= 0 ? new_link(d, g->chains[c].word, h) : h;
+    }
+}
+
+/* One frame (log-likelihood row) of the Viterbi pass: d->score/hist advance by one frame, beam
+ * pruned. */
+static void decode_frame(struct decoder *d, const float *row, int t) {
+    const struct decode_graph *g = d->g;
+    const double NEG = -INFINITY;
+    const double ts = d->o.transition_scale, am = d->o.acoustic_scale;
+    /* log(1 - p), not log1p(-p): for p = 0.5 both transitions then score exactly the same. */
+    const double lp_loop = ts * log(d->o.self_loop_prob);
+    const double lp_fwd = ts * log(1.0 - d->o.self_loop_prob);
+    double exit_score[NUM_KINDS];
+    int exit_hist[NUM_KINDS];
+    chain_exits(d, t, lp_fwd, exit_score, exit_hist);
+    double best = NEG;
+    for (int c = 0; c < g->num_chains; c++) {
+        const struct chain *ch = &g->chains[c];
+        /* Entering the chain at its first state. */
+        double enter = NEG;
+        int enter_h = -1;
+        for (int k = 0; k < NUM_KINDS; k++)
+            if ((ch->enter_from >> k & 1u) && exit_score[k] > enter) {
+                enter = exit_score[k];
+                enter_h = exit_hist[k];
+            }
+        if (ch->word >= 0) enter -= d->o.word_insertion_penalty;
+        if (enter == NEG && !d->active[c]) { /* nothing reaches this chain */
+            for (int s = ch->first; s <= ch->last; s++) d->next[s] = NEG;
+            continue;
+        }
+        for (int s = ch->first; s <= ch->last; s++) {
+            double v = d->score[s] + lp_loop;
+            int h = d->hist[s];
+            double alt = s == ch->first ? enter : d->score[s - 1] + lp_fwd;
+            int alt_h = s == ch->first ? enter_h : d->hist[s - 1];
+            if (alt > v) {
+                v = alt;
+                h = alt_h;
+            }
+            if (v > NEG) v += am * row[g->pdf[s]];
+            d->next[s] = v;
+            d->next_hist[s] = h;
+            if (v > best) best = v;
+        }
+    }
+    /* Beam pruning. */
+    double thr = best - d->o.beam;
+    for (int c = 0; c < g->num_chains; c++) {
+        int any = 0;
+        for (int s = g->chains[c].first; s <= g->chains[c].last; s++) {
+            if (d->next[s] < thr) d->next[s] = NEG;
+            else any = 1;
+        }
+        d->active[c] = (unsigned char)any;
+    }
+    double *tmp = d->score;
+    d->score = d->next;
+    d->next = tmp;
+    int *th = d->hist;
+    d->hist = d->next_hist;
+    d->next_hist = th;
+}
+
 int decoder_decode(struct decoder *d, const struct matrix *ll, struct decode_result *res) {
     const struct decode_graph *g = d->g;
     ASSERT(ll->device == MATRIX_CPU);
@@ -364,95 +443,14 @@ int decoder_decode(struct decoder *d, const struct matrix *ll, struct decode_res
         return error_set("the graph uses pdf %d but the likelihoods have %d columns", g->max_pdf,
                          ll->cols);
     const double NEG = -INFINITY;
-    const double ts = d->o.transition_scale, am = d->o.acoustic_scale;
-    /* log(1 - p), not log1p(-p): for p = 0.5 both transitions then score exactly the same. */
-    const double lp_loop = ts * log(d->o.self_loop_prob);
-    const double lp_fwd = ts * log(1.0 - d->o.self_loop_prob);
-    const double wip = d->o.word_insertion_penalty;
     int S = g->num_states;
     d->num_links = 0;
-    double exit_score[NUM_KINDS];
-    int exit_hist[NUM_KINDS];
     for (int s = 0; s < S; s++) {
         d->score[s] = NEG;
         d->hist[s] = -1;
     }
     memset(d->active, 0, (size_t)g->num_chains);
-    for (int t = 0; t < ll->rows; t++) {
-        const float *row = ll->data + (size_t)t * ll->stride;
-        /* Best exit of each kind of chain at the end of frame t-1 (KIND_START: only at t = 0). */
-        for (int k = 0; k < NUM_KINDS; k++) {
-            exit_score[k] = NEG;
-            exit_hist[k] = -1;
-        }
-        int exit_chain[NUM_KINDS] = {-1, -1, -1, -1};
-        if (t == 0) {
-            exit_score[KIND_START] = 0;
-        } else {
-            for (int c = 0; c < g->num_chains; c++) {
-                if (!d->active[c]) continue;
-                const struct chain *ch = &g->chains[c];
-                double v = d->score[ch->last] + lp_fwd;
-                if (v > exit_score[ch->kind]) {
-                    exit_score[ch->kind] = v;
-                    exit_chain[ch->kind] = c;
-                }
-            }
-            for (int k = 1; k < NUM_KINDS; k++) {
-                int c = exit_chain[k];
-                if (c < 0) continue;
-                int h = d->hist[g->chains[c].last];
-                exit_hist[k] = g->chains[c].word >= 0 ? new_link(d, g->chains[c].word, h) : h;
-            }
-        }
-        double best = NEG;
-        for (int c = 0; c < g->num_chains; c++) {
-            const struct chain *ch = &g->chains[c];
-            /* Entering the chain at its first state. */
-            double enter = NEG;
-            int enter_h = -1;
-            for (int k = 0; k < NUM_KINDS; k++)
-                if ((ch->enter_from >> k & 1u) && exit_score[k] > enter) {
-                    enter = exit_score[k];
-                    enter_h = exit_hist[k];
-                }
-            if (ch->word >= 0) enter -= wip;
-            if (enter == NEG && !d->active[c]) { /* nothing reaches this chain */
-                for (int s = ch->first; s <= ch->last; s++) d->next[s] = NEG;
-                continue;
-            }
-            for (int s = ch->first; s <= ch->last; s++) {
-                double v = d->score[s] + lp_loop;
-                int h = d->hist[s];
-                double alt = s == ch->first ? enter : d->score[s - 1] + lp_fwd;
-                int alt_h = s == ch->first ? enter_h : d->hist[s - 1];
-                if (alt > v) {
-                    v = alt;
-                    h = alt_h;
-                }
-                if (v > NEG) v += am * row[g->pdf[s]];
-                d->next[s] = v;
-                d->next_hist[s] = h;
-                if (v > best) best = v;
-            }
-        }
-        /* Beam pruning. */
-        double thr = best - d->o.beam;
-        for (int c = 0; c < g->num_chains; c++) {
-            int any = 0;
-            for (int s = g->chains[c].first; s <= g->chains[c].last; s++) {
-                if (d->next[s] < thr) d->next[s] = NEG;
-                else any = 1;
-            }
-            d->active[c] = (unsigned char)any;
-        }
-        double *tmp = d->score;
-        d->score = d->next;
-        d->next = tmp;
-        int *th = d->hist;
-        d->hist = d->next_hist;
-        d->next_hist = th;
-    }
+    for (int t = 0; t < ll->rows; t++) decode_frame(d, ll->data + (size_t)t * ll->stride, t);
     /* The best final state. */
     double best = NEG;
     int best_s = -1;
@@ -821,4 +819,32 @@ void decode_edit_counts_add(struct decode_edit_counts *c, char *const *ref, int 
     c->ref_words += nr;
     free(prev);
     free(cur);
+}
+
+int decode_aligner_open(struct decode_aligner *a, const char *lang, const struct decode_opts *o,
+                        const char *matrix_rspec, const char *text_rspec, const char *ali_wspec) {
+    memset(a, 0, sizeof *a);
+    if (!(a->g = decode_graph_read(lang, o))) return -1;
+    if (decode_text_open(&a->text, text_rspec, a->g)) goto fail_graph;
+    if (table_reader_open(&a->in, matrix_rspec, &holder_matrix)) goto fail_text;
+    if (table_writer_open(&a->out, ali_wspec, &holder_int32_vector) == 0) return 0;
+    table_reader_close(&a->in);
+fail_text:
+    decode_text_close(&a->text);
+fail_graph:
+    decode_graph_free(a->g);
+    return -1;
+}
+
+int decode_aligner_close(struct decode_aligner *a, int rc) {
+    char *read_error = rc < 0 ? xstrdup(error_get()) : NULL; /* the first error is the one said */
+    int bad = rc < 0 || table_reader_close(&a->in);
+    if (read_error) table_reader_close(&a->in);
+    if (bad) table_writer_abort(&a->out);
+    else if (table_writer_close(&a->out)) bad = 1;
+    decode_text_close(&a->text);
+    decode_graph_free(a->g);
+    if (read_error) error_set("%s", read_error);
+    free(read_error);
+    return bad ? -1 : 0;
 }

@@ -146,6 +146,20 @@ int decode_text_open(struct decode_text_reader *tr, const char *rspecifier,
 int decode_text_lookup(const struct decode_text_reader *tr, const char *key, const int **words,
                        int *num_words);
 void decode_text_close(struct decode_text_reader *tr);
+/* What the aligners (align-equal, align-mapped) open together: the lang directory's graph, the
+ * transcripts, a reader of one matrix per utterance (features or log-likelihoods) and a writer of
+ * alignments (int32 vectors). open: 0, or -1 with error_set (nothing left open). close(a, rc):
+ * rc is the reading loop's last table_reader_next status; -1 (error set) if it was an error or a
+ * close failed; everything is freed either way. */
+struct decode_aligner {
+    struct decode_graph *g;
+    struct decode_text_reader text;
+    struct table_reader in;
+    struct table_writer out;
+};
+int decode_aligner_open(struct decode_aligner *a, const char *lang, const struct decode_opts *o,
+                        const char *matrix_rspec, const char *text_rspec, const char *ali_wspec);
+int decode_aligner_close(struct decode_aligner *a, int rc);
 
 /* ---- word error rate ---- */
 struct decode_edit_counts {

@@ -38,50 +38,49 @@ void feat_opts_default(struct feat_opts *o, int kind) {
 
 int feat_opts_specs(struct feat_opts *o, struct option_spec *specs) {
     int n = 0;
-#define ADD(name, type, ptr, help) specs[n++] = (struct option_spec){name, type, ptr, help}
-    ADD("sample-frequency", OPT_FLOAT, &o->samp_freq,
-        "Waveform data sample frequency (must match the waveform file, if specified there)");
-    ADD("frame-length", OPT_FLOAT, &o->frame_length_ms, "Frame length in milliseconds");
-    ADD("frame-shift", OPT_FLOAT, &o->frame_shift_ms, "Frame shift in milliseconds");
-    ADD("dither", OPT_FLOAT, &o->dither, "Dithering constant (0.0 means no dither)");
-    ADD("preemphasis-coefficient", OPT_FLOAT, &o->preemph_coeff,
-        "Coefficient for use in signal preemphasis");
-    ADD("remove-dc-offset", OPT_BOOL, &o->remove_dc_offset,
-        "Subtract mean from waveform on each frame");
-    ADD("window-type", OPT_STRING, &o->window_type,
-        "Type of window (\"hamming\"|\"hanning\"|\"povey\"|\"rectangular\"|\"sine\"|\"blackman\")");
-    ADD("round-to-power-of-two", OPT_BOOL, &o->round_to_power_of_two,
-        "If true, round window size to power of two by zero-padding input to FFT.");
-    ADD("blackman-coeff", OPT_FLOAT, &o->blackman_coeff,
-        "Constant coefficient for generalized Blackman window.");
-    ADD("snip-edges", OPT_BOOL, &o->snip_edges,
-        "If true, end effects will be handled by outputting only frames that completely fit in "
-        "the file, and the number of frames depends on the frame-length.  If false, the number "
-        "of frames depends only on the frame-shift, and we reflect the data at the ends.");
-    ADD("num-mel-bins", OPT_INT, &o->num_bins, "Number of triangular mel-frequency bins");
-    ADD("low-freq", OPT_FLOAT, &o->low_freq, "Low cutoff frequency for mel bins");
-    ADD("high-freq", OPT_FLOAT, &o->high_freq,
-        "High cutoff frequency for mel bins (if <= 0, offset from Nyquist)");
-    ADD("use-energy", OPT_BOOL, &o->use_energy,
-        o->kind == FEAT_MFCC ? "Use energy (not C0) in MFCC computation"
-                             : "Add an extra dimension with energy to the FBANK output.");
-    ADD("energy-floor", OPT_FLOAT, &o->energy_floor,
-        "Floor on energy (absolute, not relative) in MFCC/FBANK computation. Only makes a "
-        "difference if --use-energy=true; only necessary if --dither=0.0.  Suggested values: "
-        "0.1 or 1.0");
-    ADD("raw-energy", OPT_BOOL, &o->raw_energy,
-        "If true, compute energy before preemphasis and windowing");
+    OPTION("sample-frequency", OPT_FLOAT, &o->samp_freq,
+           "Waveform data sample frequency (must match the waveform file, if specified there)");
+    OPTION("frame-length", OPT_FLOAT, &o->frame_length_ms, "Frame length in milliseconds");
+    OPTION("frame-shift", OPT_FLOAT, &o->frame_shift_ms, "Frame shift in milliseconds");
+    OPTION("dither", OPT_FLOAT, &o->dither, "Dithering constant (0.0 means no dither)");
+    OPTION("preemphasis-coefficient", OPT_FLOAT, &o->preemph_coeff,
+           "Coefficient for use in signal preemphasis");
+    OPTION("remove-dc-offset", OPT_BOOL, &o->remove_dc_offset,
+           "Subtract mean from waveform on each frame");
+    OPTION("window-type", OPT_STRING, &o->window_type,
+           "Type of window "
+           "(\"hamming\"|\"hanning\"|\"povey\"|\"rectangular\"|\"sine\"|\"blackman\")");
+    OPTION("round-to-power-of-two", OPT_BOOL, &o->round_to_power_of_two,
+           "If true, round window size to power of two by zero-padding input to FFT.");
+    OPTION("blackman-coeff", OPT_FLOAT, &o->blackman_coeff,
+           "Constant coefficient for generalized Blackman window.");
+    OPTION("snip-edges", OPT_BOOL, &o->snip_edges,
+           "If true, end effects will be handled by outputting only frames that completely fit in "
+           "the file, and the number of frames depends on the frame-length.  If false, the number "
+           "of frames depends only on the frame-shift, and we reflect the data at the ends.");
+    OPTION("num-mel-bins", OPT_INT, &o->num_bins, "Number of triangular mel-frequency bins");
+    OPTION("low-freq", OPT_FLOAT, &o->low_freq, "Low cutoff frequency for mel bins");
+    OPTION("high-freq", OPT_FLOAT, &o->high_freq,
+           "High cutoff frequency for mel bins (if <= 0, offset from Nyquist)");
+    OPTION("use-energy", OPT_BOOL, &o->use_energy,
+           o->kind == FEAT_MFCC ? "Use energy (not C0) in MFCC computation"
+                                : "Add an extra dimension with energy to the FBANK output.");
+    OPTION("energy-floor", OPT_FLOAT, &o->energy_floor,
+           "Floor on energy (absolute, not relative) in MFCC/FBANK computation. Only makes a "
+           "difference if --use-energy=true; only necessary if --dither=0.0.  Suggested values: "
+           "0.1 or 1.0");
+    OPTION("raw-energy", OPT_BOOL, &o->raw_energy,
+           "If true, compute energy before preemphasis and windowing");
     if (o->kind == FEAT_MFCC) {
-        ADD("num-ceps", OPT_INT, &o->num_ceps,
-            "Number of cepstra in MFCC computation (including C0)");
-        ADD("cepstral-lifter", OPT_FLOAT, &o->cepstral_lifter,
-            "Constant that controls scaling of MFCCs");
+        OPTION("num-ceps", OPT_INT, &o->num_ceps,
+               "Number of cepstra in MFCC computation (including C0)");
+        OPTION("cepstral-lifter", OPT_FLOAT, &o->cepstral_lifter,
+               "Constant that controls scaling of MFCCs");
     } else {
-        ADD("use-log-fbank", OPT_BOOL, &o->use_log_fbank,
-            "If true, produce log-filterbank, else produce linear.");
-        ADD("use-power", OPT_BOOL, &o->use_power, "If true, use power, else use magnitude.");
+        OPTION("use-log-fbank", OPT_BOOL, &o->use_log_fbank,
+               "If true, produce log-filterbank, else produce linear.");
+        OPTION("use-power", OPT_BOOL, &o->use_power, "If true, use power, else use magnitude.");
     }
-#undef ADD
     ASSERT(n <= FEAT_MAX_SPECS);
     return n;
 }

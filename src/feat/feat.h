@@ -1,5 +1,6 @@
 /* feat: speech front-end in Kaldi's definitions — WAVE reading, framing, mel filterbanks, fbank
- * and MFCC features, CMVN statistics, frame splicing.
+ * and MFCC features, CMVN statistics, frame splicing, and the input transforms a network starts
+ * with (mean/variance, LDA: nnet-get-feature-transform).
  *
  * Numbers follow Kaldi's src/feat/ (feature-window.cc, mel-computations.cc, feature-fbank.cc,
  * feature-mfcc.cc) so that with --dither=0 features match Kaldi's for the same audio to float
@@ -214,5 +215,31 @@ int feat_cmvn_apply(const struct feat_dmatrix *stats, int norm_vars, struct matr
 /* ---- splicing ---- */
 /* *out: zeroed or a host matrix; becomes in->rows x in->cols * (left + 1 + right). */
 void feat_splice(const struct matrix *in, int left, int right, struct matrix *out);
+
+/* ---- input transforms (feature-transform.c) ----
+ * Input normalisation (nnet-get-feature-transform; Kaldi nnet2's get_lda.sh /
+ * nnet-get-feature-transform): per-dimension mean/variance, or LDA on spliced frames, as the
+ * (out x in+1) matrix a FixedAffineComponent reads (matrix=F: linear part | bias column). It
+ * reads feature tables, not example archives, and knows nothing of the network. */
+
+enum feature_transform_type {
+    FEATURE_TRANSFORM_MEANVAR, /* x -> (x - mean) / stddev per dimension (constant: centred) */
+    FEATURE_TRANSFORM_LDA,     /* LDA on frames spliced with left/right context: the rows, largest
+                                * between-class variance first, decorrelate the within-class
+                                * covariance; each output dimension has unit total variance */
+};
+struct feature_transform_options {
+    enum feature_transform_type type;
+    int left_context, right_context; /* LDA: frames spliced around each frame (edges repeated) */
+    int dim;                          /* LDA: output dimension (0: all) */
+};
+void feature_transform_options_default(struct feature_transform_options *o);
+/* Statistics of every frame of feats_rspec (labels_rspec: per-frame int32 labels, LDA only; an
+ * utterance without matching labels is left out with a warning) -> *out (host, matrix_init'ed):
+ * the (out x in + 1) matrix [A | b] of a FixedAffineComponent's matrix=F, y = A x + b. *num_frames
+ * (may be NULL) receives the frames used. Returns 0, or -1 (error_set: file, key, reason). */
+int feature_transform_estimate(const char *feats_rspec, const char *labels_rspec,
+                               const struct feature_transform_options *o, struct matrix *out,
+                               long long *num_frames);
 
 #endif

@@ -73,16 +73,26 @@ void cpu_set_num_threads(int n);
  * pool along c's longer side when each part is still a good product. */
 void cpu_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, struct cpu_mat b,
               int trans_b, float beta);
-/* The layer products (matrix_layer_product, matrix_layer_affine): the one place that picks their
- * engine, by the precision (cpu_set_layer_bf16, from matrix_set_precision) and the shape: under
- * bf16, onednn_gemm (onednn.h) where both sides are >= MATRIX_BF16_MIN_SIDE and the inner
- * dimension >= MATRIX_BF16_MIN_INNER, onednn_gemm_f32 for thin ones (a side or the inner dimension
- * in [MATRIX_F32_THIN_MIN, MATRIX_BF16_MIN_SIDE)), cpu_gemm otherwise and always under fp32.
- * keep_a, keep_b: enum matrix_keep. cpu_layer_affine: out = in w^T + 1 bias^T. */
+/* The layer products (matrix_layer_affine, matrix_layer_backprop, matrix_layer_weight_grad,
+ * matrix_add_mat_mat_layer): the one place that picks their engine, by the precision
+ * (cpu_set_layer_bf16, from matrix_set_precision) and the shape: under bf16, onednn_gemm
+ * (onednn.h) where both sides are >= MATRIX_BF16_MIN_SIDE and the inner dimension >=
+ * MATRIX_BF16_MIN_INNER, onednn_gemm_f32 for thin ones (a side or the inner dimension in
+ * [MATRIX_F32_THIN_MIN, MATRIX_BF16_MIN_SIDE)), cpu_gemm otherwise and always under fp32.
+ * role: the product's place in a layer, which says which bf16 copies are kept and reused
+ * (onednn.h enum onednn_keep). cpu_layer_affine: out = in w^T + 1 bias^T, the forward. */
+enum cpu_layer_role {
+    CPU_LAYER_PLAIN = 0,   /* nothing kept */
+    CPU_LAYER_FORWARD,     /* out = X W^T: X and W kept */
+    CPU_LAYER_BACKPROP,    /* dX = dY W: dY kept, W reused */
+    CPU_LAYER_WEIGHT_GRAD, /* dW = dY^T X: both reused */
+};
 void cpu_set_layer_bf16(int on);
 int cpu_layer_bf16(void);
-void cpu_layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
-                    struct cpu_mat b, int trans_b, int keep_b, float beta);
+void cpu_layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, struct cpu_mat b,
+                    int trans_b, float beta, int role);
+/* n floats at p are new storage: kept bf16 copies of the memory that was there go. */
+void cpu_layer_new_storage(const float *p, size_t n);
 void cpu_layer_affine(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *bias);
 /* c = alpha a a^T + beta c (trans 0) or alpha a^T a + beta c (trans 1), both triangles filled; the
  * lower triangle of c is read on entry. */

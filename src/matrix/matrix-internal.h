@@ -18,7 +18,8 @@
  * device: mixing devices in one operation is a programmer bug (matrix_copy and vector_copy are
  * the only operations that cross: GPU_EITHER). Without CUDA it asserts they are all on the CPU.
  *
- * The layer products (matrix_layer_product, precision.c) dispatch like the others; on the CPU,
+ * The layer products (matrix_layer_affine, _backprop, _weight_grad, matrix_add_mat_mat_layer:
+ * precision.c) dispatch like the others; on the CPU,
  * cpu_layer_gemm (cpu-layer.c) picks their engine (OpenBLAS, or onednn.h in bf16 or fp32) by
  * --precision and shape.
  *
@@ -107,6 +108,19 @@ static inline struct cuda_mat cuda_vec_of(const struct vector *v) {
  * default: the fused kernel where cpu_project_j_preferred says so, else the products one by one;
  * 1: always the fused kernel; 0: always the products. matrix_project_out_j_scratch follows it. */
 extern int matrix_project_j_path;
+
+/* The shape checks of a product c = alpha op(a) op(b) + beta c (BLAS: c aliases neither). */
+static inline void matrix_check_product(const struct matrix *c, const struct matrix *a,
+                                        int trans_a, const struct matrix *b, int trans_b) {
+    ASSERT(trans_a == MATRIX_NO_TRANS || trans_a == MATRIX_TRANS);
+    ASSERT(trans_b == MATRIX_NO_TRANS || trans_b == MATRIX_TRANS);
+    int m = trans_a == MATRIX_TRANS ? a->cols : a->rows;
+    int k = trans_a == MATRIX_TRANS ? a->rows : a->cols;
+    int kb = trans_b == MATRIX_TRANS ? b->cols : b->rows;
+    int n = trans_b == MATRIX_TRANS ? b->rows : b->cols;
+    ASSERT(k == kb && c->rows == m && c->cols == n);
+    ASSERT(m == 0 || n == 0 || (c->data != a->data && c->data != b->data));
+}
 
 #define SAME_SHAPE(a, b) ASSERT((a)->rows == (b)->rows && (a)->cols == (b)->cols)
 

@@ -43,7 +43,9 @@ static float *alloc_on(int rows, int cols, int device) {
     }
 #endif
     ASSERT(device == MATRIX_CPU);
-    return alloc_floats(n);
+    float *p = alloc_floats(n);
+    cpu_layer_new_storage(p, n); /* bf16 copies of memory freed before are void */
+    return p;
 }
 
 static void free_on(float *p, int device) {
@@ -109,6 +111,10 @@ void vector_init_on(struct vector *v, int dim, int device) {
     v->dim = dim;
     v->device = device;
     v->owns = 1;
+}
+
+void vector_init_like(struct vector *v, int dim, const struct vector *like) {
+    vector_init_on(v, dim, like->device);
 }
 
 void vector_init(struct vector *v, int dim) {
@@ -390,14 +396,7 @@ int vector_is_finite(const struct vector *v) {
 
 void matrix_add_mat_mat(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
                         const struct matrix *b, int trans_b, float beta) {
-    ASSERT(trans_a == MATRIX_NO_TRANS || trans_a == MATRIX_TRANS);
-    ASSERT(trans_b == MATRIX_NO_TRANS || trans_b == MATRIX_TRANS);
-    int m = trans_a == MATRIX_TRANS ? a->cols : a->rows;
-    int k = trans_a == MATRIX_TRANS ? a->rows : a->cols;
-    int kb = trans_b == MATRIX_TRANS ? b->cols : b->rows;
-    int n = trans_b == MATRIX_TRANS ? b->rows : b->cols;
-    ASSERT(k == kb && c->rows == m && c->cols == n);
-    ASSERT(m == 0 || n == 0 || (c->data != a->data && c->data != b->data)); /* BLAS: no aliasing */
+    matrix_check_product(c, a, trans_a, b, trans_b);
     DISPATCH(GPU3(c, a, b), cuda_gemm(CM(c), alpha, CM(a), trans_a, CM(b), trans_b, beta),
              cpu_gemm(KM(c), alpha, KM(a), trans_a, KM(b), trans_b, beta));
 }

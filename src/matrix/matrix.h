@@ -142,6 +142,17 @@ int matrix_cli_apply(const struct matrix_cli *mc);
  * lowest-numbered process that failed (it alone says why) and 1 on the others. */
 int matrix_cli_apply_ranks(const struct matrix_cli *mc, int rank, int local_rank,
                            int (*all_min)(void *ctx, int x), void *ctx);
+/* Sums of device buffers across the processes of a job, for programs whose ranks compute on
+ * GPUs (NCCL with make CUDA=1; the program links -lnccl). matrix_device_comm_new is collective
+ * (after matrix_cli_apply_ranks): rank 0 draws the communicator's id, bcast(ctx, buf, bytes)
+ * hands it to the others. *out is NULL where the ranks compute on the CPU (their buffers are on
+ * the host: the caller sums them itself). 0, or -1 with error_set. matrix_device_comm_sum: data
+ * (on the compute device) summed over the processes in place. */
+struct matrix_device_comm;
+int matrix_device_comm_new(struct matrix_device_comm **out, int rank, int size,
+                           void (*bcast)(void *ctx, void *buf, int bytes), void *ctx);
+int matrix_device_comm_sum(struct matrix_device_comm *c, float *data, size_t count);
+void matrix_device_comm_free(struct matrix_device_comm *c);
 int matrix_get_precision(void); /* enum matrix_precision */
 /* 0 when --precision=bf16 can run here, else -1 with error_set saying why (see above). */
 int matrix_bf16_supported(void);
@@ -150,29 +161,20 @@ int matrix_bf16_supported(void);
  * error of about 2^-9 per element of A and B, which averages down over the inner dimension). */
 void matrix_add_mat_mat_layer(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
                               const struct matrix *b, int trans_b, float beta);
-/* The same, with each operand's bf16 copy kept for the next products of the pass (under bf16;
- * otherwise exactly matrix_add_mat_mat_layer). Converting an operand costs a pass over memory,
- * as much as a third of an AMX product, and each operand of a layer is used twice: X and W in the
- * forward and again in the backward, dY by both backward products. keep says how long the
- * caller guarantees the operand's contents stay as they are (its address, shape and stride
- * identify it):
- *   MATRIX_KEEP_NONE   not past this call (scratch);
- *   MATRIX_KEEP_VALUE  until the pass ends: a component's input or its parameters;
- *   MATRIX_KEEP_DERIV  until the next backward begins: a derivative.
- * Copies are kept only while a pass is open: matrix_layer_pass(MATRIX_PASS_FORWARD) (the network's
- * training forward) forgets every copy and opens one, MATRIX_PASS_BACKWARD forgets the derivatives',
- * MATRIX_PASS_END (parameters about to change) forgets all and closes it. A layer product whose
- * output overlaps a kept operand forgets that copy. Per calling thread. */
-enum matrix_keep { MATRIX_KEEP_NONE = 0, MATRIX_KEEP_VALUE = 1, MATRIX_KEEP_DERIV = 2 };
-enum matrix_pass { MATRIX_PASS_FORWARD = 0, MATRIX_PASS_BACKWARD = 1, MATRIX_PASS_END = 2 };
-void matrix_layer_pass(int pass);
-/* An affine layer's forward, out = in W^T + 1 b^T, in and W kept (MATRIX_KEEP_VALUE): under bf16
- * the bias is added by the product itself as it writes out (no pass of its own); otherwise
- * matrix_set_rows then the layer product with beta 1, exactly as before. */
+/* A layer's three products, in the precision above: its forward, out = in W^T + 1 b^T (under
+ * bf16 the bias is added by the product itself as it writes out; otherwise matrix_set_rows then
+ * the product with beta 1); its input derivative, in_deriv = out_deriv W; its weight gradient,
+ * dw = alpha out_deriv^T in + beta dw. Contract: a layer's backward products follow its forward,
+ * with in, W and out_deriv unchanged in between except by these products (as a backward needs
+ * anyway). Under bf16 the matrix layer then converts each operand once per step and reuses the
+ * copy (onednn.h says how long a copy lives); under fp32 and on the GPU they are
+ * matrix_add_mat_mat_layer with those operands. */
 void matrix_layer_affine(struct matrix *out, const struct matrix *in, const struct matrix *w,
                          const struct vector *b);
-void matrix_layer_product(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
-                          int keep_a, const struct matrix *b, int trans_b, int keep_b, float beta);
+void matrix_layer_backprop(struct matrix *in_deriv, const struct matrix *out_deriv,
+                           const struct matrix *w);
+void matrix_layer_weight_grad(struct matrix *dw, float alpha, const struct matrix *out_deriv,
+                              const struct matrix *in, float beta);
 
 /* ---- storage and views ---- */
 void matrix_init(struct matrix *m, int rows, int cols);
@@ -187,6 +189,8 @@ struct matrix matrix_wrap(float *data, int rows, int cols, int stride, int devic
 
 void vector_init(struct vector *v, int dim);
 void vector_init_on(struct vector *v, int dim, int device);
+/* dim zeros on the device where `like` lives (a copy's storage, without asking which). */
+void vector_init_like(struct vector *v, int dim, const struct vector *like);
 void vector_release(struct vector *v);
 void vector_resize(struct vector *v, int dim);
 struct vector vector_range(const struct vector *v, int offset, int dim);

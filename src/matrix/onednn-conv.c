@@ -10,18 +10,7 @@
 #include "matrix/matrix.h"
 
 #if HAVE_DNNL
-#include <oneapi/dnnl/dnnl.h>
-#include <pthread.h>
-
-#define DNNL_CHECK(call)                                                                     \
-    do {                                                                                     \
-        dnnl_status_t st_ = (call);                                                          \
-        if (st_ != dnnl_success) {                                                           \
-            fprintf(stderr, "ERROR (%s:%d) oneDNN: %s failed with status %d\n", __FILE__,   \
-                    __LINE__, #call, (int)st_);                                              \
-            abort();                                                                         \
-        }                                                                                    \
-    } while (0)
+#include "matrix/onednn-internal.h"
 
 enum kind { CONV_FWD = 1, CONV_BWD_DATA, CONV_BWD_WEIGHTS, POOL_FWD, POOL_BWD, BN_FWD, BN_BWD };
 
@@ -51,25 +40,10 @@ enum { CONV_CACHE_SIZE = 32 };
 struct conv_cache {
     struct entry e[CONV_CACHE_SIZE];
     int used, next;
-    struct grow {
-        void *p;
-        size_t bytes;
-    } src16, out16, w16, ws, tmp, wprim;
-    struct conv_cache *chain;
+    struct grow_buf src16, out16, w16, ws, tmp, wprim;
 };
 
 static _Thread_local struct conv_cache *my_cache;
-static struct conv_cache *all_caches;
-static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void *grow(struct grow *b, size_t bytes) {
-    if (bytes > b->bytes) {
-        free(b->p);
-        b->bytes = bytes + bytes / 4;
-        b->p = xmalloc(b->bytes);
-    }
-    return b->p;
-}
 
 static void entry_release(struct entry *e) {
     if (e->prim) dnnl_primitive_destroy(e->prim);
@@ -78,36 +52,18 @@ static void entry_release(struct entry *e) {
     memset(e, 0, sizeof *e);
 }
 
-static void free_caches(void) {
-    pthread_mutex_lock(&caches_lock);
-    for (struct conv_cache *t = all_caches, *next; t; t = next) {
-        next = t->chain;
-        for (int i = 0; i < t->used; i++) entry_release(&t->e[i]);
-        free(t->src16.p);
-        free(t->out16.p);
-        free(t->w16.p);
-        free(t->ws.p);
-        free(t->tmp.p);
-        free(t->wprim.p);
-        free(t);
-    }
-    all_caches = NULL;
-    pthread_mutex_unlock(&caches_lock);
+static void cache_release(void *p) {
+    struct conv_cache *t = p;
+    for (int i = 0; i < t->used; i++) entry_release(&t->e[i]);
+    struct grow_buf *bufs[] = {&t->src16, &t->out16, &t->w16, &t->ws, &t->tmp, &t->wprim};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]->p);
+    free(t);
 }
 
 static struct conv_cache *cache(void) {
     if (my_cache) return my_cache;
-    onednn_engine_handle(); /* the engine first: its exit handler then runs after ours */
     struct conv_cache *t = xcalloc(1, sizeof *t);
-    pthread_mutex_lock(&caches_lock);
-    static int registered;
-    if (!registered) {
-        registered = 1;
-        atexit(free_caches);
-    }
-    t->chain = all_caches;
-    all_caches = t;
-    pthread_mutex_unlock(&caches_lock);
+    onednn_thread_register(t, cache_release);
     return my_cache = t;
 }
 
@@ -306,10 +262,10 @@ static void run(dnnl_primitive_t prim, const struct arg *args, int nargs) {
 }
 
 /* Rows [r0, r0 + n) of m as bf16 in b (contiguous), or m's own data under fp32. */
-static void *operand(struct grow *b, struct cpu_mat m, int r0, int n, int bf16) {
+static void *operand(struct grow_buf *b, struct cpu_mat m, int r0, int n, int bf16) {
     struct cpu_mat part = {m.data + (long)r0 * m.stride, n, m.cols, m.stride};
     if (!bf16) return part.data;
-    uint16_t *d = grow(b, (size_t)n * m.cols * sizeof *d);
+    uint16_t *d = grow_buf_get(b, (size_t)n * m.cols * sizeof *d);
     onednn_to_bf16(d, m.cols, part);
     return d;
 }
@@ -318,7 +274,7 @@ static void *operand(struct grow *b, struct cpu_mat m, int r0, int n, int bf16) 
  * the thread's buffer. */
 static void *filters_in(struct conv_cache *c, struct entry *e, void *w) {
     if (!e->reorder) return w;
-    void *d = grow(&c->wprim, dnnl_memory_desc_get_size(&e->w));
+    void *d = grow_buf_get(&c->wprim, dnnl_memory_desc_get_size(&e->w));
     struct arg a[] = {{DNNL_ARG_FROM, &e->wu, w}, {DNNL_ARG_TO, &e->w, d}};
     run(e->reorder, a, 2);
     return d;
@@ -379,7 +335,7 @@ static void job_part(void *arg, int t, int num) {
         struct entry *e = entry_get(c, CONV_BWD_WEIGHTS, n, j->bf16, g);
         void *x = operand(&c->src16, j->x, begin, n, j->bf16);
         void *dy = operand(&c->out16, j->y, begin, n, j->bf16);
-        void *dwp = e->reorder ? grow(&c->wprim, dnnl_memory_desc_get_size(&e->w)) : dw;
+        void *dwp = e->reorder ? grow_buf_get(&c->wprim, dnnl_memory_desc_get_size(&e->w)) : dw;
         struct arg a[] = {{DNNL_ARG_SRC, &e->a, x},
                           {DNNL_ARG_DIFF_DST, &e->o, dy},
                           {DNNL_ARG_DIFF_WEIGHTS, &e->w, dwp},
@@ -393,7 +349,7 @@ static void job_part(void *arg, int t, int num) {
     }
     case POOL_FWD: {
         struct entry *e = entry_get(c, POOL_FWD, n, 0, g);
-        void *ws = grow(&c->ws, e->ws_bytes ? e->ws_bytes : 1);
+        void *ws = grow_buf_get(&c->ws, e->ws_bytes ? e->ws_bytes : 1);
         struct arg a[] = {{DNNL_ARG_SRC, &e->a, xp},
                           {DNNL_ARG_DST, &e->o, yp},
                           {DNNL_ARG_WORKSPACE, &e->ws, ws}};
@@ -402,8 +358,8 @@ static void job_part(void *arg, int t, int num) {
     }
     case POOL_BWD: { /* x: in_deriv, w: the input, y: out_deriv */
         struct entry *e = entry_get(c, POOL_BWD, n, 0, g);
-        void *ws = grow(&c->ws, e->ws_bytes ? e->ws_bytes : 1);
-        float *out = grow(&c->tmp, (size_t)n * j->y.cols * sizeof(float));
+        void *ws = grow_buf_get(&c->ws, e->ws_bytes ? e->ws_bytes : 1);
+        float *out = grow_buf_get(&c->tmp, (size_t)n * j->y.cols * sizeof(float));
         struct arg f[] = {{DNNL_ARG_SRC, &e->a, j->w.data + (long)begin * j->w.stride},
                           {DNNL_ARG_DST, &e->o, out},
                           {DNNL_ARG_WORKSPACE, &e->ws, ws}};

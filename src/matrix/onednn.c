@@ -11,6 +11,7 @@
 
 #include "base/base.h"
 #include "matrix/matrix.h"
+#include "matrix/onednn-internal.h"
 
 /* ---- bf16 conversion (no oneDNN needed) ---- */
 
@@ -113,13 +114,7 @@ void onednn_from_bf16(struct cpu_mat dst, const uint16_t *src, int ld) {
 
 /* ---- the bf16 layer product: kept copies, conversion, the split ---- */
 
-/* A grow-only buffer: at least `bytes` of room, kept for the next call (contents not kept). */
-struct grow_buf {
-    void *p;
-    size_t bytes;
-};
-
-static void *buf_get(struct grow_buf *b, size_t bytes) {
+void *grow_buf_get(struct grow_buf *b, size_t bytes) {
     if (bytes > b->bytes) {
         free(b->p);
         b->bytes = bytes + bytes / 4;
@@ -128,35 +123,36 @@ static void *buf_get(struct grow_buf *b, size_t bytes) {
     return b->p;
 }
 
-/* The calling thread's bf16 copies: one scratch pair for operands not kept, and the kept ones of
- * the open pass (matrix_layer_pass), looked up by address, shape and stride. */
+/* The calling thread's bf16 copies: one scratch pair for operands not kept, and the kept ones,
+ * looked up by address, shape and stride. A copy serves only the epoch it was made in: a layer's
+ * forward that follows a backward product begins a new epoch (onednn_layer_forward), so the
+ * backward products reuse what this step's forward and input derivatives converted and nothing
+ * older; a product that writes over a kept copy's memory drops it (onednn_forget). */
 
 struct kept {
     const float *data;
-    int rows, cols, stride, keep; /* keep 0: the slot is free */
+    int rows, cols, stride, used; /* used 0: the slot is free */
+    unsigned epoch;
     struct grow_buf buf;
 };
 enum { MAX_KEPT = 64 };
 static _Thread_local struct {
-    int open;
+    unsigned epoch;
+    int backward; /* a backward product ran in this epoch */
+    int next;     /* the slot to take when every one holds a copy of this epoch */
     struct grow_buf scratch_a, scratch_b;
     struct kept k[MAX_KEPT];
 } lp;
 
-static void forget(int which) { /* which: a keep class, or 0 for all */
-    for (int i = 0; i < MAX_KEPT; i++)
-        if (lp.k[i].keep && (!which || lp.k[i].keep == which)) lp.k[i].keep = 0;
+void onednn_layer_forward(void) {
+    if (!lp.backward) return;
+    lp.epoch++;
+    lp.backward = 0;
 }
 
-void onednn_pass(int pass) {
-    ASSERT(pass == MATRIX_PASS_FORWARD || pass == MATRIX_PASS_BACKWARD || pass == MATRIX_PASS_END);
-    if (pass == MATRIX_PASS_BACKWARD) {
-        forget(MATRIX_KEEP_DERIV);
-        return;
-    }
-    forget(0);
-    lp.open = pass == MATRIX_PASS_FORWARD;
-}
+void onednn_layer_backward(void) { lp.backward = 1; }
+
+static int kept_live(const struct kept *k) { return k->used && k->epoch == lp.epoch; }
 
 /* Forget kept copies whose memory c's rows overlap (c is about to be written). */
 void onednn_forget(struct cpu_mat c) {
@@ -164,23 +160,42 @@ void onednn_forget(struct cpu_mat c) {
     const float *lo = c.data, *hi = c.data + (long)(c.rows - 1) * c.stride + c.cols;
     for (int i = 0; i < MAX_KEPT; i++) {
         struct kept *k = &lp.k[i];
-        if (!k->keep) continue;
+        if (!kept_live(k)) continue;
         const float *klo = k->data, *khi = k->data + (long)(k->rows - 1) * k->stride + k->cols;
-        if (klo < hi && lo < khi) k->keep = 0;
+        if (klo < hi && lo < khi) k->used = 0;
     }
 }
 
-/* The kept copy of m, or NULL with *slot set to where to keep it (NULL: nowhere free). */
-static uint16_t *kept_find(struct cpu_mat m, int keep, struct kept **slot) {
-    *slot = NULL;
-    for (int i = 0; i < MAX_KEPT; i++) {
-        struct kept *k = &lp.k[i];
-        if (k->keep == keep && k->data == m.data && k->rows == m.rows && k->cols == m.cols &&
-            k->stride == m.stride)
-            return k->buf.p;
-        if (!k->keep && !*slot) *slot = k;
-    }
+static int kept_is(const struct kept *k, struct cpu_mat m) {
+    return kept_live(k) && k->data == m.data && k->rows == m.rows && k->cols == m.cols &&
+           k->stride == m.stride;
+}
+
+/* This epoch's copy of m, or NULL. */
+static struct kept *kept_find(struct cpu_mat m) {
+    for (int i = 0; i < MAX_KEPT; i++)
+        if (kept_is(&lp.k[i], m)) return &lp.k[i];
     return NULL;
+}
+
+/* The slot for a new copy of m: its old one, a free (or older epoch's) one, else the next in
+ * turn but not the one holding `avoid` (the other operand's copy): a copy dropped early costs a
+ * conversion, never a wrong result. */
+static struct kept *kept_slot(struct cpu_mat m, const void *avoid) {
+    struct kept *k = kept_find(m);
+    for (int i = 0; !k && i < MAX_KEPT; i++)
+        if (!kept_live(&lp.k[i])) k = &lp.k[i];
+    while (!k || (k->buf.p && k->buf.p == avoid && !kept_is(k, m))) {
+        k = &lp.k[lp.next];
+        lp.next = (lp.next + 1) % MAX_KEPT;
+    }
+    k->data = m.data;
+    k->rows = m.rows;
+    k->cols = m.cols;
+    k->stride = m.stride;
+    k->used = 1;
+    k->epoch = lp.epoch;
+    return k;
 }
 
 /* The conversions of a bf16 layer product's operands. */
@@ -269,7 +284,7 @@ static void split_run(struct split_job *j) {
         return;
     }
     if (j->trans_a)
-        j->a_dense = buf_get(&share_copies, (size_t)j->k * j->c.rows * type_size(j->type));
+        j->a_dense = grow_buf_get(&share_copies, (size_t)j->k * j->c.rows * type_size(j->type));
     parallel_run(split_part, j);
 }
 
@@ -285,7 +300,7 @@ static _Thread_local struct grow_buf f32_scaled;
 
 /* m scaled by alpha into the calling thread's scratch, dense (ld = m.cols). */
 static struct cpu_mat scaled_copy(struct cpu_mat m, float alpha) {
-    float *p = buf_get(&f32_scaled, (size_t)m.rows * m.cols * sizeof(float));
+    float *p = grow_buf_get(&f32_scaled, (size_t)m.rows * m.cols * sizeof(float));
     struct cpu_mat d = {p, m.rows, m.cols, m.cols};
     for (int r = 0; r < m.rows; r++)
         for (int i = 0; i < m.cols; i++)
@@ -314,28 +329,22 @@ void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_
     split_run(&j);
 }
 
-/* The bf16 copy of m for a product: kept (found, or made into a free slot) or in scratch;
- * *convert says whether it still has to be made. */
-static uint16_t *operand(struct cpu_mat m, int keep, struct grow_buf *scratch, int *convert) {
+/* The bf16 copy of m for a product (keep: enum onednn_keep): this epoch's kept copy, a new kept
+ * one, or scratch; *convert says whether it still has to be made. */
+static uint16_t *operand(struct cpu_mat m, int keep, struct grow_buf *scratch, const void *avoid,
+                         int *convert) {
     size_t n = (size_t)m.rows * m.cols;
     *convert = 1;
-    if (lp.open && keep) {
-        struct kept *slot;
-        uint16_t *p = kept_find(m, keep, &slot);
-        if (p) {
+    if (keep == ONEDNN_REUSE) {
+        struct kept *k = kept_find(m);
+        if (k) {
             *convert = 0;
-            return p;
+            return k->buf.p;
         }
-        if (slot) {
-            slot->data = m.data;
-            slot->rows = m.rows;
-            slot->cols = m.cols;
-            slot->stride = m.stride;
-            slot->keep = keep;
-            return buf_get(&slot->buf, n * sizeof(uint16_t));
-        }
+    } else if (keep == ONEDNN_STORE) {
+        return grow_buf_get(&kept_slot(m, avoid)->buf, n * sizeof(uint16_t));
     }
-    return buf_get(scratch, n * sizeof(uint16_t));
+    return grow_buf_get(scratch, n * sizeof(uint16_t));
 }
 
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
@@ -344,13 +353,14 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
     struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f};
     onednn_forget(c);
-    j.a16 = operand(a, keep_a, &lp.scratch_a, &j.conv_a);
-    j.b16 = operand(b, keep_b, &lp.scratch_b, &j.conv_b);
+    j.a16 = operand(a, keep_a, &lp.scratch_a, NULL, &j.conv_a);
+    j.b16 = operand(b, keep_b, &lp.scratch_b, j.a16, &j.conv_b);
     /* alpha is a constant of a oneDNN primitive (below): one that changes every call (natural
      * gradient's scale) goes into the conversion of an operand made for this call only, the
      * smaller one, so the primitive stays cached. A kept copy is never scaled. */
     if (alpha != 1.0f) {
-        int fold_a = j.conv_a && !(lp.open && keep_a), fold_b = j.conv_b && !(lp.open && keep_b);
+        int fold_a = j.conv_a && keep_a != ONEDNN_STORE;
+        int fold_b = j.conv_b && keep_b != ONEDNN_STORE;
         if (fold_a && fold_b) fold_b = (long)b.rows * b.cols < (long)a.rows * a.cols;
         if (fold_b) fold_a = 0;
         if (fold_a) j.scale_a = alpha;
@@ -364,21 +374,10 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
 }
 
 #if HAVE_DNNL
-#include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
 
 /* libgomp's, which oneDNN (Debian's build uses OpenMP) reads for its thread count. */
 void omp_set_num_threads(int n);
-
-#define DNNL_CHECK(call)                                                                     \
-    do {                                                                                     \
-        dnnl_status_t st_ = (call);                                                          \
-        if (st_ != dnnl_success) {                                                           \
-            fprintf(stderr, "ERROR (%s:%d) oneDNN: %s failed with status %d\n", __FILE__,   \
-                    __LINE__, #call, (int)st_);                                              \
-            abort();                                                                         \
-        }                                                                                    \
-    } while (0)
 
 static dnnl_engine_t engine;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
@@ -438,12 +437,17 @@ struct thread_cache {
     int used, next; /* entries in use; the next one to replace when full */
     void *scratch;
     size_t scratch_bytes;
-    struct thread_cache *chain;
 };
 
 static _Thread_local struct thread_cache *my_cache;
-static struct thread_cache *all_caches; /* every thread's, freed at exit */
-static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER; /* the registry, the count */
+
+/* Every thread's registered state (onednn-internal.h), freed at exit before the engine. */
+static struct registered {
+    void *obj;
+    void (*release)(void *);
+    struct registered *next;
+} *registry;
 
 static void entry_release(struct gemm_entry *e) {
     dnnl_primitive_destroy(e->prim);
@@ -455,19 +459,41 @@ static void entry_release(struct gemm_entry *e) {
     memset(e, 0, sizeof *e);
 }
 
-static void free_caches(void) {
+static void registry_free(void) {
     pthread_mutex_lock(&caches_lock);
-    for (struct thread_cache *t = all_caches, *next; t; t = next) {
-        next = t->chain;
-        for (int i = 0; i < t->used; i++) entry_release(&t->e[i]);
-        dnnl_stream_destroy(t->stream);
-        free(t->scratch);
-        free(t);
+    for (struct registered *r = registry, *next; r; r = next) {
+        next = r->next;
+        r->release(r->obj);
+        free(r);
     }
-    all_caches = NULL;
+    registry = NULL;
     pthread_mutex_unlock(&caches_lock);
     if (engine) dnnl_engine_destroy(engine);
     engine = NULL;
+}
+
+void onednn_thread_register(void *obj, void (*release)(void *obj)) {
+    pthread_once(&engine_once, engine_create);
+    struct registered *r = xmalloc(sizeof *r);
+    r->obj = obj;
+    r->release = release;
+    pthread_mutex_lock(&caches_lock);
+    static int registered;
+    if (!registered) {
+        registered = 1;
+        atexit(registry_free);
+    }
+    r->next = registry;
+    registry = r;
+    pthread_mutex_unlock(&caches_lock);
+}
+
+static void cache_release(void *p) {
+    struct thread_cache *t = p;
+    for (int i = 0; i < t->used; i++) entry_release(&t->e[i]);
+    dnnl_stream_destroy(t->stream);
+    free(t->scratch);
+    free(t);
 }
 
 static struct thread_cache *cache_get(void) {
@@ -476,15 +502,7 @@ static struct thread_cache *cache_get(void) {
     omp_set_num_threads(1); /* this thread's OpenMP setting: parnet's pool does the splitting */
     struct thread_cache *t = xcalloc(1, sizeof *t);
     DNNL_CHECK(dnnl_stream_create(&t->stream, engine, dnnl_stream_default_flags));
-    pthread_mutex_lock(&caches_lock);
-    static int registered;
-    if (!registered) {
-        registered = 1;
-        atexit(free_caches);
-    }
-    t->chain = all_caches;
-    all_caches = t;
-    pthread_mutex_unlock(&caches_lock);
+    onednn_thread_register(t, cache_release);
     return my_cache = t;
 }
 

@@ -2,7 +2,7 @@
  * matrix engines (AMX-BF16, AVX512-BF16) through oneDNN's matmul, in bf16 with fp32 accumulation.
  *
  * Who calls this. Only the matrix layer's operations, after they have checked shapes: the layer
- * product (matrix_layer_product in precision.c) dispatches to onednn_gemm under --precision=bf16
+ * products (precision.c) dispatch to onednn_gemm under --precision=bf16
  * for shapes that gain, and to cpu_gemm otherwise. Nothing outside src/matrix/ includes this.
  *
  * Built with oneDNN (Debian's libdnnl-dev) when the Makefile finds it (HAVE_DNNL=1). Without it
@@ -57,13 +57,27 @@ void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int
  * on operands converted beforehand). */
 void onednn_gemm_split(struct cpu_mat c, float alpha, int type, const void *a, int lda,
                        int trans_a, const void *b, int ldb, int trans_b, int k, float beta);
+/* What a bf16 layer product does with an operand's bf16 copy (cpu-layer.c chooses by the
+ * product's role in a layer, matrix.h): ONEDNN_SCRATCH converts it for this call only;
+ * ONEDNN_STORE converts it and keeps the copy for the rest of the epoch; ONEDNN_REUSE takes this
+ * epoch's kept copy of the same memory (address, shape and stride), or converts it for this call.
+ * Converting an operand costs a pass over memory, as much as a third of an AMX product, and each
+ * operand of a layer is used twice: X and W in the forward and again in the backward, dY by both
+ * backward products. An epoch ends when a layer's forward follows a backward product
+ * (onednn_layer_forward after onednn_layer_backward); a product that writes over a kept copy's
+ * memory drops it (onednn_forget), and so does new storage there (matrix.c). Per calling
+ * thread. */
+enum onednn_keep { ONEDNN_SCRATCH = 0, ONEDNN_STORE = 1, ONEDNN_REUSE = 2 };
+void onednn_layer_forward(void);
+void onednn_layer_backward(void);
+void onednn_forget(struct cpu_mat c);
 /* The bf16 layer product: c = alpha op(a) op(b) + beta c with fp32 a, b rounded to bf16 (kept
- * copies reused, see below), split over the pool. keep_a, keep_b: enum matrix_keep (matrix.h).
- * m, n, k >= 1, c overlaps neither operand. alpha != 1 is folded into the rounding of an operand
- * converted for this call only (c = op(bf16(alpha a)) op(bf16(b)) + beta c, or with alpha b),
- * so that a scale changing every call (natural gradient's) does not make a new primitive.
- * bias: NULL, or c.cols floats added to every row of c (the Affine forward's bias, fused into the
- * product's write instead of a pass of its own). */
+ * copies as keep_a, keep_b say), split over the pool. m, n, k >= 1, c overlaps neither operand.
+ * alpha != 1 is folded into the rounding of an operand converted for this call only
+ * (c = op(bf16(alpha a)) op(bf16(b)) + beta c, or with alpha b), so that a scale changing every
+ * call (natural gradient's) does not make a new primitive. bias: NULL, or c.cols floats added to
+ * every row of c (the Affine forward's bias, fused into the product's write instead of a pass of
+ * its own). */
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
                  struct cpu_mat b, int trans_b, int keep_b, const float *bias, float beta);
 /* The same product on fp32 operands through oneDNN's fp32 kernels, split over the pool likewise
@@ -71,10 +85,6 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
  * OpenBLAS there, bench/gemm-rates.c). Needs oneDNN. */
 void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
                      struct cpu_mat b, int trans_b, float beta);
-/* The kept copies (matrix_layer_pass in matrix.h): a pass opens, forgets the derivatives', or
- * ends; onednn_forget drops every copy whose memory c overlaps (c is about to be written). */
-void onednn_pass(int pass);
-void onednn_forget(struct cpu_mat c);
 
 /* How many oneDNN primitives this process has created (each costs a JIT compilation; the cache
  * should keep this flat during training). 0 without oneDNN. */

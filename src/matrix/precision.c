@@ -70,31 +70,29 @@ int matrix_cli_apply_ranks(const struct matrix_cli *mc, int rank, int local_rank
     return agree(matrix_set_precision(mc->precision) != 0, rank, all_min, ctx);
 }
 
-void matrix_layer_pass(int pass) {
-    ASSERT(pass == MATRIX_PASS_FORWARD || pass == MATRIX_PASS_BACKWARD || pass == MATRIX_PASS_END);
-    onednn_pass(pass);
-}
-
 void matrix_add_mat_mat_layer(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
                               const struct matrix *b, int trans_b, float beta) {
-    matrix_layer_product(c, alpha, a, trans_a, MATRIX_KEEP_NONE, b, trans_b, MATRIX_KEEP_NONE,
-                         beta);
+    matrix_check_product(c, a, trans_a, b, trans_b);
+    DISPATCH(GPU3(c, a, b), cuda_gemm(CM(c), alpha, CM(a), trans_a, CM(b), trans_b, beta),
+             cpu_layer_gemm(KM(c), alpha, KM(a), trans_a, KM(b), trans_b, beta, CPU_LAYER_PLAIN));
 }
 
-void matrix_layer_product(struct matrix *c, float alpha, const struct matrix *a, int trans_a,
-                          int keep_a, const struct matrix *b, int trans_b, int keep_b, float beta) {
-    ASSERT(trans_a == MATRIX_NO_TRANS || trans_a == MATRIX_TRANS);
-    ASSERT(trans_b == MATRIX_NO_TRANS || trans_b == MATRIX_TRANS);
-    ASSERT(keep_a >= MATRIX_KEEP_NONE && keep_a <= MATRIX_KEEP_DERIV);
-    ASSERT(keep_b >= MATRIX_KEEP_NONE && keep_b <= MATRIX_KEEP_DERIV);
-    int m = trans_a == MATRIX_TRANS ? a->cols : a->rows;
-    int k = trans_a == MATRIX_TRANS ? a->rows : a->cols;
-    int kb = trans_b == MATRIX_TRANS ? b->cols : b->rows;
-    int n = trans_b == MATRIX_TRANS ? b->rows : b->cols;
-    ASSERT(k == kb && c->rows == m && c->cols == n);
-    ASSERT(m == 0 || n == 0 || (c->data != a->data && c->data != b->data)); /* BLAS: no aliasing */
-    DISPATCH(GPU3(c, a, b), cuda_gemm(CM(c), alpha, CM(a), trans_a, CM(b), trans_b, beta),
-             cpu_layer_gemm(KM(c), alpha, KM(a), trans_a, keep_a, KM(b), trans_b, keep_b, beta));
+void matrix_layer_backprop(struct matrix *in_deriv, const struct matrix *out_deriv,
+                           const struct matrix *w) {
+    matrix_check_product(in_deriv, out_deriv, MATRIX_NO_TRANS, w, MATRIX_NO_TRANS);
+    DISPATCH(GPU3(in_deriv, out_deriv, w),
+             cuda_gemm(CM(in_deriv), 1, CM(out_deriv), MATRIX_NO_TRANS, CM(w), MATRIX_NO_TRANS, 0),
+             cpu_layer_gemm(KM(in_deriv), 1, KM(out_deriv), MATRIX_NO_TRANS, KM(w),
+                            MATRIX_NO_TRANS, 0, CPU_LAYER_BACKPROP));
+}
+
+void matrix_layer_weight_grad(struct matrix *dw, float alpha, const struct matrix *out_deriv,
+                              const struct matrix *in, float beta) {
+    matrix_check_product(dw, out_deriv, MATRIX_TRANS, in, MATRIX_NO_TRANS);
+    DISPATCH(GPU3(dw, out_deriv, in),
+             cuda_gemm(CM(dw), alpha, CM(out_deriv), MATRIX_TRANS, CM(in), MATRIX_NO_TRANS, beta),
+             cpu_layer_gemm(KM(dw), alpha, KM(out_deriv), MATRIX_TRANS, KM(in), MATRIX_NO_TRANS,
+                            beta, CPU_LAYER_WEIGHT_GRAD));
 }
 
 void matrix_layer_affine(struct matrix *out, const struct matrix *in, const struct matrix *w,

@@ -98,7 +98,7 @@ struct component *component_copy(const struct component *src) {
     *c = *src;
     memset(&c->params, 0, sizeof c->params);
     if (src->params.dim) {
-        vector_init_on(&c->params, src->params.dim, src->params.device);
+        vector_init_like(&c->params, src->params.dim, &src->params);
         vector_copy(&c->params, &src->params);
     }
     c->priv = NULL;
@@ -144,6 +144,16 @@ void component_alloc_params(struct component *c, int n) {
     vector_release(&c->params);
     vector_init(&c->params, n);
     c->num_params = n;
+}
+
+void component_priv_copy_bytes(struct component *dst, const struct component *src, size_t n) {
+    dst->priv = xmalloc(n);
+    memcpy(dst->priv, src->priv, n);
+}
+
+void component_priv_free(struct component *c) {
+    free(c->priv);
+    c->priv = NULL;
 }
 
 struct matrix component_linear_view(const struct component *c) {

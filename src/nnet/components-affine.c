@@ -146,8 +146,7 @@ static void affine_backprop_input(const struct component *c, const struct matrix
                                   struct matrix *in_deriv) {
     if (!in_deriv) return;
     struct matrix w = component_linear_view(c);
-    matrix_layer_product(in_deriv, 1, out_deriv, MATRIX_NO_TRANS, MATRIX_KEEP_DERIV, &w,
-                         MATRIX_NO_TRANS, MATRIX_KEEP_VALUE, 0);
+    matrix_layer_backprop(in_deriv, out_deriv, &w);
 }
 
 /* dst = alpha * [out_deriv^T in | column sums of out_deriv] + beta dst (beta 0 or 1) */
@@ -157,8 +156,7 @@ static void affine_step_into(const struct component *c, const struct matrix *in,
     struct vector dw = vector_range(dst, 0, c->output_dim * c->input_dim);
     struct matrix dwm = matrix_from_vector(&dw, c->output_dim, c->input_dim);
     struct vector db = vector_range(dst, c->output_dim * c->input_dim, c->output_dim);
-    matrix_layer_product(&dwm, alpha, out_deriv, MATRIX_TRANS, MATRIX_KEEP_DERIV, in,
-                         MATRIX_NO_TRANS, MATRIX_KEEP_VALUE, beta);
+    matrix_layer_weight_grad(&dwm, alpha, out_deriv, in, beta);
     vector_add_row_sums(&db, alpha, out_deriv, beta);
 }
 

@@ -358,13 +358,7 @@ static void pool_info(const struct component *c, char *buf, size_t size) {
 }
 
 static void pool_copy_priv(struct component *dst, const struct component *src) {
-    dst->priv = xmalloc(sizeof(struct matrix_conv));
-    memcpy(dst->priv, src->priv, sizeof(struct matrix_conv));
-}
-
-static void pool_free_priv(struct component *c) {
-    free(c->priv);
-    c->priv = NULL;
+    component_priv_copy_bytes(dst, src, sizeof(struct matrix_conv));
 }
 
 const struct component_ops max_pooling_component_ops = {
@@ -376,7 +370,7 @@ const struct component_ops max_pooling_component_ops = {
     .backprop = pool_backprop,
     .info = pool_info,
     .copy_priv = pool_copy_priv,
-    .free_priv = pool_free_priv,
+    .free_priv = component_priv_free,
 };
 
 /* ---- BatchNorm ----

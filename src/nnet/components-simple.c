@@ -194,18 +194,8 @@ static void pnorm_info(const struct component *c, char *buf, size_t size) {
     snprintf(buf, size, ", p=%g", ((struct pnorm_priv *)c->priv)->p);
 }
 
-static void copy_priv_bytes(struct component *dst, const struct component *src, size_t n) {
-    dst->priv = xmalloc(n);
-    memcpy(dst->priv, src->priv, n);
-}
-
 static void pnorm_copy_priv(struct component *dst, const struct component *src) {
-    copy_priv_bytes(dst, src, sizeof(struct pnorm_priv));
-}
-
-static void free_priv_plain(struct component *c) {
-    free(c->priv);
-    c->priv = NULL;
+    component_priv_copy_bytes(dst, src, sizeof(struct pnorm_priv));
 }
 
 const struct component_ops pnorm_component_ops = {
@@ -217,7 +207,7 @@ const struct component_ops pnorm_component_ops = {
     .backprop = pnorm_backprop,
     .info = pnorm_info,
     .copy_priv = pnorm_copy_priv,
-    .free_priv = free_priv_plain,
+    .free_priv = component_priv_free,
 };
 
 /* ---- Dropout: <Dim> d <DropoutProportion> f ----

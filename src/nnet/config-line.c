@@ -113,16 +113,18 @@ int config_get_bool(struct config_line *cl, const char *key, int *out) {
     return 1;
 }
 
+/* Kaldi nnet2 separates a list with ':' (context=-2:0:2), nnet3 with ',' (time-offsets=-2,0,2):
+ * either is read. */
 int config_get_int_list(struct config_line *cl, const char *key, int **out, int *num) {
     const char *v = lookup(cl, key);
     if (!v) return 0;
     int n = 1;
     for (const char *p = v; *p; p++)
-        n += *p == ':';
+        n += *p == ':' || *p == ',';
     int *list = xmalloc(n * sizeof *list);
     const char *p = v;
     for (int i = 0; i < n; i++) {
-        const char *e = strchr(p, ':');
+        const char *e = strpbrk(p, ":,");
         size_t len = e ? (size_t)(e - p) : strlen(p);
         char *item = dup_range(p, len);
         int bad = parse_int(item, &list[i]);

@@ -37,6 +37,9 @@ int nio_expect_float(struct nnet_stream *s, const char *token, float *v);
 int component_dim_from_config(struct config_line *cl, const char *key, int prev_dim, int *out);
 /* Allocate an owned parameter vector of n floats (zeroed). */
 void component_alloc_params(struct component *c, int n);
+/* copy_priv and free_priv of a type whose priv is one plain block of n bytes (no pointers). */
+void component_priv_copy_bytes(struct component *dst, const struct component *src, size_t n);
+void component_priv_free(struct component *c);
 /* Affine-like parameter views into c->params: W (out x in), then b (out). */
 struct matrix component_linear_view(const struct component *c);
 struct vector component_bias_view(const struct component *c);

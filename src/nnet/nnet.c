@@ -121,6 +121,7 @@ struct nnet *nnet_init_from_config_text(const char *text, uint64_t seed) {
         int prev_dim = n->num ? n->comps[n->num - 1]->output_dim : -1;
         struct component *c = component_new_from_config(line, prev_dim, &r);
         free(line);
+        if (c) c->config_line = line_no;
         if (!c || nnet_append(n, c)) {
             component_free(c);
             error_wrap("line %d: ", line_no);
@@ -258,6 +259,25 @@ int nnet_right_context(const struct nnet *n) {
     return k;
 }
 
+int nnet_check_context(const struct nnet *n, int left, int right) {
+    int l = 0, r = 0;
+    for (int i = 0; i < n->num; i++) {
+        const struct component *c = n->comps[i];
+        l += c->left_context;
+        r += c->right_context;
+        if (l <= left && r <= right) continue;
+        char where[32], info[256];
+        if (c->config_line) snprintf(where, sizeof where, "line %d", c->config_line);
+        else snprintf(where, sizeof where, "component %d", i);
+        component_info(c, info, sizeof info);
+        int over_left = l > left;
+        return error_set("%s: %s: needs %d frames of %s context by here; the examples have %d",
+                         where, info, over_left ? l : r,
+                         over_left ? "left" : "right", over_left ? left : right);
+    }
+    return 0;
+}
+
 int nnet_num_params(const struct nnet *n) { return n->params.dim; }
 
 struct vector nnet_params(struct nnet *n) {
@@ -324,7 +344,7 @@ int nnet_param_change(const struct nnet *a, const struct nnet *b, double *diff, 
     for (int i = 0; i < a->num; i++) {
         const struct component *x = a->comps[i], *y = b->comps[i];
         if (!x->ops->updatable) continue;
-        vector_init_on(&d, x->num_params, x->params.device);
+        vector_init_like(&d, x->num_params, &x->params);
         if (x->num_params) {
             vector_copy(&d, &y->params);
             vector_add(&d, -1.0f, &x->params);
@@ -362,8 +382,6 @@ const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, in
     ASSERT(n->num > 0 && num_chunks > 0);
     ASSERT(input->cols == nnet_input_dim(n));
     ensure_activations(n);
-    /* bf16 copies of inputs and parameters kept for the backward (training) or none (matrix.h) */
-    matrix_layer_pass(train ? MATRIX_PASS_FORWARD : MATRIX_PASS_END);
     n->input = input;
     n->num_chunks = num_chunks;
     const struct matrix *cur = input;
@@ -376,6 +394,11 @@ const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, in
     }
     n->forwarded = 1;
     return cur;
+}
+
+const struct matrix *nnet_layer_output(const struct nnet *n, int i) {
+    ASSERT(n->forwarded && i >= 0 && i < n->num);
+    return &n->acts[i + 1];
 }
 
 /* Scale each component's step to its max-change, then the whole step to the global one.
@@ -429,7 +452,6 @@ static double clip_step(struct nnet *n) {
 
 /* Clip n->delta, then add it to the parameters unless it is not finite (then 1). */
 static int apply_delta(struct nnet *n) {
-    matrix_layer_pass(MATRIX_PASS_END); /* the parameters change */
     double norm = clip_step(n);
     if (!isfinite(norm)) {
         WARN("non-finite parameter step (norm %g): skipping this update", norm);
@@ -458,10 +480,16 @@ static int direct_update_possible(const struct nnet *n) {
     return 1;
 }
 
+/* The index of the lowest updatable component (n->num if none): input derivatives are needed
+ * only above it. */
+static int lowest_updatable(const struct nnet *n) {
+    for (int i = 0; i < n->num; i++)
+        if (n->comps[i]->ops->updatable) return i;
+    return n->num;
+}
+
 static int backward_direct(struct nnet *n, const struct matrix *out_deriv) {
-    int lowest = n->num; /* the lowest updatable component */
-    for (int i = n->num - 1; i >= 0; i--)
-        if (n->comps[i]->ops->updatable) lowest = i;
+    int lowest = lowest_updatable(n);
     int ok = 1;
     const struct matrix *d_out = out_deriv;
     for (int i = n->num - 1; i >= lowest; i--) {
@@ -489,13 +517,11 @@ static int backward_direct(struct nnet *n, const struct matrix *out_deriv) {
                                          c->num_params);
         c->ops->step_add(c, in, d_out, &dst, ok ? 1.0f : 0.0f);
     }
-    matrix_layer_pass(MATRIX_PASS_END); /* the parameters changed */
     return ok ? 0 : apply_delta(n);
 }
 
 int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_backward_mode mode) {
     ASSERT(n->forwarded);
-    matrix_layer_pass(MATRIX_PASS_BACKWARD); /* new derivatives */
     if (mode == NNET_UPDATE && direct_update_possible(n)) {
         const struct matrix *out = &n->acts[n->num];
         ASSERT(out_deriv->rows == out->rows && out_deriv->cols == out->cols);
@@ -503,9 +529,7 @@ int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_back
     }
     const struct matrix *out = &n->acts[n->num];
     ASSERT(out_deriv->rows == out->rows && out_deriv->cols == out->cols);
-    int first_updatable = n->num;
-    for (int i = n->num - 1; i >= 0; i--)
-        if (n->comps[i]->ops->updatable) first_updatable = i;
+    int first_updatable = lowest_updatable(n);
     enum backprop_mode bmode = mode == NNET_GRADIENT ? BACKPROP_GRADIENT : BACKPROP_STEP;
     const struct matrix *d_out = out_deriv;
     for (int i = n->num - 1; i >= 0; i--) {
@@ -537,15 +561,32 @@ int nnet_apply_step(struct nnet *n, const struct vector *step) {
     return apply_delta(n);
 }
 
+void nnet_scale_by_learning_rates(const struct nnet *n, struct vector *v, float scale) {
+    ASSERT(v->dim == n->delta.dim);
+    for (int i = 0; i < n->num; i++) {
+        const struct component *c = n->comps[i];
+        if (!c->ops->updatable || !c->num_params) continue;
+        struct vector d = vector_range(v, c->param_offset, c->num_params);
+        vector_scale(&d, scale * c->learning_rate);
+    }
+}
+
+void nnet_add_by_learning_rates(const struct nnet *n, struct vector *y, float alpha,
+                                const struct vector *x) {
+    ASSERT(y->dim == n->delta.dim && x->dim == y->dim);
+    for (int i = 0; i < n->num; i++) {
+        const struct component *c = n->comps[i];
+        if (!c->ops->updatable || !c->num_params) continue;
+        struct vector s = vector_range(y, c->param_offset, c->num_params);
+        struct vector v = vector_range(x, c->param_offset, c->num_params);
+        vector_add(&s, alpha * c->learning_rate, &v);
+    }
+}
+
 int nnet_apply_gradient(struct nnet *n, const struct vector *grad, float scale) {
     ASSERT(grad->dim == n->delta.dim);
     if (grad->data != n->delta.data) vector_copy(&n->delta, grad);
-    for (int i = 0; i < n->num; i++) {
-        struct component *c = n->comps[i];
-        if (!c->ops->updatable || !c->num_params) continue;
-        struct vector d = vector_range(&n->delta, c->param_offset, c->num_params);
-        vector_scale(&d, scale * c->learning_rate);
-    }
+    nnet_scale_by_learning_rates(n, &n->delta, scale);
     return apply_delta(n);
 }
 

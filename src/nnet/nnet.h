@@ -23,7 +23,9 @@
  * Chunks. nnet_forward() takes the input as num_chunks equal chunks of rows (one per example, or
  * one per utterance); Splice acts inside each chunk, so a chunk of C rows becomes C - left - right
  * rows, where left/right = nnet_left_context/nnet_right_context. With no Splice the row count is
- * unchanged.
+ * unchanged. A time-delay network (Kaldi nnet2's multisplice TDNN) is Splice lines between the
+ * layers: each layer runs once on every row of the chunk it receives, so a frame that several
+ * output frames see (in an example's shared context, or a whole utterance) is computed once.
  *
  * Learning and updates (Kaldi nnet2 conventions). The objective is maximised; gradients are SUMMED
  * over the minibatch, so learning rates are per sample. nnet_backward(n, d, NNET_UPDATE) computes
@@ -100,6 +102,7 @@ int config_get_float(struct config_line *cl, const char *key, float *out);
 int config_get_string(struct config_line *cl, const char *key, const char **out);
 int config_get_bool(struct config_line *cl, const char *key, int *out); /* true|false|1|0 */
 /* Colon-separated integers ("-4:-3:0:2"); *out is xmalloc'ed. */
+/* a:b:c (Kaldi nnet2) or a,b,c (nnet3) */
 int config_get_int_list(struct config_line *cl, const char *key, int **out, int *num);
 int config_check_unused(const struct config_line *cl);
 
@@ -181,6 +184,7 @@ struct component {
     int param_offset;                /* into the block, valid once in a network */
     struct vector params;            /* owned before joining a network, then a view of the block */
     uint64_t seed;                   /* for components that draw (Dropout), set by the network */
+    int config_line;                 /* its line in the config it came from; 0: read from a model */
     void *priv;                      /* type-specific */
 };
 
@@ -237,6 +241,12 @@ int nnet_input_dim(const struct nnet *n);
 int nnet_output_dim(const struct nnet *n);
 int nnet_left_context(const struct nnet *n);
 int nnet_right_context(const struct nnet *n);
+/* 0 if every input row the network reads lies within left frames before and right frames after
+ * the frames it labels (the examples' context, nnet-get-egs --left-context/--right-context);
+ * else -1 with error_set naming the first component that reaches past it, by its config line
+ * ("line 5: SpliceComponent, input-dim=.., output-dim=.., context=-3:0:3: needs 7 frames of left
+ * context by here; the examples have 5"). */
+int nnet_check_context(const struct nnet *n, int left, int right);
 int nnet_num_params(const struct nnet *n);
 /* The parameter block and the delta block (a view; valid while n lives). */
 struct vector nnet_params(struct nnet *n);
@@ -287,6 +297,8 @@ void nnet_set_seed(struct nnet *n, uint64_t seed);
  * forward). train selects training behaviour (Dropout). */
 const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, int num_chunks,
                                   int train);
+/* The output of component i (0-based) in the last forward (owned by n, valid until the next). */
+const struct matrix *nnet_layer_output(const struct nnet *n, int i);
 
 enum nnet_backward_mode {
     NNET_GRADIENT = 0, /* nnet_delta(n) = gradient of the objective (no update) */
@@ -314,6 +326,13 @@ int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_back
  *     neither its preconditioning nor its max-change-per-sample is applied here. */
 int nnet_apply_step(struct nnet *n, const struct vector *step);
 int nnet_apply_gradient(struct nnet *n, const struct vector *grad, float scale);
+/* Vectors of the block's layout weighted by the learning rates, on each updatable component c's
+ * slice only (what a trainer needs to form a step outside nnet_backward):
+ *   nnet_scale_by_learning_rates: v_c *= scale lr_c (nnet_apply_gradient's step);
+ *   nnet_add_by_learning_rates: y_c += alpha lr_c x_c. */
+void nnet_scale_by_learning_rates(const struct nnet *n, struct vector *v, float scale);
+void nnet_add_by_learning_rates(const struct nnet *n, struct vector *y, float alpha,
+                                const struct vector *x);
 
 /* Weighted cross-entropy against sparse labels on the last forward's output: label i is
  * (rows[i], cols[i], weights[i]); weights NULL means all 1. Returns sum_i w_i log p(rows[i],

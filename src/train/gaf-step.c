@@ -1,5 +1,5 @@
 /* GAF's step on a network (train-internal.h), shared by train_sgd and train_sync; the rule itself
- * is gaf.h's. */
+ * is update.h's. */
 #include "train/train-internal.h"
 
 enum nnet_backward_mode train_gaf_backward_mode(const struct train_options *o) {
@@ -34,18 +34,8 @@ int train_gaf_finish(struct gaf *g, struct nnet *n, const struct train_options *
             /* num_accepted x the fusion (a GAF step with tau >= 2 and the mean fusion is one SGD
              * step on the union), or the fusion itself (gaf_unit_scale: the reference) */
             float scale = o->gaf_unit_scale ? 1.0f : (float)g->num_accepted;
-            double frames = frames_per_micro * scale;
-            if (m && m->on && o->gaf_on_steps) {
-                vector_scale(&g->fused, scale);
-                *skipped = momentum_apply_step(m, n, &g->fused, frames);
-            } else if (m && m->on) {
-                *skipped = momentum_apply_gradient(m, n, &g->fused, scale, frames);
-            } else if (o->gaf_on_steps) {
-                vector_scale(&g->fused, scale);
-                *skipped = nnet_apply_step(n, &g->fused);
-            } else {
-                *skipped = nnet_apply_gradient(n, &g->fused, scale);
-            }
+            *skipped = momentum_apply(m, n, &g->fused, o->gaf_on_steps, scale,
+                                      frames_per_micro * scale);
         }
     }
     gaf_begin(g);

@@ -1,5 +1,5 @@
-/* The per-minibatch bookkeeping of a pass (minibatch.h): checks, forward, scoring, progress. */
-#include "train/minibatch.h"
+/* The per-minibatch bookkeeping of a pass (train-internal.h): checks, forward, scoring, progress. */
+#include "train/train-internal.h"
 
 #include <math.h>
 #include <stdlib.h>

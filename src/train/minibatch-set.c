@@ -1,5 +1,5 @@
-/* Minibatches held in memory (minibatch.h). */
-#include "train/minibatch.h"
+/* Minibatches held in memory (train-internal.h). */
+#include "train/train-internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,8 @@
-/* Examples -> minibatches on a reading thread (minibatch.h), two slots deep through base.h's
+/* Examples -> minibatches on a reading thread (train-internal.h), two slots deep through base.h's
  * prefetch, so that reading, decoding and assembling the next minibatch overlaps the computation
  * on the current one. The thread reads each minibatch straight into its slot (egs_reader_read:
  * no struct example in between). */
-#include "train/minibatch.h"
+#include "train/train-internal.h"
 
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* The SGD loop (nnet-train), evaluation (nnet-compute-prob) and inference (nnet-forward). */
-#include "train/elastic.h"
+#include "update/update.h"
 #include "train/train-internal.h"
 
 #include <math.h>
@@ -97,14 +97,8 @@ static void gaf_finish(struct extras *e, struct train_stats *st) {
 /* The update for one minibatch (label weight w) after its forward and scoring. */
 static void update_minibatch(struct extras *e, const struct matrix *deriv, double w,
                              struct train_stats *st) {
-    if (!e->gaf_on && e->mom.on) {
-        nnet_backward(e->n, deriv, NNET_STEP);
-        struct vector d = nnet_delta(e->n);
-        after_update(e, momentum_apply_step(&e->mom, e->n, &d, w), st);
-        return;
-    }
     if (!e->gaf_on) {
-        after_update(e, nnet_backward(e->n, deriv, NNET_UPDATE), st);
+        after_update(e, momentum_backward_update(&e->mom, e->n, deriv, w), st);
         return;
     }
     nnet_backward(e->n, deriv, train_gaf_backward_mode(e->o));

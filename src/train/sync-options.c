@@ -1,6 +1,6 @@
-/* train_sync_options: defaults, and nnet-train-mpi's option groups (sync.h). */
-#include "train/momentum.h"
-#include "train/sync.h"
+/* train_sync_options: defaults, and nnet-train-mpi's option groups (train.h). */
+#include "update/update.h"
+#include "train/train.h"
 
 #include <string.h>
 
@@ -24,8 +24,6 @@ void train_sync_options_default(struct train_sync_options *o) {
     o->group_size = 1;
 }
 
-#define SPEC(name, type, ptr, help) specs[n++] = (struct option_spec){name, type, ptr, help}
-
 int train_sync_cli_register(struct train_sync_cli *c, struct train_sync_options *o,
                             struct option_spec *specs) {
     memset(c, 0, sizeof *c);
@@ -34,52 +32,52 @@ int train_sync_cli_register(struct train_sync_cli *c, struct train_sync_options 
     c->mode = "";
     c->state_in = c->state_out = "";
     int n = 0;
-    SPEC("mode", OPT_STRING, &c->mode,
-         "params: average the parameters every --average-every minibatches (local SGD); "
-         "gradients: sum the ranks' steps every minibatch (synchronous SGD)");
-    SPEC("average-every", OPT_INT, &o->average_every,
-         "Minibatches between parameter averages in params mode (0: only at the end)");
-    SPEC("check-sync", OPT_BOOL, &o->check_sync,
-         "After every exchange, check that all ranks hold bitwise the same parameters");
+    OPTION("mode", OPT_STRING, &c->mode,
+           "params: average the parameters every --average-every minibatches (local SGD); "
+           "gradients: sum the ranks' steps every minibatch (synchronous SGD)");
+    OPTION("average-every", OPT_INT, &o->average_every,
+           "Minibatches between parameter averages in params mode (0: only at the end)");
+    OPTION("check-sync", OPT_BOOL, &o->check_sync,
+           "After every exchange, check that all ranks hold bitwise the same parameters");
     /* train_cli_register resets o->train to its defaults: keep the mode's defaults above */
     n += train_cli_register(&c->train, &o->train,
                             TRAIN_CLI_COMMON | TRAIN_CLI_GAF | TRAIN_CLI_MOMENTUM, 1, specs + n);
     /* Parle and EASGD */
-    SPEC("elastic-alpha", OPT_FLOAT, &o->elastic_alpha,
-         "elastic: alpha of the exchange every --average-every minibatches (0: 0.9 / N)");
-    SPEC("parle-inner-steps", OPT_INT, &o->parle_inner_steps,
-         "parle: L, minibatches per exchange");
-    SPEC("parle-gamma", OPT_FLOAT, &o->parle_gamma,
-         "parle: initial gamma-coupling of the inner iterate to the anchor (x learning rate)");
-    SPEC("parle-rho", OPT_FLOAT, &o->parle_rho,
-         "parle: initial rho-coupling to the mean, before the reference's factor L x N");
-    SPEC("parle-gamma-max", OPT_FLOAT, &o->parle_gamma_max, "parle: cap on gamma");
-    SPEC("parle-rho-max", OPT_FLOAT, &o->parle_rho_max, "parle: cap on rho");
-    SPEC("parle-ema", OPT_FLOAT, &o->parle_ema, "parle: EMA factor alpha of z");
-    SPEC("parle-minibatches-per-epoch", OPT_INT, &c->nb,
-         "parle: nb of the scoping (1 + 0.5/nb)^(t/L), per rank (0: no scoping)");
-    SPEC("parle-step-offset", OPT_INT, &c->step_offset,
-         "parle: inner steps taken before this pass (the scoping counter's start)");
-    SPEC("parle-scope-per-step", OPT_INT, &o->parle_scope_per_step,
-         "parle: scoping counter's advance per inner step (0: the network's parameter tensors, "
-         "2 per updatable component, as the reference code; 1: the README's t/L)");
-    SPEC("state-in", OPT_STRING, &c->state_in,
-         "Each rank's optimiser state from the previous pass (JOB = rank + 1): velocity, and "
-         "the replica, anchor, EMA, t in elastic/parle modes");
-    SPEC("state-out", OPT_STRING, &c->state_out,
-         "Write each rank's state at the end (JOB = rank + 1)");
-    /* params mode: block momentum, post-local SGD, hierarchical averaging (sync.h) */
+    OPTION("elastic-alpha", OPT_FLOAT, &o->elastic_alpha,
+           "elastic: alpha of the exchange every --average-every minibatches (0: 0.9 / N)");
+    OPTION("parle-inner-steps", OPT_INT, &o->parle_inner_steps,
+           "parle: L, minibatches per exchange");
+    OPTION("parle-gamma", OPT_FLOAT, &o->parle_gamma,
+           "parle: initial gamma-coupling of the inner iterate to the anchor (x learning rate)");
+    OPTION("parle-rho", OPT_FLOAT, &o->parle_rho,
+           "parle: initial rho-coupling to the mean, before the reference's factor L x N");
+    OPTION("parle-gamma-max", OPT_FLOAT, &o->parle_gamma_max, "parle: cap on gamma");
+    OPTION("parle-rho-max", OPT_FLOAT, &o->parle_rho_max, "parle: cap on rho");
+    OPTION("parle-ema", OPT_FLOAT, &o->parle_ema, "parle: EMA factor alpha of z");
+    OPTION("parle-minibatches-per-epoch", OPT_INT, &c->nb,
+           "parle: nb of the scoping (1 + 0.5/nb)^(t/L), per rank (0: no scoping)");
+    OPTION("parle-step-offset", OPT_INT, &c->step_offset,
+           "parle: inner steps taken before this pass (the scoping counter's start)");
+    OPTION("parle-scope-per-step", OPT_INT, &o->parle_scope_per_step,
+           "parle: scoping counter's advance per inner step (0: the network's parameter tensors, "
+           "2 per updatable component, as the reference code; 1: the README's t/L)");
+    OPTION("state-in", OPT_STRING, &c->state_in,
+           "Each rank's optimiser state from the previous pass (JOB = rank + 1): velocity, and "
+           "the replica, anchor, EMA, t in elastic/parle modes");
+    OPTION("state-out", OPT_STRING, &c->state_out,
+           "Write each rank's state at the end (JOB = rank + 1)");
+    /* params mode: block momentum, post-local SGD, hierarchical averaging (train.h) */
     n += bmuf_cli_register(&c->bmuf, &o->bmuf, specs + n);
-    SPEC("warmup-steps", OPT_INT, &c->warmup_steps,
-         "params: post-local SGD: the run's first W minibatches apply the mean of the ranks' "
-         "steps (synchronous), local SGD after (0: off)");
-    SPEC("minibatch-offset", OPT_INT, &c->minibatch_offset,
-         "params: minibatches per rank trained in earlier passes (for --warmup-steps)");
-    SPEC("group-size", OPT_INT, &o->group_size,
-         "params: hierarchical averaging: groups of G consecutive ranks (a node) average every "
-         "--group-average-every minibatches (1: off; G must divide the ranks)");
-    SPEC("group-average-every", OPT_INT, &o->group_average_every,
-         "params: minibatches between the averages within a group (with --group-size)");
+    OPTION("warmup-steps", OPT_INT, &c->warmup_steps,
+           "params: post-local SGD: the run's first W minibatches apply the mean of the ranks' "
+           "steps (synchronous), local SGD after (0: off)");
+    OPTION("minibatch-offset", OPT_INT, &c->minibatch_offset,
+           "params: minibatches per rank trained in earlier passes (for --warmup-steps)");
+    OPTION("group-size", OPT_INT, &o->group_size,
+           "params: hierarchical averaging: groups of G consecutive ranks (a node) average every "
+           "--group-average-every minibatches (1: off; G must divide the ranks)");
+    OPTION("group-average-every", OPT_INT, &o->group_average_every,
+           "params: minibatches between the averages within a group (with --group-size)");
     ASSERT(n <= TRAIN_SYNC_CLI_MAX_SPECS);
     return n;
 }
@@ -141,4 +139,64 @@ int train_sync_cli_check(struct train_sync_cli *c) {
         (o->bmuf.on || o->warmup_steps > 0 || o->group_size > 1))
         return error_set("--bmuf, --warmup-steps and --group-size need --mode=params");
     return 0;
+}
+
+void train_sync_log_start(const struct train_sync_cli *c, int size, const struct nnet *n) {
+    const struct train_sync_options *o = c->o;
+    const struct train_options *t = &o->train;
+    LOG("%d ranks, mode %s, exchange every %d minibatches, %d examples per minibatch per rank, "
+        "%d parameters", size, c->mode,
+        o->mode == TRAIN_SYNC_STEPS   ? 1
+        : o->mode == TRAIN_SYNC_PARLE ? o->parle_inner_steps
+                                      : o->average_every,
+        t->minibatch_size, nnet_num_params(n));
+    if (o->bmuf.on)
+        LOG("block momentum %g (%s), block learning rate %g, from %s",
+            bmuf_resolve_momentum(&o->bmuf, size), o->bmuf.nesterov ? "Nesterov" : "classic",
+            o->bmuf.learning_rate,
+            o->bmuf_state_rxfilename ? o->bmuf_state_rxfilename : "zero momentum");
+    if (o->warmup_steps > 0 || o->group_size > 1)
+        LOG("post-local SGD: %lld synchronous minibatches (%lld before this pass); groups of %d "
+            "ranks averaging every %d minibatches", o->warmup_steps, o->minibatch_offset,
+            o->group_size, o->group_average_every);
+    if (t->momentum > 0 || t->weight_decay > 0)
+        LOG("momentum %g%s, weight decay %g", t->momentum, t->nesterov ? " (Nesterov)" : "",
+            t->weight_decay);
+    if (t->gaf_microbatches > 0)
+        LOG("GAF on %s: %d microbatches per update (%d per rank), threshold %g, %s fusion",
+            t->gaf_on_steps ? "steps" : "raw gradients", size * t->gaf_microbatches,
+            t->gaf_microbatches, t->gaf_threshold, c->train.gaf_fusion);
+}
+
+void train_sync_log_summary(const struct train_sync_options *o,
+                            const struct train_sync_stats *st, int size, struct nnet *n) {
+    const struct train_stats *t = &st->total;
+    double loop = st->local.seconds > 0 ? st->local.seconds : 1e-9;
+    LOG("Trained on %lld examples (%lld frames, %lld minibatches over %d ranks, %lld steps "
+        "skipped) in %.1f s, %.0f frames/s; accuracy %.4f", t->num_egs, t->num_frames,
+        t->num_minibatches, size, t->num_skipped, t->seconds,
+        t->num_frames / (t->seconds > 0 ? t->seconds : 1), t->correct / t->weight);
+    LOG("Exchanges (rank 0): %lld all-reduces of the %s, %.3f MB of payload per rank, "
+        "%.3f s (%.1f%% of the loop); %.3f s (%.1f%%) in the per-minibatch flag all-reduce",
+        st->num_exchanges, train_sync_exchanged(o), st->exchange_bytes / 1e6,
+        st->exchange_seconds, 100 * st->exchange_seconds / loop, st->flag_seconds,
+        100 * st->flag_seconds / loop);
+    if (o->mode == TRAIN_SYNC_PARLE)
+        LOG("Parle: %lld outer steps; scoping counter t=%lld, gamma %.4g, rho %.4g at the end",
+            t->outer_steps, st->parle_steps, st->parle_gamma, st->parle_rho);
+    if (o->check_sync)
+        LOG("Checked: all %d ranks held bitwise the same parameters after each of the %lld "
+            "exchanges", size, st->num_exchanges);
+    if (o->train.gaf_microbatches > 0)
+        LOG("GAF: %lld steps, %lld skipped (nothing agreed), %lld updates; accept rate %.4f "
+            "(%lld of %lld microbatches after the first of each step)", t->gaf_steps,
+            t->gaf_skipped, t->num_updates,
+            t->gaf_offered ? (double)t->gaf_accepted / t->gaf_offered : 0.0, t->gaf_accepted,
+            t->gaf_offered);
+    nnet_log_max_change_stats(n); /* rank 0's steps */
+    if (st->num_stopped_early)
+        LOG("%lld rank(s) stopped with examples left (the shortest archive ends the pass)",
+            st->num_stopped_early);
+    LOG("[this line is to be parsed by a script:] log-prob-per-frame=%.6f",
+        t->objf / t->weight);
 }

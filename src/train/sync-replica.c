@@ -1,8 +1,8 @@
-/* Parle and EASGD inside the synchronous loop (sync.h: TRAIN_SYNC_PARLE, TRAIN_SYNC_ELASTIC):
+/* Parle and EASGD inside the synchronous loop (train.h: TRAIN_SYNC_PARLE, TRAIN_SYNC_ELASTIC):
  * the per-rank state (centre, anchor, EMA, outer velocity) and the exchange every L or tau
- * minibatches. train_sync (sync.c) calls these around its local steps; every exchange is a sum
+ * minibatches, and the two modes' tables (sync_elastic_ops, sync_parle_ops); every exchange is a sum
  * all-reduce of one parameter-sized vector (docs/STYLE.md §3). */
-#include "train/elastic.h"
+#include "update/update.h"
 #include "train/train-internal.h"
 #include "io/io.h"
 
@@ -65,7 +65,7 @@ void train_replica_couple(struct train_replica *r, struct nnet *n,
     struct vector y = nnet_params(n);
     vector_copy(&r->scratch, &y);
     vector_add(&r->scratch, -1, &r->anchor);
-    momentum_add_lr_scaled(n, step, (float)(-r->gamma * weight), &r->scratch);
+    nnet_add_by_learning_rates(n, step, (float)(-r->gamma * weight), &r->scratch);
 }
 
 int train_replica_after_step(struct train_replica *r, struct nnet *n,
@@ -112,7 +112,7 @@ int train_replica_exchange(struct train_replica *r, struct nnet *n,
     vector_add(d, (float)-r->rho, &r->center);
     struct vector step = nnet_delta(n);
     vector_set_zero(&step);
-    momentum_add_lr_scaled(n, &step, (float)-w, d);
+    nnet_add_by_learning_rates(n, &step, (float)-w, d);
     if (vector_is_finite(&step)) {
         if (o->train.momentum > 0)
             momentum_filter(&r->outer_velocity, &step, o->train.momentum, o->train.nesterov);
@@ -152,6 +152,38 @@ void train_replica_finish(struct train_replica *r, struct nnet *n,
         st->parle_steps = r->t;
     }
 }
+
+/* ---- the two modes as tables (train-internal.h: struct sync_mode_ops) ---- */
+/* A local step of the replica (Parle: with its coupling), then maybe the exchange. */
+static int replica_minibatch(struct sync_run *r, const struct egs_minibatch *mb, double weight) {
+    struct vector delta = nnet_delta(r->n);
+    nnet_backward(r->n, r->deriv, NNET_STEP);
+    momentum_weight_decay(r->n, &delta, r->o->train.weight_decay, weight);
+    train_replica_couple(&r->rep, r->n, r->o, r->comm->size, &delta, weight);
+    if (momentum_apply_filtered(&r->mom, r->n, &delta)) r->st->local.num_skipped++;
+    else r->st->local.num_updates++;
+    if (!train_replica_after_step(&r->rep, r->n, r->o, weight)) return 0;
+    return train_replica_exchange(&r->rep, r->n, r->o, r->comm, r->st);
+}
+
+static int replica_end(struct sync_run *r) {
+    return train_replica_last_exchange(&r->rep, r->n, r->o, r->comm, r->st);
+}
+
+/* The model is the centre, everywhere. */
+static int replica_result(struct sync_run *r) {
+    train_replica_finish(&r->rep, r->n, r->o, r->comm, r->st);
+    return train_sync_checked(r, r->comm, "after setting the centre at minibatch",
+                              r->st->local.num_minibatches);
+}
+
+/* The two differ inside train_replica_* (by the mode), not in the loop's steps. */
+const struct sync_mode_ops sync_elastic_ops = {
+    .exchanged = "elastic differences", .minibatch = replica_minibatch, .end = replica_end,
+    .result = replica_result};
+const struct sync_mode_ops sync_parle_ops = {
+    .exchanged = "EMAs and anchors", .minibatch = replica_minibatch, .end = replica_end,
+    .result = replica_result};
 
 /* ---- the state file (--state-in / --state-out of nnet-train-mpi) ----
  * Kaldi token style, binary:

@@ -1,5 +1,6 @@
-# steps/lib/make-feats.sh: what steps/make_fbank.sh and steps/make_mfcc.sh share (sourced after
-# their option parsing, with kind=fbank|mfcc and prog=compute-<kind>-feats): Kaldi's layout
+# steps/lib/make-feats.sh: steps/make_fbank.sh and steps/make_mfcc.sh but for their configuration
+# section (sourced without arguments after it, with kind=fbank|mfcc; the program is
+# compute-<kind>-feats, its options --<kind>-config): the usage, the options, and Kaldi's layout
 #   <data-dir>/wav.scp -> <feat-dir>/raw_<kind>_<name>.JOB.{ark,scp} in --nj jobs through --cmd,
 #   logs <log-dir>/make_<kind>_<name>.JOB.log, <data-dir>/feats.scp their union, sorted.
 # Utterances whose audio cannot be read are skipped by the program with a warning; they are
@@ -32,3 +33,18 @@ make_feats() {
     [ $got -lt $n ] && echo "$0: WARNING: $((n - got)) of $n recordings gave no features (the logs $logdir/make_${kind}_$name.*.log say why); utils/fix_data_dir.sh $data leaves them out"
     echo "$0: Succeeded creating $kind features for $name ($got utterances)"
 }
+
+echo "$0 $*"
+help_message="Usage: $0 [options] <data-dir> [<log-dir> [<$kind-dir>]]
+e.g.: $0 --nj 4 --cmd utils/run.pl data/train exp/make_$kind/train $kind
+<log-dir> defaults to <data-dir>/log, <$kind-dir> to <data-dir>/data.
+Options:
+  --$kind-config <file>   compute-$kind-feats options (default: conf/$kind.conf when it exists)
+  --nj <n>                 jobs (default: 4)
+  --cmd <runner>           utils/run.pl | utils/queue.pl | utils/slurm.pl (default: utils/run.pl)"
+. "$(dirname "$0")/lib/args.sh"
+args_want $# 1 3
+prog=compute-$kind-feats config_var=${kind}_config
+config=${!config_var}
+[ -f "$config" ] || { [ "$config" = conf/$kind.conf ] && config=; }
+make_feats "$@"

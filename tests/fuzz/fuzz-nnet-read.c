@@ -1,8 +1,8 @@
 /* libFuzzer target for the model reader and the block-momentum state beside a model
- * (train/bmuf.h): any bytes, binary or text, must give a network (a state) or an error, never a
+ * (update/update.h): any bytes, binary or text, must give a network (a state) or an error, never a
  * crash, a leak or an unbounded allocation. Build with `make fuzz`. */
 #include "nnet/nnet.h"
-#include "train/bmuf.h"
+#include "update/update.h"
 
 #include <stdio.h>
 

@@ -70,7 +70,7 @@ $B/nnet-init --print-args=false --srand=1 nnet.config 0.mdl 2>/dev/null
 $B/nnet-copy --print-args=false --binary=false 0.mdl 0.txt 2>/dev/null
 seed fuzz-nnet-read model-binary <0.mdl
 seed fuzz-nnet-read model-text <0.txt
-# ... and a block-momentum state (train/bmuf.h) beside it
+# ... and a block-momentum state (update/update.h) beside it
 $B/nnet-average --print-args=false --bmuf --previous-model=0.mdl --block-state-out=1.bmuf \
     0.mdl 0.mdl 1.mdl 2>/dev/null
 seed fuzz-nnet-read block-momentum <1.bmuf

@@ -1,6 +1,7 @@
 # Helpers for program tests (sourced). Each check prints one PASS or FAIL line.
 # Programs are on PATH (tests/run-tests.sh puts $PARNET_BIN first). Run in a fresh temp dir.
 : "${PARNET_TOP:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+export PARNET_TOP
 TESTS=$PARNET_TOP/tests
 
 pass() { echo "PASS $*"; }

@@ -69,6 +69,18 @@ expect_err "line named" "line 1"
 printf 'SigmoidComponent dim=4\nTanhComponent dim=x\n' >bad2.config
 expect_status "bad value fails" 1 nnet-init bad2.config bad2.mdl
 expect_err "bad value named" "line 2: .*key 'dim'"
+# a time-delay network (Splice lines between layers) that reads past the examples' context
+printf 'SpliceComponent input-dim=4 context=-2:0:2\nAffineComponent output-dim=6\nSpliceComponent context=-3:0:1\nAffineComponent output-dim=3\n' >tdnn.config
+printf 'SpliceComponent input-dim=4 context=-2,0,2\n' >comma.config
+expect_status "nnet3's comma list" 0 nnet-init comma.config comma.mdl
+expect_eq "comma list read" "$(nnet-info comma.mdl 2>/dev/null | grep -c 'context=-2:0:2')" 1
+expect_status "TDNN within its context" 0 nnet-init --left-context=5 --right-context=3 tdnn.config tdnn.mdl
+nnet-info tdnn.mdl >out 2>/dev/null
+expect_eq "TDNN context" "$(grep -- '-context' out | tr '\n' ' ')" "left-context 5 right-context 3 "
+expect_status "TDNN past the left context fails" 1 nnet-init --left-context=4 tdnn.config tdnn2.mdl
+expect_err "names the line and the frames" "config 'tdnn.config': line 3: SpliceComponent.*context=-3:0:1: needs 5 frames of left context by here; the examples have 4"
+expect_status "TDNN past the right context fails" 1 nnet-init --right-context=2 tdnn.config tdnn2.mdl
+expect_err "names the right side" "line 3: .*needs 3 frames of right context.*have 2"
 expect_status "missing config fails" 1 nnet-init no-such.config x.mdl
 expect_err "missing config named" "no-such.config"
 expect_status "usage error" 2 nnet-init nnet.config

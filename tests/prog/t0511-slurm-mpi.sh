@@ -16,15 +16,12 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 
 # 3 Gaussian classes in 8 dimensions, 320 examples per rank, 200 for validation.
 python3 - <<'PY'
-import random
-random.seed(11)
-means = [[random.gauss(0, 1.5) for _ in range(8)] for _ in range(3)]
+import os, sys
+sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+from gauss import Gauss
+g = Gauss(seed=11, spread=1.5, dim=8)
 for name, n in (("a", 320), ("b", 320), ("valid", 200)):
-    with open(name + ".feats.txt", "w") as f, open(name + ".labels.txt", "w") as l:
-        for i in range(n):
-            x = [m + random.gauss(0, 1) for m in means[i % 3]]
-            f.write(f"{name}{i:04d}  [\n  " + " ".join(f"{v:.5f}" for v in x) + " ]\n")
-            l.write(f"{name}{i:04d} {i % 3}\n")
+    g.write(name, g.utts(name, n))
 PY
 for s in a b valid; do
     copy-feats ark,t:$s.feats.txt ark:$s.feats.ark 2>/dev/null

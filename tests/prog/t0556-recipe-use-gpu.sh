@@ -11,14 +11,11 @@ ln -s "$PARNET_TOP/utils" utils
 
 mkdir -p data/train
 python3 - <<'PY'
-import random
-random.seed(11)
-means = [[random.gauss(0, 1.5) for _ in range(8)] for _ in range(3)]
-with open("feats.txt", "w") as f, open("labels.txt", "w") as l:
-    for i in range(900):
-        x = [m + random.gauss(0, 1) for m in means[i % 3]]
-        f.write(f"u{i:04d}  [\n  " + " ".join(f"{v:.5f}" for v in x) + " ]\n")
-        l.write(f"u{i:04d} {i % 3}\n")
+import os, sys
+sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+from gauss import Gauss
+g = Gauss(seed=11, spread=1.5, dim=8)
+g.write("", g.utts("u", 900))
 PY
 copy-feats ark,t:feats.txt ark,scp:data/train/feats.ark,data/train/feats.scp 2>/dev/null
 copy-int-vector ark,t:labels.txt ark,scp:data/train/labels.ark,data/train/labels.scp 2>/dev/null

@@ -4,18 +4,12 @@
 . "$PARNET_TOP/tests/prog/lib.sh"
 
 python3 - <<'PY'
-import random
-random.seed(5)
-means = [[random.gauss(0, 1.5) for _ in range(8)] for _ in range(3)]
-def write(name, n, prefix):
-    with open(name + ".feats.txt", "w") as f, open(name + ".labels.txt", "w") as l:
-        for i in range(n):
-            c = i % 3
-            x = [m + random.gauss(0, 1) for m in means[c]]
-            f.write(f"{prefix}{i:04d}  [\n  " + " ".join(f"{v:.5f}" for v in x) + " ]\n")
-            l.write(f"{prefix}{i:04d} {c}\n")
-write("train", 1200, "tr")
-write("valid", 300, "va")
+import os, sys
+sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+from gauss import Gauss
+g = Gauss(seed=5, spread=1.5, dim=8)
+g.write("train", g.utts("tr", 1200))
+g.write("valid", g.utts("va", 300))
 PY
 for s in train valid; do
     copy-feats ark,t:$s.feats.txt ark,scp:$s.feats.ark,$s.feats.scp 2>/dev/null

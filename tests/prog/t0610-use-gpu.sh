@@ -5,15 +5,12 @@
 . "$PARNET_TOP/tests/prog/lib.sh"
 
 python3 - <<'PY'
-import random
-random.seed(7)
-means = [[random.gauss(0, 1.5) for _ in range(6)] for _ in range(3)]
+import os, sys
+sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+from gauss import Gauss
+g = Gauss(seed=7, spread=1.5, dim=6)
 for name, n in (("train", 600), ("valid", 150)):
-    with open(name + ".feats.txt", "w") as f, open(name + ".labels.txt", "w") as l:
-        for i in range(n):
-            x = [m + random.gauss(0, 1) for m in means[i % 3]]
-            f.write(f"{name}{i:04d}  [\n  " + " ".join(f"{v:.5f}" for v in x) + " ]\n")
-            l.write(f"{name}{i:04d} {i % 3}\n")
+    g.write(name, g.utts(name, n))
 PY
 for s in train valid; do
     copy-feats ark,t:$s.feats.txt ark,scp:$s.feats.ark,$s.feats.scp 2>/dev/null

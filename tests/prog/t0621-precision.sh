@@ -5,24 +5,18 @@
 . "$PARNET_TOP/tests/prog/lib.sh"
 
 python3 - <<'PY'
-import random
-random.seed(7)
-means = [[random.gauss(0, 1.0) for _ in range(40)] for _ in range(4)]
-def write(name, n, prefix):
-    with open(name + ".feats.txt", "w") as f, open(name + ".labels.txt", "w") as l:
-        for i in range(n):
-            c = i % 4
-            x = [m + random.gauss(0, 1) for m in means[c]]
-            f.write(f"{prefix}{i:04d}  [\n  " + " ".join(f"{v:.5f}" for v in x) + " ]\n")
-            l.write(f"{prefix}{i:04d} {c}\n")
-write("train", 2000, "tr")
-write("valid", 400, "va")
+import os, random, sys
+sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+from gauss import Gauss
+g = Gauss(seed=7, spread=1.0, dim=40, classes=4)
+g.write("train", g.utts("tr", 2000))
+g.write("valid", g.utts("va", 400))
 # utterances of 100 frames for nnet-forward (a 1-frame product is too thin for bf16)
 with open("utts.feats.txt", "w") as f:
     for u in range(4):
         f.write(f"utt{u}  [\n")
         for i in range(100):
-            f.write("  " + " ".join(f"{m + random.gauss(0, 1):.5f}" for m in means[i % 4]) + "\n")
+            f.write("  " + " ".join(f"{m + random.gauss(0, 1):.5f}" for m in g.means[i % 4]) + "\n")
         f.write("  ]\n")
 PY
 copy-feats ark,t:utts.feats.txt ark:utts.feats.ark 2>/dev/null

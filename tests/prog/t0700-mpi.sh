@@ -22,25 +22,14 @@ mpi() { timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$@"; }
 # 3 Gaussian classes in 8 dimensions; a/b: the two ranks' data (600 each); ab: the two
 # interleaved in blocks of 16 (a's 16, then b's 16, ...) for the single-process comparison.
 python3 - <<'PY'
-import random
-random.seed(5)
-means = [[random.gauss(0, 1.5) for _ in range(8)] for _ in range(3)]
-def utts(prefix, n):
-    out = []
-    for i in range(n):
-        c = i % 3
-        x = [m + random.gauss(0, 1) for m in means[c]]
-        out.append((f"{prefix}{i:04d}", x, c))
-    return out
-def write(name, us):
-    with open(name + ".feats.txt", "w") as f, open(name + ".labels.txt", "w") as l:
-        for key, x, c in us:
-            f.write(f"{key}  [\n  " + " ".join(f"{v:.5f}" for v in x) + " ]\n")
-            l.write(f"{key} {c}\n")
-a, b, v = utts("a", 600), utts("b", 600), utts("va", 300)
-write("a", a); write("b", b); write("valid", v)
-write("ab", [u for k in range(0, 600, 16) for u in a[k:k + 16] + b[k:k + 16]])
-write("short", b[:300])
+import os, sys
+sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+from gauss import Gauss
+g = Gauss(seed=5, spread=1.5, dim=8)
+a, b, v = g.utts("a", 600), g.utts("b", 600), g.utts("va", 300)
+g.write("a", a); g.write("b", b); g.write("valid", v)
+g.write("ab", [u for k in range(0, 600, 16) for u in a[k:k + 16] + b[k:k + 16]])
+g.write("short", b[:300])
 PY
 for s in a b ab valid short; do
     copy-feats ark,t:$s.feats.txt ark:$s.feats.ark 2>/dev/null

@@ -16,21 +16,14 @@ mpi() { timeout 60 mpirun --allow-run-as-root --oversubscribe -np "$@"; }
 # ab16/ab32: both interleaved in blocks of 16/32 (a's block, then b's), as the ranks' minibatches
 # reach GAF; short: b's first 200.
 python3 - <<'PY'
-import random
-random.seed(7)
-means = [[random.gauss(0, 1.5) for _ in range(8)] for _ in range(3)]
-def utts(prefix, n):
-    return [(f"{prefix}{i:04d}", [m + random.gauss(0, 1) for m in means[i % 3]], i % 3)
-            for i in range(n)]
-def write(name, us):
-    with open(name + ".feats.txt", "w") as f, open(name + ".labels.txt", "w") as l:
-        for key, x, c in us:
-            f.write(f"{key}  [\n  " + " ".join(f"{v:.5f}" for v in x) + " ]\n")
-            l.write(f"{key} {c}\n")
-a, b = utts("a", 576), utts("b", 576)
-write("a", a); write("b", b); write("short", b[:200])
+import os, sys
+sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+from gauss import Gauss
+g = Gauss(seed=7, spread=1.5, dim=8)
+a, b = g.utts("a", 576), g.utts("b", 576)
+g.write("a", a); g.write("b", b); g.write("short", b[:200])
 for k in (16, 32):
-    write(f"ab{k}", [u for i in range(0, 576, k) for u in a[i:i + k] + b[i:i + k]])
+    g.write(f"ab{k}", [u for i in range(0, 576, k) for u in a[i:i + k] + b[i:i + k]])
 PY
 for s in a b ab16 ab32 short; do
     copy-feats ark,t:$s.feats.txt ark:$s.feats.ark 2>/dev/null

@@ -23,21 +23,14 @@ ln -s "$PARNET_TOP/utils" utils
 # a/b (600 each, a1/a2 and b1/b2 their halves), and validation data.
 mkdir -p data/train
 python3 - <<'PY'
-import random
-random.seed(9)
-means = [[random.gauss(0, 1.5) for _ in range(8)] for _ in range(3)]
-def utts(prefix, n):
-    return [(f"{prefix}{i:04d}", [m + random.gauss(0, 1) for m in means[i % 3]], i % 3)
-            for i in range(n)]
-def write(name, us):
-    with open(name + ".feats.txt", "w") as f, open(name + ".labels.txt", "w") as l:
-        for key, x, c in us:
-            f.write(f"{key}  [\n  " + " ".join(f"{v:.5f}" for v in x) + " ]\n")
-            l.write(f"{key} {c}\n")
-a, b, v = utts("a", 640), utts("b", 640), utts("v", 300)
-write("a", a); write("b", b); write("valid", v)
-write("a1", a[:320]); write("a2", a[320:]); write("b1", b[:320]); write("b2", b[320:])
-write("all", utts("u", 1600))
+import os, sys
+sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+from gauss import Gauss
+g = Gauss(seed=9, spread=1.5, dim=8)
+a, b, v = g.utts("a", 640), g.utts("b", 640), g.utts("v", 300)
+g.write("a", a); g.write("b", b); g.write("valid", v)
+g.write("a1", a[:320]); g.write("a2", a[320:]); g.write("b1", b[:320]); g.write("b2", b[320:])
+g.write("all", g.utts("u", 1600))
 PY
 for s in a b a1 a2 b1 b2 valid; do
     copy-feats ark,t:$s.feats.txt ark:$s.feats.ark 2>/dev/null

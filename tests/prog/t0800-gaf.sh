@@ -5,14 +5,11 @@
 . "$PARNET_TOP/tests/prog/lib.sh"
 
 python3 - <<'PY'
-import random
-random.seed(5)
-means = [[random.gauss(0, 1.5) for _ in range(8)] for _ in range(3)]
-with open("feats.txt", "w") as f, open("labels.txt", "w") as l:
-    for i in range(960):
-        c = i % 3
-        f.write(f"u{i:04d}  [\n  " + " ".join(f"{m + random.gauss(0, 1):.5f}" for m in means[c]) + " ]\n")
-        l.write(f"u{i:04d} {c}\n")
+import os, sys
+sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+from gauss import Gauss
+g = Gauss(seed=5, spread=1.5, dim=8)
+g.write("", g.utts("u", 960))
 PY
 copy-feats ark,t:feats.txt ark:feats.ark 2>/dev/null
 copy-int-vector ark,t:labels.txt ark:labels.ark 2>/dev/null

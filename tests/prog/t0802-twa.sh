@@ -4,17 +4,12 @@
 . "$PARNET_TOP/tests/prog/lib.sh"
 
 python3 - <<'PY'
-import random
-random.seed(11)
-means = [[random.gauss(0, 1.2) for _ in range(8)] for _ in range(3)]
-def write(name, n):
-    with open(name + ".feats.txt", "w") as f, open(name + ".labels.txt", "w") as l:
-        for i in range(n):
-            c = i % 3
-            f.write(f"{name}{i:04d}  [\n  " + " ".join(f"{m + random.gauss(0, 1):.5f}" for m in means[c]) + " ]\n")
-            l.write(f"{name}{i:04d} {c}\n")
-write("train", 600)
-write("valid", 300)
+import os, sys
+sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+from gauss import Gauss
+g = Gauss(seed=11, spread=1.2, dim=8)
+g.write("train", g.utts("train", 600))
+g.write("valid", g.utts("valid", 300))
 PY
 for s in train valid; do
     copy-feats ark,t:$s.feats.txt ark:$s.feats.ark 2>/dev/null

@@ -2,11 +2,9 @@
  * distance, fusion and skip; applying a given gradient or step (learning rate, max-change,
  * non-finite skip); job-level agreement; the elastic centre; the proximal pull and the EMA; the
  * HWA window average; TWA's Gram-Schmidt basis and projection. */
-#include "train/average.h"
-#include "train/elastic.h"
-#include "train/gaf.h"
+#include "models/models.h"
+#include "update/update.h"
 #include "train/train.h"
-#include "train/twa.h"
 #include "test.h"
 
 #include <stdlib.h>
@@ -262,7 +260,7 @@ static void test_elastic_center(void) {
     nnet_free(out);
 }
 
-/* ---- block momentum (bmuf.h) ---- */
+/* ---- block momentum (update.h) ---- */
 
 /* Two blocks of the rule on 2 parameters from S0 = 0, m0 = 0; the jobs' average is A1 = [2, 4],
  * then A2 = S1 + [1, 1]. Hand-computed:
@@ -294,7 +292,7 @@ static void test_bmuf_rule(void) {
 }
 
 /* DiLoCo's outer Nesterov SGD (PyTorch form) on the pseudo-gradient, simulated directly, gives
- * the models of the rule with eta = mu, zeta = lr, Nesterov (bmuf.h's derivation). */
+ * the models of the rule with eta = mu, zeta = lr, Nesterov (update.h's derivation). */
 static void test_bmuf_is_diloco(void) {
     const double lr = 0.7, mu = 0.9, inner[4][2] = {{1, -2}, {0.5, 3}, {-1, 0.25}, {2, 2}};
     double theta[2] = {0.5, -1}, v[2] = {0, 0};

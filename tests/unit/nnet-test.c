@@ -195,6 +195,30 @@ static double net_objective(struct nnet *n, const struct matrix *x, int chunks,
     return dot_mat(r, y);
 }
 
+/* The finite-difference check of nnet_backward's gradient at 60 random parameters (n forwarded
+ * on x with NNET_GRADIENT against r by the caller); prints the errors when they are too large. */
+static int network_gradient_ok(struct nnet *n, const struct matrix *x, int chunks,
+                               const struct matrix *rr, struct rng *r) {
+    struct vector p = nnet_params(n), d = nnet_delta(n);
+    int np = p.dim, ns = 60;
+    double an[60], nu[60], h = 1e-3;
+    for (int s = 0; s < ns; s++) {
+        int i = (int)rng_below(r, np);
+        float v = vector_get(&p, i);
+        vector_set(&p, i, v + (float)h);
+        double fp = net_objective(n, x, chunks, rr);
+        vector_set(&p, i, v - (float)h);
+        double fm = net_objective(n, x, chunks, rr);
+        vector_set(&p, i, v);
+        nu[s] = (fp - fm) / (2 * h);
+        an[s] = vector_get(&d, i);
+    }
+    double e = rel_err(an, nu, ns), em = max_err(an, nu, ns);
+    if (getenv("NNET_TEST_VERBOSE") || !(e < 5e-3 && em < 5e-3))
+        printf("    network gradient relative error %g, max element error %g\n", e, em);
+    return e < 5e-3 && em < 5e-3;
+}
+
 static void test_network_gradient(void) {
     struct nnet *n = nnet_init_from_config_text(test_config, 3);
     if (!n) printf("    %s\n", error_get());
@@ -214,24 +238,7 @@ static void test_network_gradient(void) {
     fill_randn(&rr, &r);
     net_objective(n, &x, chunks, &rr);
     CHECK(nnet_backward(n, &rr, NNET_GRADIENT) == 0);
-    struct vector p = nnet_params(n), d = nnet_delta(n);
-    int np = p.dim, ns = 60;
-    double an[60], nu[60], h = 1e-3;
-    for (int s = 0; s < ns; s++) {
-        int i = (int)rng_below(&r, np);
-        float v = vector_get(&p, i);
-        vector_set(&p, i, v + (float)h);
-        double fp = net_objective(n, &x, chunks, &rr);
-        vector_set(&p, i, v - (float)h);
-        double fm = net_objective(n, &x, chunks, &rr);
-        vector_set(&p, i, v);
-        nu[s] = (fp - fm) / (2 * h);
-        an[s] = vector_get(&d, i);
-    }
-    double e = rel_err(an, nu, ns), em = max_err(an, nu, ns);
-    if (getenv("NNET_TEST_VERBOSE") || !(e < 5e-3 && em < 5e-3))
-        printf("    network gradient relative error %g, max element error %g\n", e, em);
-    CHECK(e < 5e-3 && em < 5e-3);
+    CHECK(network_gradient_ok(n, &x, chunks, &rr, &r));
     /* Chunks are independent: chunk 1 alone gives rows 2..3 of the output. */
     const struct matrix *y = nnet_forward(n, &x, chunks, 0);
     struct matrix all;
@@ -965,6 +972,101 @@ static void test_natural_gradient_beats_sgd(void) {
     CHECK(best_ng > best_plain + 0.05);
 }
 
+/* ---- a time-delay network: Splice lines between the layers (Kaldi nnet2's multisplice) ---- */
+
+static const char tdnn_config[] =
+    "SpliceComponent input-dim=3 context=-1:0:1\n"
+    "NaturalGradientAffineComponent output-dim=6 rank-in=2 rank-out=2 param-stddev=0.5 "
+    "bias-stddev=0.1\n"
+    "RectifiedLinearComponent\n"
+    "SpliceComponent context=-2:0:2\n"
+    "NaturalGradientAffineComponent output-dim=5 rank-in=2 rank-out=2 param-stddev=0.5 "
+    "bias-stddev=0.1\n"
+    "TanhComponent\n"
+    "SpliceComponent context=-1:1\n"
+    "AffineComponent output-dim=4 param-stddev=0.5 bias-stddev=0.1\n"
+    "SoftmaxComponent\n";
+
+/* Its gradient; every frame of a chunk computed once per layer (12 rows into the second splice
+ * for 6 output frames, not 6 windows of 7) with the outputs of frame-by-frame windows; its
+ * context checked against the examples'; natural-gradient updates; the model file. */
+static void test_tdnn(void) {
+    struct nnet *n = nnet_init_from_config_text(tdnn_config, 11);
+    if (!n) printf("    %s\n", error_get());
+    CHECK(n != NULL);
+    CHECK(nnet_left_context(n) == 4 && nnet_right_context(n) == 4);
+    CHECK(nnet_check_context(n, 4, 4) == 0);
+    CHECK(nnet_check_context(n, 3, 4) == -1);
+    CHECK(strstr(error_get(), "line 7: SpliceComponent") &&
+          strstr(error_get(), "needs 4 frames of left context by here; the examples have 3"));
+    CHECK(nnet_check_context(n, 4, 2) == -1);
+    CHECK(strstr(error_get(), "line 4: ") && strstr(error_get(), "needs 3 frames of right"));
+    struct rng r;
+    rng_seed(&r, 12);
+    /* the gradient, over 2 chunks of 3 labelled frames and their context */
+    int chunks = 2, t = 3, rows = t + 8;
+    struct matrix x, rr;
+    matrix_init(&x, chunks * rows, 3);
+    matrix_init(&rr, chunks * t, 4);
+    fill_randn(&x, &r);
+    fill_randn(&rr, &r);
+    net_objective(n, &x, chunks, &rr);
+    CHECK(nnet_backward(n, &rr, NNET_GRADIENT) == 0);
+    CHECK(network_gradient_ok(n, &x, chunks, &rr, &r));
+    /* shared frames: one chunk of T = 6 output frames, against 6 chunks of one frame each */
+    enum { T = 6 };
+    struct matrix u, windows, y1;
+    matrix_init(&u, T + 8, 3);
+    fill_randn(&u, &r);
+    const struct matrix *y = nnet_forward(n, &u, 1, 0);
+    CHECK(nnet_layer_output(n, 1)->rows == T + 6); /* the frames the second splice reads */
+    CHECK(nnet_layer_output(n, 4)->rows == T + 2);
+    CHECK(y->rows == T);
+    matrix_init(&y1, T, 4);
+    matrix_copy(&y1, y);
+    matrix_init(&windows, T * 9, 3);
+    for (int k = 0; k < T; k++) {
+        struct matrix dst = matrix_rows(&windows, k * 9, 9), src = matrix_rows(&u, k, 9);
+        matrix_copy(&dst, &src);
+    }
+    y = nnet_forward(n, &windows, T, 0);
+    CHECK(nnet_layer_output(n, 1)->rows == T * 7); /* what sharing saves: 42 rows, not 12 */
+    CHECK(y->rows == T);
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < 4; j++)
+            CHECK_NEAR(matrix_get(y, i, j), matrix_get(&y1, i, j), 1e-5);
+    /* natural-gradient updates through the splices raise the objective <rr, y> */
+    nnet_set_learning_rate(n, 0.05f);
+    double before = net_objective(n, &x, chunks, &rr);
+    for (int step = 0; step < 20; step++) {
+        net_objective(n, &x, chunks, &rr);
+        CHECK(nnet_backward(n, &rr, NNET_UPDATE) == 0);
+    }
+    double after = net_objective(n, &x, chunks, &rr);
+    if (!(after > before)) printf("    objective %g -> %g\n", before, after);
+    CHECK(after > before);
+    /* the model file round-trips, contexts and outputs included */
+    size_t size;
+    char *buf = write_mem(n, 1, &size);
+    struct nnet *m = read_mem(buf, size);
+    CHECK(m != NULL && nnet_same_structure(n, m));
+    CHECK(nnet_left_context(m) == 4 && nnet_right_context(m) == 4);
+    y = nnet_forward(n, &u, 1, 0);
+    matrix_copy(&y1, y);
+    y = nnet_forward(m, &u, 1, 0);
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < 4; j++)
+            CHECK(matrix_get(y, i, j) == matrix_get(&y1, i, j));
+    free(buf);
+    nnet_free(m);
+    matrix_release(&x);
+    matrix_release(&rr);
+    matrix_release(&u);
+    matrix_release(&windows);
+    matrix_release(&y1);
+    nnet_free(n);
+}
+
 int main(void) {
     TEST_RUN(test_component_gradients);
     TEST_RUN(test_every_component_checked);
@@ -981,5 +1083,6 @@ int main(void) {
     TEST_RUN(test_training_reduces_objective);
     TEST_RUN(test_natural_gradient_beats_sgd);
     TEST_RUN(test_cnn);
+    TEST_RUN(test_tdnn);
     TEST_MAIN_END();
 }

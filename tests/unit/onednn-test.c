@@ -241,55 +241,62 @@ static void test_layer_product_bf16(void) {
     CHECK(matrix_set_precision("fp32") == 0);
 }
 
-/* Kept bf16 copies (matrix_layer_product): reused while the contract holds, forgotten when a
- * product writes over the operand, when a backward begins (derivatives) and when the pass ends;
- * each result is checked against the exact product of the current contents. */
+/* Kept bf16 copies of a layer's operands (matrix_layer_affine, _backprop, _weight_grad): reused
+ * by the backward products of the step, dropped when a product writes over the operand and when a
+ * forward follows a backward (a new step); each result checked against the exact product of the
+ * current contents. */
 static void test_kept_operands(void) {
     if (!bf16_ok) return;
     CHECK(matrix_set_precision("bf16") == 0);
-    enum { M = 64, K = 288, N = 80 };
-    struct smat a, b, c, c0, w;
-    smat_init(&a, M, K, 0);
-    smat_init(&b, N, K, 0);
-    smat_init(&c, M, N, 0);
-    smat_init(&c0, M, N, 0);
-    smat_init(&w, M, N, 0);
-    double e[6];
-    matrix_layer_pass(MATRIX_PASS_FORWARD);
-    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_VALUE, &b.m, 1, MATRIX_KEEP_VALUE, 0);
-    e[0] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
-    /* a product writes over a: its kept copy must go */
-    struct matrix a_as_c = matrix_wrap(a.p, M, N, K, MATRIX_CPU); /* the first N columns of a */
-    struct matrix wt = matrix_wrap(w.p, M, M, M, MATRIX_CPU);      /* M x M from w's storage */
-    matrix_layer_product(&a_as_c, 1, &wt, 0, MATRIX_KEEP_NONE, &c.m, 0, MATRIX_KEEP_NONE, 0);
-    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_VALUE, &b.m, 1, MATRIX_KEEP_VALUE, 0);
-    e[1] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
-    /* a derivative kept, changed after a new backward begins */
-    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_DERIV, &b.m, 1, MATRIX_KEEP_VALUE, 0);
-    matrix_layer_pass(MATRIX_PASS_BACKWARD);
-    for (int i = 0; i < M * K; i++) a.p[i] *= -0.5f;
-    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_DERIV, &b.m, 1, MATRIX_KEEP_VALUE, 0);
-    e[2] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
-    /* b (a value) is still the kept copy: same result, bit for bit, as without keeping */
-    memcpy(c0.p, c.p, sizeof(float) * M * N);
-    matrix_add_mat_mat_layer(&c.m, 1, &a.m, 0, &b.m, 1, 0);
-    e[3] = memcmp(c0.p, c.p, sizeof(float) * M * N) ? 1 : 0;
-    /* the pass ends: parameters may change */
-    matrix_layer_pass(MATRIX_PASS_END);
-    for (int i = 0; i < N * K; i++) b.p[i] += 1.0f;
-    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_VALUE, &b.m, 1, MATRIX_KEEP_VALUE, 0);
-    e[4] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
-    /* no pass open: nothing is kept (a changed in place is seen) */
-    for (int i = 0; i < M * K; i++) a.p[i] += 0.25f;
-    matrix_layer_product(&c.m, 1, &a.m, 0, MATRIX_KEEP_VALUE, &b.m, 1, MATRIX_KEEP_VALUE, 0);
-    e[5] = worst_rel(&c.m, &c0.m, 1, &a.m, 0, &b.m, 1, 0, 1);
-    free(a.p);
-    free(b.p);
-    free(c.p);
-    free(c0.p);
-    free(w.p);
+    enum { M = 128, K = 288, N = 160 }; /* every product's sides >= 32 and inner >= 128: bf16 */
+    struct smat x, w, dy, out, dx, dw, dw0, zero_out, zero_dx, scratch;
+    smat_init(&x, M, K, 0);
+    smat_init(&w, N, K, 0);
+    smat_init(&dy, M, N, 0);
+    smat_init(&out, M, N, 0);
+    smat_init(&zero_out, M, N, 0);
+    smat_init(&dx, M, K, 0);
+    smat_init(&zero_dx, M, K, 0);
+    smat_init(&dw, N, K, 0);
+    smat_init(&dw0, N, K, 0);
+    smat_init(&scratch, M, M, 0);
+    struct vector b;
+    vector_init(&b, N); /* zero: out is the product alone */
+    double e[7];
+    matrix_layer_affine(&out.m, &x.m, &w.m, &b);
+    e[0] = worst_rel(&out.m, &zero_out.m, 1, &x.m, 0, &w.m, 1, 0, 1);
+    matrix_layer_backprop(&dx.m, &dy.m, &w.m);
+    e[1] = worst_rel(&dx.m, &zero_dx.m, 1, &dy.m, 0, &w.m, 0, 0, 1);
+    memcpy(dw0.p, dw.p, sizeof(float) * N * K);
+    matrix_layer_weight_grad(&dw.m, 0.5f, &dy.m, &x.m, 1);
+    e[2] = worst_rel(&dw.m, &dw0.m, 0.5f, &dy.m, 1, &x.m, 0, 1, 1);
+    /* the copies of dy and x are really reused: x changed behind the matrix layer's back (against
+     * the contract) is not seen, bit for bit */
+    memcpy(dw0.p, dw.p, sizeof(float) * N * K);
+    for (int i = 0; i < M * K; i++) x.p[i] += 1.0f;
+    matrix_layer_weight_grad(&dw.m, 0.5f, &dy.m, &x.m, 0);
+    memcpy(dx.p, dw.p, sizeof(float) * N * K); /* (dx's room: a copy of this result) */
+    for (int i = 0; i < M * K; i++) x.p[i] -= 1.0f;
+    matrix_layer_weight_grad(&dw.m, 0.5f, &dy.m, &x.m, 0);
+    e[3] = memcmp(dx.p, dw.p, sizeof(float) * N * K) ? 1 : 0;
+    /* a product writes over x: its copy must go */
+    struct matrix x_head = matrix_wrap(x.p, M, M, K, MATRIX_CPU); /* the first M columns of x */
+    matrix_add_mat_mat_layer(&x_head, 1, &scratch.m, 0, &scratch.m, 1, 0);
+    matrix_layer_weight_grad(&dw.m, 1, &dy.m, &x.m, 0);
+    e[4] = worst_rel(&dw.m, &dw0.m, 1, &dy.m, 1, &x.m, 0, 0, 1);
+    /* a forward after the backward begins a new step: dy and w changed in between are seen */
+    for (int i = 0; i < M * N; i++) dy.p[i] *= -0.5f;
+    for (int i = 0; i < N * K; i++) w.p[i] += 0.25f;
+    matrix_layer_affine(&out.m, &x.m, &w.m, &b);
+    matrix_layer_backprop(&dx.m, &dy.m, &w.m);
+    e[5] = worst_rel(&dx.m, &zero_dx.m, 1, &dy.m, 0, &w.m, 0, 0, 1);
+    matrix_layer_weight_grad(&dw.m, 1, &dy.m, &x.m, 0);
+    e[6] = worst_rel(&dw.m, &dw0.m, 1, &dy.m, 1, &x.m, 0, 0, 1);
+    struct smat *all[] = {&x, &w, &dy, &out, &dx, &dw, &dw0, &zero_out, &zero_dx, &scratch};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]->p);
+    vector_release(&b);
     CHECK(matrix_set_precision("fp32") == 0);
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         if (!(e[i] <= 1e-5)) printf("    case %d: rel. error %g\n", i, e[i]);
         CHECK(e[i] <= 1e-5);
     }

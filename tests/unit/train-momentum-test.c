@@ -1,9 +1,9 @@
-/* Unit tests for momentum and weight decay (momentum.h): the filter on vectors
+/* Unit tests for momentum and weight decay (update.h): the filter on vectors
  * worked by hand, and train_sgd on a tiny linear softmax model (2 inputs, 2 classes, zero start)
  * against the same update written out in double here: the first step's numbers by hand, then
  * three minibatches of heavy-ball and Nesterov momentum with weight decay; GAF with tau >= 2 and
  * the mean fusion under momentum equals plain momentum SGD on the merged minibatch. */
-#include "train/momentum.h"
+#include "update/update.h"
 #include "train/train.h"
 #include "test.h"
 

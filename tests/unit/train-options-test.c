@@ -1,8 +1,7 @@
-/* Unit tests for the trainers' option groups (train.h: train_cli_*, sync.h: train_sync_cli_*):
+/* Unit tests for the trainers' option groups (train.h: train_cli_*, train.h: train_sync_cli_*):
  * every group registers its entries once, options_parse fills the options through them, the
  * checks turn the strings into enums, resolve nnet-train-mpi's momentum by mode and name the
  * option in every error. */
-#include "train/sync.h"
 #include "train/train.h"
 #include "test.h"
 

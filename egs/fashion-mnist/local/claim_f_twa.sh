@@ -30,11 +30,7 @@ set -e -o pipefail
 . local/exp_lib.sh
 
 exp_setup
-if [ ! -f $dir/egs/combine.egs ]; then
-    steps/get_egs.sh --num-jobs $num_jobs --samples-per-iter $samples_per_iter \
-        --valid-data-dir $dir/data/valid --num-utts-subset 1000 $dir/data/train $dir/egs \
-        > $dir/egs.log 2>&1 || { echo "$0: get_egs.sh failed, see $dir/egs.log"; exit 1; }
-fi
+exp_egs $num_jobs $samples_per_iter egs
 exp_header "TWA-t head stage (first $head_fraction of training) vs full training vs SWA of the same checkpoints; $num_jobs jobs, $num_epochs epochs"
 
 train_run() {

@@ -43,11 +43,7 @@ exp_setup
 ntrain=$(wc -l < $dir/data/train/feats.scp)
 # egs<N>: N jobs, iters_per_epoch archives each per epoch
 for j in 1 $n; do
-    if [ ! -f $dir/egs$j/combine.egs ]; then
-        steps/get_egs.sh --num-jobs $j --samples-per-iter $(( (ntrain + j * iters_per_epoch - 1) / (j * iters_per_epoch) )) \
-            --valid-data-dir $dir/data/valid --num-utts-subset 1000 $dir/data/train $dir/egs$j \
-            > $dir/egs$j.log 2>&1 || { echo "$0: get_egs.sh for $j jobs failed, see $dir/egs$j.log"; exit 1; }
-    fi
+    exp_egs $j $(( (ntrain + j * iters_per_epoch - 1) / (j * iters_per_epoch) ))
 done
 half=$(( num_epochs * iters_per_epoch / 2 ))
 exp_header "BMUF vs plain averaging at N=$n vs N=1, NG-SGD, $num_epochs epochs x $iters_per_epoch iterations, minibatch $minibatch_size"

@@ -41,13 +41,15 @@ exp_setup() {
         echo "$0: the test set has $ntest images, not 10000"; return 1; }
 }
 
+# exp_egs N [SAMPLES-PER-ITER [NAME]]: examples for N jobs in $dir/NAME (default egsN), made once;
+# SAMPLES-PER-ITER by default each job's share of the training set (one archive per job).
 exp_egs() {
-    local n=$1
-    [ -f $dir/egs$n/combine.egs ] && return 0
-    local per_job=$(( ($(wc -l < $dir/data/train/feats.scp) + n - 1) / n ))
+    local n=$1 name=${3:-egs$1}
+    [ -f $dir/$name/combine.egs ] && return 0
+    local per_job=${2:-$(( ($(wc -l < $dir/data/train/feats.scp) + n - 1) / n ))}
     steps/get_egs.sh --num-jobs $n --samples-per-iter $per_job --valid-data-dir $dir/data/valid \
-        --num-utts-subset 1000 $dir/data/train $dir/egs$n > $dir/egs$n.log 2>&1 \
-        || { echo "$0: get_egs.sh for $n jobs failed, see $dir/egs$n.log"; return 1; }
+        --num-utts-subset 1000 $dir/data/train $dir/$name > $dir/$name.log 2>&1 \
+        || { echo "$0: get_egs.sh for $n jobs failed, see $dir/$name.log"; return 1; }
 }
 
 exp_acc() {

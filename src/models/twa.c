@@ -1,9 +1,9 @@
-/* TWA (twa.h; Li et al., ICLR 2023, arXiv 2205.13104): train the combination
+/* TWA (models.h; Li et al., ICLR 2023, arXiv 2205.13104): train the combination
  * coefficients of the last K models inside their span. P holds an orthonormal basis of the span
  * (Gram-Schmidt in double, rows); the iterate is w = P^T alpha, so the gradient with respect to
  * alpha is P g (g the ordinary gradient), and w never leaves the span. Start: the models' mean. */
-#include "train/minibatch.h"
-#include "train/twa.h"
+#include "train/train.h"
+#include "models/models.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -90,6 +90,44 @@ static double objective(struct twa *t, struct minibatch_set *s) {
     return objf / s->total_weight;
 }
 
+/* The coefficients alpha trained by SGD with momentum on the set fit, o->num_epochs passes, the
+ * gradient projected onto the basis (the network left at the last alpha). */
+static void fit_coefficients(struct twa *t, struct minibatch_set *fit, const struct twa_options *o,
+                             double *alpha) {
+    double *vel = xcalloc(t->k, sizeof(double)), *ga = xcalloc(t->k, sizeof(double));
+    struct vector delta = nnet_delta(t->work);
+    float *gf = t->wf;
+    double *g = t->w;
+    for (int ep = 0; ep < o->num_epochs; ep++) {
+        /* step schedule of the reference code: x0.1 at 50% and 75% of the epochs */
+        double lr = o->learning_rate * (2 * ep >= o->num_epochs ? 0.1 : 1) *
+                    (4 * ep >= 3 * o->num_epochs ? 0.1 : 1);
+        double objf = 0;
+        for (int b = 0; b < fit->num; b++) {
+            double wsum = 0;
+            const struct egs_minibatch *mb = &fit->mbs[b];
+            for (int i = 0; i < mb->num_labels; i++)
+                wsum += mb->label_weight[i];
+            objf += minibatch_set_forward(fit, b, t->work, &t->dev_input, &t->deriv);
+            if (!(wsum > 0)) continue;
+            nnet_backward(t->work, &t->deriv, NNET_GRADIENT);
+            vector_to_host(&delta, gf);
+            for (int i = 0; i < t->dim; i++)
+                g[i] = gf[i] / wsum;
+            twa_basis_project(t->p, t->k, t->dim, g, ga); /* the projected gradient */
+            for (int j = 0; j < t->k; j++) {
+                vel[j] = o->momentum * vel[j] + lr * ga[j];
+                alpha[j] += vel[j];
+            }
+            set_alpha(t, alpha); /* clobbers g (t->w): recomputed next minibatch */
+        }
+        VLOG(1, "TWA epoch %d: learning rate %g, objective per frame while fitting %.6f", ep, lr,
+             objf / fit->total_weight);
+    }
+    free(vel);
+    free(ga);
+}
+
 struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_rspec,
                          const struct twa_options *o) {
     ASSERT(num >= 1);
@@ -103,7 +141,7 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
     t.dim = nnet_num_params(t.work);
     struct minibatch_set valid = {0}, train = {0};
     struct nnet *result = NULL;
-    double *alpha = NULL, *vel = NULL, *ga = NULL, *mean_alpha = NULL;
+    double *alpha = NULL, *mean_alpha = NULL;
     t.p = xmalloc(sizeof(double) * (size_t)num * (t.dim ? t.dim : 1));
     t.w = xmalloc(sizeof(double) * (t.dim ? t.dim : 1));
     t.wf = xmalloc(sizeof(float) * (t.dim ? t.dim : 1));
@@ -130,8 +168,6 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
     }
     alpha = xcalloc(t.k, sizeof(double));
     mean_alpha = xcalloc(t.k, sizeof(double));
-    vel = xcalloc(t.k, sizeof(double));
-    ga = xcalloc(t.k, sizeof(double));
     twa_basis_project(t.p, t.k, t.dim, mean_copy, mean_alpha);
     free(mean_copy);
 
@@ -150,35 +186,7 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
     double start = objective(&t, &valid);
     LOG("TWA: the mean of the %d models: objective per frame %.6f", num, start);
 
-    struct vector delta = nnet_delta(t.work);
-    float *gf = t.wf;
-    double *g = t.w;
-    for (int ep = 0; ep < o->num_epochs; ep++) {
-        /* step schedule of the reference code: x0.1 at 50% and 75% of the epochs */
-        double lr = o->learning_rate * (2 * ep >= o->num_epochs ? 0.1 : 1) *
-                    (4 * ep >= 3 * o->num_epochs ? 0.1 : 1);
-        double objf = 0;
-        for (int b = 0; b < fit->num; b++) {
-            double wsum = 0;
-            const struct egs_minibatch *mb = &fit->mbs[b];
-            for (int i = 0; i < mb->num_labels; i++)
-                wsum += mb->label_weight[i];
-            objf += minibatch_set_forward(fit, b, t.work, &t.dev_input, &t.deriv);
-            if (!(wsum > 0)) continue;
-            nnet_backward(t.work, &t.deriv, NNET_GRADIENT);
-            vector_to_host(&delta, gf);
-            for (int i = 0; i < t.dim; i++)
-                g[i] = gf[i] / wsum;
-            twa_basis_project(t.p, t.k, t.dim, g, ga); /* the projected gradient, in coefficients */
-            for (int j = 0; j < t.k; j++) {
-                vel[j] = o->momentum * vel[j] + lr * ga[j];
-                alpha[j] += vel[j];
-            }
-            set_alpha(&t, alpha); /* clobbers g (t.w): recomputed next minibatch */
-        }
-        VLOG(1, "TWA epoch %d: learning rate %g, objective per frame while fitting %.6f", ep, lr,
-             objf / fit->total_weight);
-    }
+    fit_coefficients(&t, fit, o, alpha);
     double final = objective(&t, &valid);
     int finite = 1;
     for (int j = 0; j < t.k; j++)
@@ -204,8 +212,6 @@ done:
     free(t.wf);
     free(alpha);
     free(mean_alpha);
-    free(vel);
-    free(ga);
     matrix_release(&t.deriv);
     matrix_release(&t.dev_input);
     nnet_free(t.work);

@@ -1,24 +1,12 @@
-/* Momentum and weight decay (momentum.h). */
-#include "train/momentum.h"
+/* Momentum and weight decay (update.h). */
+#include "update/update.h"
 
 #include <string.h>
-
-void momentum_add_lr_scaled(struct nnet *n, struct vector *step, float coef,
-                            const struct vector *x) {
-    ASSERT(step->dim == nnet_num_params(n) && x->dim == step->dim);
-    for (int i = 0; i < nnet_num_components(n); i++) {
-        const struct component *c = nnet_component(n, i);
-        if (!c->ops->updatable || !c->num_params) continue;
-        struct vector s = vector_range(step, c->param_offset, c->num_params);
-        struct vector v = vector_range(x, c->param_offset, c->num_params);
-        vector_add(&s, coef * c->learning_rate, &v);
-    }
-}
 
 void momentum_weight_decay(struct nnet *n, struct vector *step, float lambda, double frames) {
     if (!(lambda > 0) || !(frames > 0)) return;
     struct vector p = nnet_params(n);
-    momentum_add_lr_scaled(n, step, (float)(-lambda * frames), &p);
+    nnet_add_by_learning_rates(n, step, (float)(-lambda * frames), &p);
 }
 
 void momentum_filter(struct vector *velocity, struct vector *step, float mu, int nesterov) {
@@ -68,14 +56,27 @@ int momentum_apply_gradient(struct momentum *m, struct nnet *n,
                                   const struct vector *grad, float scale, double frames) {
     struct vector d = nnet_delta(n);
     if (grad->data != d.data) vector_copy(&d, grad);
-    /* d <- scale lr_c grad_c per component: the step nnet_apply_gradient would take */
-    for (int i = 0; i < nnet_num_components(n); i++) {
-        const struct component *c = nnet_component(n, i);
-        if (!c->ops->updatable || !c->num_params) continue;
-        struct vector s = vector_range(&d, c->param_offset, c->num_params);
-        vector_scale(&s, scale * c->learning_rate);
-    }
+    nnet_scale_by_learning_rates(n, &d, scale); /* the step nnet_apply_gradient would take */
     return momentum_apply_step(m, n, &d, frames);
+}
+
+/* The one place that chooses between the momentum stage and the network's own update. */
+int momentum_backward_update(struct momentum *m, struct nnet *n, const struct matrix *deriv,
+                             double frames) {
+    if (!m->on) return nnet_backward(n, deriv, NNET_UPDATE);
+    nnet_backward(n, deriv, NNET_STEP);
+    struct vector d = nnet_delta(n);
+    return momentum_apply_step(m, n, &d, frames);
+}
+
+int momentum_apply(struct momentum *m, struct nnet *n, struct vector *v, int is_step,
+                   float scale, double frames) {
+    int on = m && m->on;
+    if (!is_step)
+        return on ? momentum_apply_gradient(m, n, v, scale, frames)
+                  : nnet_apply_gradient(n, v, scale);
+    vector_scale(v, scale);
+    return on ? momentum_apply_step(m, n, v, frames) : nnet_apply_step(n, v);
 }
 
 int momentum_check(float mu, int nesterov, float weight_decay) {

@@ -1,7 +1,7 @@
 /* Input normalisation (nnet-get-feature-transform): per-dimension mean/variance, or LDA on
  * spliced frames (Kaldi nnet2's get_lda.sh / nnet-get-feature-transform), as the (out x in+1)
  * matrix a FixedAffineComponent reads (matrix=F: linear part | bias column). */
-#include "train/feature-transform.h"
+#include "feat/feat.h"
 #include "io/io.h"
 
 #include <cblas.h>

@@ -1,5 +1,5 @@
 /* nnet-average: a weighted average of parameter blocks, two models in memory at a time. */
-#include "train/average.h"
+#include "models/models.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* nnet-combine: per-(model, updatable component) weights by L-BFGS on validation examples, as
  * Kaldi's nnet-combine-fast (nnet2/combine-nnet-fast.cc), without its Fisher preconditioning.
  * The weights are not constrained to sum to 1. */
-#include "train/combine.h"
-#include "train/minibatch.h"
+#include "models/models.h"
+#include "train/train.h"
 
 #include <math.h>
 #include <stdlib.h>

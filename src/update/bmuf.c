@@ -1,10 +1,8 @@
-/* bmuf: block momentum's update and its state file (bmuf.h). */
-#include "train/bmuf.h"
+/* bmuf: block momentum's update and its state file (update.h). */
+#include "update/update.h"
 
 #include <math.h>
 #include <string.h>
-
-#define SPEC(name, type, ptr, help) specs[n++] = (struct option_spec){name, type, ptr, help}
 
 int bmuf_cli_register(struct bmuf_cli *c, struct bmuf_options *o, struct option_spec *specs) {
     memset(c, 0, sizeof *c);
@@ -13,17 +11,17 @@ int bmuf_cli_register(struct bmuf_cli *c, struct bmuf_options *o, struct option_
     c->momentum = "auto";
     c->state_in = c->state_out = "";
     int n = 0;
-    SPEC("bmuf", OPT_BOOL, &o->on,
-         "Block momentum (BMUF, Chen & Huo 2016; DiLoCo's outer Nesterov) on the averaged update "
-         "of every block");
-    SPEC("block-momentum", OPT_STRING, &c->momentum,
-         "BMUF: eta in [0, 1) (auto: 1 - 1/N for N jobs, the paper's recommendation)");
-    SPEC("block-learning-rate", OPT_FLOAT, &o->learning_rate, "BMUF: zeta > 0");
-    SPEC("block-nesterov", OPT_BOOL, &o->nesterov,
-         "BMUF: Nesterov block momentum (the jobs start from the look-ahead); false: classic");
-    SPEC("block-state-in", OPT_STRING, &c->state_in,
-         "BMUF: the block momentum of the previous block (not given: start from zero)");
-    SPEC("block-state-out", OPT_STRING, &c->state_out, "BMUF: write the block momentum here");
+    OPTION("bmuf", OPT_BOOL, &o->on,
+           "Block momentum (BMUF, Chen & Huo 2016; DiLoCo's outer Nesterov) on the averaged update "
+           "of every block");
+    OPTION("block-momentum", OPT_STRING, &c->momentum,
+           "BMUF: eta in [0, 1) (auto: 1 - 1/N for N jobs, the paper's recommendation)");
+    OPTION("block-learning-rate", OPT_FLOAT, &o->learning_rate, "BMUF: zeta > 0");
+    OPTION("block-nesterov", OPT_BOOL, &o->nesterov,
+           "BMUF: Nesterov block momentum (the jobs start from the look-ahead); false: classic");
+    OPTION("block-state-in", OPT_STRING, &c->state_in,
+           "BMUF: the block momentum of the previous block (not given: start from zero)");
+    OPTION("block-state-out", OPT_STRING, &c->state_out, "BMUF: write the block momentum here");
     ASSERT(n == BMUF_CLI_NUM_SPECS);
     return n;
 }

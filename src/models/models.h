@@ -1,3 +1,17 @@
+/* models: operations on model files, after training: averages of N models (nnet-average: plain,
+ * job-level agreement, EASGD's centre, block momentum; its methods as a table), combination with
+ * per-component weights found by L-BFGS on validation examples (nnet-combine, as Kaldi nnet2's
+ * nnet-combine-fast) and trainable weight averaging (nnet-combine --method=twa). They stream the
+ * files (at most a few models in memory) and score on the loops' in-memory set of validation
+ * minibatches (train.h: minibatch_set). Each section below opens with its own contract.
+ * Errors: NULL (or -1) with error_set naming the file and the reason; nothing exits. */
+#ifndef PARNET_MODELS_MODELS_H
+#define PARNET_MODELS_MODELS_H
+
+#include "nnet/nnet.h"
+#include "update/update.h"
+
+/* ======== average: averages of model files ======== */
 /* average: model-level averaging over model files (nnet-average; the offline levels of
  * steps/train.sh's averaging methods), streaming: at most a few models in memory.
  *   Plain weighted averages (Kaldi nnet2's parameter averaging; HWA's offline level, a window
@@ -8,12 +22,6 @@
  *   EASGD's centre update (Zhang, Choromanska, LeCun, NIPS 2015, arXiv 1412.6651), over files.
  * Everything but the parameters (learning rates, fixed components) comes from the first model (the
  * centre). Errors: NULL (or -1) with error_set naming the file and the reason. */
-#ifndef PARNET_TRAIN_AVERAGE_H
-#define PARNET_TRAIN_AVERAGE_H
-
-#include "nnet/nnet.h"
-#include "train/bmuf.h"
-#include "train/gaf.h"
 
 /* Weighted average of the models' parameter blocks, streaming: at most two models in memory.
  * weights: num values (renormalised to sum 1; NULL = uniform). Everything but the parameters
@@ -38,7 +46,7 @@ struct nnet *average_model_files_agreement(const char *const *rxfilenames, int n
 struct nnet *average_elastic_center_files(const char *center_rxfilename,
                                           const char *const *rxfilenames, int num, float alpha);
 
-/* Block momentum over files (bmuf.h): previous = S(t-1), the model the jobs started from (its
+/* Block momentum over files (update.h): previous = S(t-1), the model the jobs started from (its
  * non-parameter settings are kept); the result is S(t). The velocity m(t-1) comes from
  * state_in ("" or NULL: zero, the first block) and m(t) goes to state_out (NULL: not written),
  * checked against the model's size, num and o->nesterov. eta = bmuf_resolve_momentum(o, num). */
@@ -72,5 +80,54 @@ extern const struct average_method *const average_methods[];
 /* The wanted method (plain when none), or NULL with error_set when two exclude each other or
  * its check fails. */
 const struct average_method *average_method_select(const struct average_request *r);
+
+/* ======== combine: nnet-combine-fast ======== */
+/* combine: model-level combination as Kaldi nnet2's nnet-combine-fast (nnet-combine): one weight
+ * per (model, updatable component) found by L-BFGS on validation examples, without Kaldi's Fisher
+ * preconditioning; the weights are not constrained to sum to 1. Errors: NULL with error_set. */
+
+struct combine_options {
+    int num_iters;            /* L-BFGS iterations (20) */
+    int minibatch_size;       /* for the objective's passes (1024) */
+    int max_examples;         /* examples kept in memory from the validation archive (10000) */
+};
+void combine_options_default(struct combine_options *o);
+/* One weight per (model, updatable component), found by L-BFGS maximising the average
+ * log-probability on the validation examples, starting from the plain average. The result is never
+ * worse on that objective than the best of the inputs and their average (the best of these is
+ * returned if the search does not beat it). Logs the weights and the objective. */
+struct nnet *combine_models(struct nnet *const *models, int num, const char *valid_rspec,
+                            const struct combine_options *o);
+
+/* ======== twa: trainable weight averaging ======== */
+/* twa: trainable weight averaging (Li, Huang, Tao, Wu, Huang, "Trainable Weight Averaging: A
+ * General Approach for Subspace Training", ICLR 2023, arXiv 2205.13104), a model-level operation
+ * (nnet-combine --method=twa, steps/twa_head.sh): the combination coefficients of the last K
+ * models are trained inside their span. The basis helpers (Gram-Schmidt in double, projection)
+ * are exposed for the unit tests. Errors: NULL with error_set. */
+
+/* Modified Gram-Schmidt in double over num vectors of length dim (rows of v, row-major, in place):
+ * on return rows 0..k-1 are orthonormal, spanning the input rows, k is returned. A row whose
+ * remaining norm is below 1e-9 of its original norm is dropped as linearly dependent. */
+int twa_gram_schmidt(double *v, int num, int dim);
+/* alpha = P x (k values) and x = P^T alpha, P being k orthonormal rows of length dim. */
+void twa_basis_project(const double *p, int k, int dim, const double *x, double *alpha);
+void twa_basis_expand(const double *p, int k, int dim, const double *alpha, double *x);
+
+struct twa_options {
+    int num_epochs;           /* passes over the examples (10) */
+    float learning_rate;      /* on the per-frame average log-probability (0.5) */
+    float momentum;           /* heavy ball (0.9) */
+    int minibatch_size;       /* (256) */
+    int max_examples;         /* kept in memory (10000) */
+    const char *train_rspec;  /* NULL: fit on the validation examples (TWA-v), else on these */
+};
+void twa_options_default(struct twa_options *o);
+/* Orthonormal basis of the models' parameter blocks (Gram-Schmidt in double), start at their
+ * mean, then gradient ascent on the coefficients alpha with the projected gradient P g; returns
+ * the best of (mean, trained) on the validation examples (always the trained one when fitting on
+ * the validation examples and it improved). */
+struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_rspec,
+                         const struct twa_options *o);
 
 #endif

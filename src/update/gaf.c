@@ -1,5 +1,5 @@
-/* GAF's rule over vectors (gaf.h): the cosine distance, the agreement test and the fusion. */
-#include "train/gaf.h"
+/* GAF's rule over vectors (update.h): the cosine distance, the agreement test and the fusion. */
+#include "update/update.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,5 +1,5 @@
-/* The proximal/elastic pull and the EMA (elastic.h). */
-#include "train/elastic.h"
+/* The proximal/elastic pull and the EMA (update.h). */
+#include "update/update.h"
 
 void elastic_pull(struct vector *x, const struct vector *ref, float c) {
     ASSERT(x->dim == ref->dim);

@@ -1,5 +1,5 @@
-/* nnet-average's methods as tables (average.h), and block momentum over files. */
-#include "train/average.h"
+/* nnet-average's methods as tables (models.h), and block momentum over files. */
+#include "models/models.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,0 +1,39 @@
+/* onednn-internal: what onednn.c (matmuls) and onednn-conv.c (convolution, pooling, batch norm)
+ * share; for those two files only.
+ *
+ * grow_buf: a grow-only buffer, at least `bytes` of room, kept for the next call (contents are
+ * not kept when it grows). With oneDNN: DNNL_CHECK, which reports a failed oneDNN call (a broken
+ * library or a programmer bug on shapes already checked, onednn.h) with the call and its status
+ * and aborts; and the registry of per-thread state: onednn_thread_register(obj, release) hands
+ * obj (one thread's primitive cache) to release(obj) at exit, every registered object before the
+ * engine is destroyed, so a cache never outlives the engine its primitives belong to. */
+#ifndef PARNET_MATRIX_ONEDNN_INTERNAL_H
+#define PARNET_MATRIX_ONEDNN_INTERNAL_H
+
+#include <stddef.h>
+
+struct grow_buf {
+    void *p;
+    size_t bytes;
+};
+void *grow_buf_get(struct grow_buf *b, size_t bytes);
+
+#if HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define DNNL_CHECK(call)                                                                     \
+    do {                                                                                     \
+        dnnl_status_t st_ = (call);                                                          \
+        if (st_ != dnnl_success) {                                                           \
+            fprintf(stderr, "ERROR (%s:%d) oneDNN: %s failed with status %d\n", __FILE__,   \
+                    __LINE__, #call, (int)st_);                                              \
+            abort();                                                                         \
+        }                                                                                    \
+    } while (0)
+
+void onednn_thread_register(void *obj, void (*release)(void *obj));
+#endif
+
+#endif
