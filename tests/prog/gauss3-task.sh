@@ -4,6 +4,7 @@
 # vectors) as data/{train,valid}, examples for 2 jobs of 200 per archive in egs/ (get_egs.sh, log
 # in egs.log) and nnet.config (8-16-3, ReLU). Needs steps/ and utils/ in the current directory and
 # the programs on PATH. Status 1 if get_egs.sh failed.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # text_data_dir, mlp_config
 gauss3_task() {
     local seed=$1 spread=$2 d
     python3 - "$seed" "$spread" <<'PY'
@@ -21,15 +22,9 @@ write("data/train", 800)
 write("data/valid", 150)
 PY
     for d in train valid; do
-        copy-feats ark,t:data/$d/feats.txt ark,scp:$PWD/data/$d/feats.ark,data/$d/feats.scp 2>/dev/null
-        copy-int-vector ark,t:data/$d/labels.txt ark,scp:$PWD/data/$d/labels.ark,data/$d/labels.scp 2>/dev/null
+        text_data_dir data/$d/ data/$d
     done
-    cat > nnet.config <<'CFG'
-AffineComponent input-dim=8 output-dim=16 learning-rate=0.01
-RectifiedLinearComponent dim=16
-AffineComponent input-dim=16 output-dim=3 learning-rate=0.01 param-stddev=0 bias-stddev=0
-SoftmaxComponent dim=3
-CFG
+    mlp_config 8 16 3 Affine Affine learning-rate=0.01 'param-stddev=0 bias-stddev=0' >nnet.config
     steps/get_egs.sh --num-jobs 2 --samples-per-iter 200 --valid-data-dir data/valid --num-utts-subset 100 \
         data/train egs >egs.log 2>&1
 }

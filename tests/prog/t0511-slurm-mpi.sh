@@ -7,41 +7,25 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/engine-lib.sh"
 
-if ! command -v mpirun >/dev/null; then
-    echo "SKIP t0511-slurm-mpi: mpirun not found (tools/install-deps.sh --mpi installs Open MPI)"
-    exit 0
-fi
-export LSAN_OPTIONS="suppressions=$TESTS/prog/lsan-openmpi.supp:print_suppressions=0"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+need_mpirun
 
 # 3 Gaussian classes in 8 dimensions, 320 examples per rank, 200 for validation.
-python3 - <<'PY'
-import os, sys
-sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+gauss_py <<'PY'
 from gauss import Gauss
 g = Gauss(seed=11, spread=1.5, dim=8)
 for name, n in (("a", 320), ("b", 320), ("valid", 200)):
     g.write(name, g.utts(name, n))
 PY
-for s in a b valid; do
-    copy-feats ark,t:$s.feats.txt ark:$s.feats.ark 2>/dev/null
-    copy-int-vector ark,t:$s.labels.txt ark:$s.labels.ark 2>/dev/null
-    nnet-get-egs ark:$s.feats.ark ark:$s.labels.ark ark:$s.egs 2>/dev/null
-done
+text_egs a b valid
 cp a.egs egs.1.ark; cp b.egs egs.2.ark
-cat > nnet.config <<'CFG'
-NaturalGradientAffineComponent input-dim=8 output-dim=16 learning-rate=0.02
-RectifiedLinearComponent dim=16
-NaturalGradientAffineComponent input-dim=16 output-dim=3 learning-rate=0.02
-SoftmaxComponent dim=3
-CFG
+mlp_config 8 16 3 NaturalGradientAffine NaturalGradientAffine learning-rate=0.02 >nnet.config
 nnet-init --srand=3 nnet.config 0.mdl 2>/dev/null
 # An examples directory as steps/get_egs.sh leaves it: 2 jobs, 1 archive per epoch.
 mkdir -p egs/info
 echo 1 > egs/info/iters_per_epoch; echo 2 > egs/info/num_jobs
 cp a.egs egs/egs.1.0.ark; cp b.egs egs/egs.2.0.ark
 for f in valid_diagnostic train_diagnostic combine; do cp valid.egs egs/$f.egs; done
-ln -s "$PARNET_TOP/steps" steps; ln -s "$PARNET_TOP/utils" utils
+recipe_links
 
 engine_up slurm "$PARNET_TOP/tools/slurm-local.sh"
 
@@ -71,9 +55,7 @@ for l in srun sbatch; do
         --initial-learning-rate 0.02 --final-learning-rate 0.01 egs nnet.config exp-$l
     expect_eq "$l: both iterations logged by 2 ranks" \
         "$(grep -l 'Trained on 640 examples' exp-$l/log/train.0.log exp-$l/log/train.1.log | wc -l)" 2
-    acc=$(grep -o 'accuracy is [0-9.]*' exp-$l/log/compute_prob_valid.final.log 2>/dev/null | awk '{print $3}')
-    if awk -v a="${acc:-0}" 'BEGIN { exit !(a > 0.8) }'; then pass "$l: valid accuracy $acc"
-    else fail "$l: valid accuracy '$acc'"; fi
+    expect_accuracy "$l: valid accuracy" exp-$l/log/compute_prob_valid.final.log 0.8
 done
 
 engine_down slurmctld slurmd

@@ -3,25 +3,14 @@
 # 3 Gaussian classes in 8 dimensions, written as a Kaldi text feature archive.
 . "$PARNET_TOP/tests/prog/lib.sh"
 
-python3 - <<'PY'
-import os, sys
-sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+gauss_py <<'PY'
 from gauss import Gauss
 g = Gauss(seed=5, spread=1.5, dim=8)
 g.write("train", g.utts("tr", 1200))
 g.write("valid", g.utts("va", 300))
 PY
-for s in train valid; do
-    copy-feats ark,t:$s.feats.txt ark,scp:$s.feats.ark,$s.feats.scp 2>/dev/null
-    copy-int-vector ark,t:$s.labels.txt ark:$s.labels.ark 2>/dev/null
-    nnet-get-egs scp:$s.feats.scp ark:$s.labels.ark ark:$s.egs 2>/dev/null
-done
-cat > nnet.config <<'CFG'
-NaturalGradientAffineComponent input-dim=8 output-dim=32 learning-rate=0.01
-RectifiedLinearComponent dim=32
-AffineComponent input-dim=32 output-dim=3 learning-rate=0.01 param-stddev=0 bias-stddev=0
-SoftmaxComponent dim=3
-CFG
+text_egs train valid
+mlp_config 8 32 3 NaturalGradientAffine Affine learning-rate=0.01 'param-stddev=0 bias-stddev=0' >nnet.config
 expect_status "nnet-init" 0 nnet-init --srand=3 nnet.config 0.mdl
 
 expect_status "compute-prob of the initial model" 0 nnet-compute-prob 0.mdl ark:valid.egs
@@ -32,8 +21,7 @@ expect_status "nnet-train" 0 nnet-train --minibatch-size=32 --minibatches-per-ph
 expect_err "progress line" "Minibatches 0-9: average objective"
 expect_err "parseable objective" "log-prob-per-frame=-[0-9.]+"
 nnet-compute-prob 1.mdl ark:valid.egs >out 2>err
-acc=$(grep -o 'accuracy is [0-9.]*' err | awk '{print $3}')
-if awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'; then pass "trained accuracy $acc > 0.9"; else fail "trained accuracy $acc"; fi
+expect_accuracy "trained accuracy" err 0.9
 if awk -v a="$(cat out)" 'BEGIN { exit !(a > -0.4) }'; then pass "trained log-prob $(cat out) > -0.4"; else fail "trained log-prob $(cat out)"; fi
 
 # the same seed and data give the same model

@@ -4,25 +4,14 @@
 # same results as "no". With a GPU: every program's results on the GPU match the CPU's.
 . "$PARNET_TOP/tests/prog/lib.sh"
 
-python3 - <<'PY'
-import os, sys
-sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+gauss_py <<'PY'
 from gauss import Gauss
 g = Gauss(seed=7, spread=1.5, dim=6)
 for name, n in (("train", 600), ("valid", 150)):
     g.write(name, g.utts(name, n))
 PY
-for s in train valid; do
-    copy-feats ark,t:$s.feats.txt ark,scp:$s.feats.ark,$s.feats.scp 2>/dev/null
-    copy-int-vector ark,t:$s.labels.txt ark:$s.labels.ark 2>/dev/null
-    nnet-get-egs scp:$s.feats.scp ark:$s.labels.ark ark:$s.egs 2>/dev/null
-done
-cat > nnet.config <<'CFG'
-NaturalGradientAffineComponent input-dim=6 output-dim=24 learning-rate=0.01
-RectifiedLinearComponent dim=24
-AffineComponent input-dim=24 output-dim=3 learning-rate=0.01
-SoftmaxComponent dim=3
-CFG
+text_egs train valid
+mlp_config 6 24 3 NaturalGradientAffine Affine learning-rate=0.01 >nnet.config
 nnet-init --srand=2 nnet.config 0.mdl 2>/dev/null
 
 # close NAME A B TOL : |A - B| <= TOL * max(1, |B|)

@@ -6,24 +6,16 @@
 # (with a message, no model, no hang). Skipped only where mpirun or the program is missing.
 . "$PARNET_TOP/tests/prog/lib.sh"
 
-if ! command -v mpirun >/dev/null; then
-    echo "SKIP t0700-mpi: mpirun not found (tools/install-deps.sh --mpi installs Open MPI)"; exit 0
-fi
+need_mpirun
 if ! command -v nnet-train-mpi >/dev/null; then
     fail "mpirun is installed but nnet-train-mpi was not built (no mpicc?)"; exit 1
 fi
-# Under SAN=address, Open MPI's own allocations outlive MPI_Finalize: suppress those only.
-# (Full unwinding, so that every such stack shows its Open MPI frames.)
-export LSAN_OPTIONS="suppressions=$TESTS/prog/lsan-openmpi.supp:print_suppressions=0"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 # As root (CI), Open MPI wants --allow-run-as-root; --oversubscribe lets 2 ranks share 1 core.
 mpi() { timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$@"; }
 
 # 3 Gaussian classes in 8 dimensions; a/b: the two ranks' data (600 each); ab: the two
 # interleaved in blocks of 16 (a's 16, then b's 16, ...) for the single-process comparison.
-python3 - <<'PY'
-import os, sys
-sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+gauss_py <<'PY'
 from gauss import Gauss
 g = Gauss(seed=5, spread=1.5, dim=8)
 a, b, v = g.utts("a", 600), g.utts("b", 600), g.utts("va", 300)
@@ -31,26 +23,12 @@ g.write("a", a); g.write("b", b); g.write("valid", v)
 g.write("ab", [u for k in range(0, 600, 16) for u in a[k:k + 16] + b[k:k + 16]])
 g.write("short", b[:300])
 PY
-for s in a b ab valid short; do
-    copy-feats ark,t:$s.feats.txt ark:$s.feats.ark 2>/dev/null
-    copy-int-vector ark,t:$s.labels.txt ark:$s.labels.ark 2>/dev/null
-    # none: the comparisons below need an example to decode the same in every archive (8bit's
-    # PQ ranges come from each archive's own first examples)
-    nnet-get-egs --compress=none ark:$s.feats.ark ark:$s.labels.ark ark:$s.egs 2>/dev/null
-done
+# none: the comparisons below need an example to decode the same in every archive (8bit's
+# PQ ranges come from each archive's own first examples)
+text_egs --compress=none a b ab valid short
 cp a.egs egs.1.ark; cp b.egs egs.2.ark; cp a.egs uneven.1.ark; cp short.egs uneven.2.ark
-cat > ng.config <<'CFG'
-NaturalGradientAffineComponent input-dim=8 output-dim=32 learning-rate=0.02
-RectifiedLinearComponent dim=32
-NaturalGradientAffineComponent input-dim=32 output-dim=3 learning-rate=0.02 param-stddev=0 bias-stddev=0
-SoftmaxComponent dim=3
-CFG
-cat > sgd.config <<'CFG'
-AffineComponent input-dim=8 output-dim=32 learning-rate=0.01 max-change=0
-RectifiedLinearComponent dim=32
-AffineComponent input-dim=32 output-dim=3 learning-rate=0.01 max-change=0
-SoftmaxComponent dim=3
-CFG
+mlp_config 8 32 3 NaturalGradientAffine NaturalGradientAffine learning-rate=0.02 'param-stddev=0 bias-stddev=0' >ng.config
+mlp_config 8 32 3 Affine Affine 'learning-rate=0.01 max-change=0' >sgd.config
 nnet-init --srand=3 ng.config ng.mdl 2>/dev/null
 nnet-init --srand=3 sgd.config sgd.mdl 2>/dev/null
 
@@ -65,8 +43,7 @@ expect_err "bytes are reported" "5 all-reduces of the parameters, 0.008 MB of pa
 expect_err "both ranks' examples counted" "Trained on 1200 examples"
 expect_err "parseable objective" "log-prob-per-frame=-[0-9.]+"
 nnet-compute-prob p.mdl ark:valid.egs >out 2>err
-acc=$(grep -o 'accuracy is [0-9.]*' err | awk '{print $3}')
-if awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'; then pass "params-mode accuracy $acc > 0.9"; else fail "params-mode accuracy '$acc'"; fi
+expect_accuracy "params-mode accuracy" err 0.9
 
 # params mode after the paper: block momentum carried between two passes in one state file;
 # post-local SGD's warm-up; groups (of 2: the MPI sub-communicator); bad values refused early
@@ -76,8 +53,7 @@ expect_err "bmuf: eta 1 - 1/N, from zero" "block momentum 0.5 \(Nesterov\), bloc
 expect_status "bmuf pass 2 reads the state" 0 mpi nnet-train-mpi --minibatch-size=32 \
     --average-every=4 --bmuf --block-state-in=b1.bmuf --block-state-out=b2.bmuf b1.mdl ark:egs.JOB.ark b2.mdl
 expect_err "bmuf: from the state" "from b1.bmuf"
-acc=$(nnet-compute-prob b2.mdl ark:valid.egs 2>&1 | grep -o 'accuracy is [0-9.]*' | awk '{print $3}')
-if awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'; then pass "bmuf accuracy $acc > 0.9"; else fail "bmuf accuracy '$acc'"; fi
+expect_accuracy "bmuf accuracy" <(nnet-compute-prob b2.mdl ark:valid.egs 2>&1) 0.9
 expect_status "bmuf: the state of another N refused" 1 mpi nnet-train-mpi --minibatch-size=32 --bmuf \
     --block-state-in=b1.bmuf --block-nesterov=false b1.mdl ark:egs.JOB.ark x.mdl
 expect_err "  says why" "b1.bmuf.*<Nesterov> true, this run's --block-nesterov false"

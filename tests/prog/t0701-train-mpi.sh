@@ -3,32 +3,18 @@
 # train to a good model; a missing launcher is refused. Skipped only where mpirun is missing.
 . "$PARNET_TOP/tests/prog/lib.sh"
 
-if ! command -v mpirun >/dev/null; then
-    echo "SKIP t0701-train-mpi: mpirun not found (tools/install-deps.sh --mpi installs Open MPI)"
-    exit 0
-fi
-export LSAN_OPTIONS="suppressions=$TESTS/prog/lsan-openmpi.supp:print_suppressions=0"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-ln -s "$PARNET_TOP/steps" steps
-ln -s "$PARNET_TOP/utils" utils
+need_mpirun
+recipe_links
 
 # A Kaldi data directory: 1600 one-frame utterances of 3 Gaussian classes in 8 dimensions.
-mkdir -p data/train
-python3 - <<'PY'
-import os, sys
-sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+gauss_py <<'PY'
 from gauss import Gauss
 g = Gauss(seed=7, spread=1.5, dim=8)
 g.write("", g.utts("u", 1600))
 PY
-copy-feats ark,t:feats.txt ark,scp:data/train/feats.ark,data/train/feats.scp 2>/dev/null
-copy-int-vector ark,t:labels.txt ark,scp:data/train/labels.ark,data/train/labels.scp 2>/dev/null
-cat > nnet.config <<'CFG'
-NaturalGradientAffineComponent input-dim=8 output-dim=32 learning-rate=0.01
-RectifiedLinearComponent dim=32
-NaturalGradientAffineComponent input-dim=32 output-dim=3 learning-rate=0.01 param-stddev=0 bias-stddev=0
-SoftmaxComponent dim=3
-CFG
+text_data_dir "" data/train
+mlp_config 8 32 3 NaturalGradientAffine NaturalGradientAffine learning-rate=0.01 'param-stddev=0 bias-stddev=0' \
+    >nnet.config
 expect_status "get_egs for 2 jobs" 0 steps/get_egs.sh --num-jobs 2 --samples-per-iter 400 \
     --num-utts-subset 200 --num-frames-diagnostic 200 --num-frames-combine 300 data/train egs
 
@@ -39,9 +25,7 @@ for mode in params gradients; do
     grep -q "iteration 1 / 4" out && pass "$mode: iterations logged" || fail "$mode: no iteration 1 / 4"
     grep -q 'log-prob-per-frame=' exp/$mode/log/train.0.log && pass "$mode: rank 0's summary in the log" \
         || fail "$mode: no summary in exp/$mode/log/train.0.log"
-    acc=$(grep -o 'accuracy is [0-9.]*' exp/$mode/log/compute_prob_valid.final.log | awk '{print $3}')
-    if awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'; then pass "$mode: validation accuracy $acc > 0.9"
-    else fail "$mode: validation accuracy '$acc'"; fi
+    expect_accuracy "$mode: validation accuracy" exp/$mode/log/compute_prob_valid.final.log 0.9
 done
 grep -q 'learning-rate=0.04' <(nnet-info exp/params/0.mdl 2>/dev/null) && pass "params: rate x num_jobs" \
     || fail "params mode: initial per-rank rate is not 2 x 0.02"
@@ -54,8 +38,7 @@ opts="--num-jobs 2 --num-epochs 2 --average-every 4 --minibatch-size 32 --initia
 expect_status "train_mpi.sh --bmuf true" 0 steps/train_mpi.sh $opts --bmuf true --warmup-steps 30 egs nnet.config exp/bmuf
 grep -q 'from exp/bmuf/2.bmuf' exp/bmuf/log/train.2.log && pass "bmuf: iteration 2 reads 2.bmuf" || fail "bmuf: no state read in train.2.log"
 grep -q -- '--warmup-steps=30 --minibatch-offset=[1-9]' exp/bmuf/log/train.1.log && pass "warm-up counted across iterations" || fail "no minibatch offset in train.1.log"
-acc=$(grep -o 'accuracy is [0-9.]*' exp/bmuf/log/compute_prob_valid.final.log | awk '{print $3}')
-awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }' && pass "bmuf: validation accuracy $acc > 0.9" || fail "bmuf: validation accuracy '$acc'"
+expect_accuracy "bmuf: validation accuracy" exp/bmuf/log/compute_prob_valid.final.log 0.9
 mkdir -p exp/bmuf2 && cp -r exp/bmuf/log exp/bmuf/0.mdl exp/bmuf/1.mdl exp/bmuf/2.mdl exp/bmuf/2.bmuf exp/bmuf2/
 expect_status "bmuf resumed at 2" 0 steps/train_mpi.sh $opts --bmuf true --warmup-steps 30 --stage 2 egs nnet.config exp/bmuf2
 cmp -s exp/bmuf/final.mdl exp/bmuf2/final.mdl && pass "bmuf: the resumed run ends with the same model" || fail "bmuf: resumed run differs"

@@ -4,20 +4,13 @@
 # (the same rule, reused); --gaf-on=step keeps the ranks identical; a short last step; errors.
 . "$PARNET_TOP/tests/prog/lib.sh"
 
-if ! command -v mpirun >/dev/null; then
-    echo "SKIP t0702-mpi-gaf: mpirun not found (tools/install-deps.sh --mpi installs Open MPI)"
-    exit 0
-fi
-export LSAN_OPTIONS="suppressions=$TESTS/prog/lsan-openmpi.supp:print_suppressions=0"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+need_mpirun
 mpi() { timeout 60 mpirun --allow-run-as-root --oversubscribe -np "$@"; }
 
 # 3 Gaussian classes in 8 dimensions; a/b: the two ranks' data (576 each, a multiple of 32);
 # ab16/ab32: both interleaved in blocks of 16/32 (a's block, then b's), as the ranks' minibatches
 # reach GAF; short: b's first 200.
-python3 - <<'PY'
-import os, sys
-sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+gauss_py <<'PY'
 from gauss import Gauss
 g = Gauss(seed=7, spread=1.5, dim=8)
 a, b = g.utts("a", 576), g.utts("b", 576)
@@ -25,20 +18,11 @@ g.write("a", a); g.write("b", b); g.write("short", b[:200])
 for k in (16, 32):
     g.write(f"ab{k}", [u for i in range(0, 576, k) for u in a[i:i + k] + b[i:i + k]])
 PY
-for s in a b ab16 ab32 short; do
-    copy-feats ark,t:$s.feats.txt ark:$s.feats.ark 2>/dev/null
-    copy-int-vector ark,t:$s.labels.txt ark:$s.labels.ark 2>/dev/null
-    # none: the equalities below need an example to decode the same in every archive (8bit's
-    # PQ ranges come from each archive's own first examples)
-    nnet-get-egs --compress=none ark:$s.feats.ark ark:$s.labels.ark ark:$s.egs 2>/dev/null
-done
+# none: the equalities below need an example to decode the same in every archive (8bit's
+# PQ ranges come from each archive's own first examples)
+text_egs --compress=none a b ab16 ab32 short
 cp a.egs egs.1.ark; cp b.egs egs.2.ark; cp a.egs uneven.1.ark; cp short.egs uneven.2.ark
-cat > sgd.config <<'CFG'
-AffineComponent input-dim=8 output-dim=16 learning-rate=0.01
-RectifiedLinearComponent dim=16
-AffineComponent input-dim=16 output-dim=3 learning-rate=0.01
-SoftmaxComponent dim=3
-CFG
+mlp_config 8 16 3 Affine Affine learning-rate=0.01 >sgd.config
 sed 's/^AffineComponent/NaturalGradientAffineComponent/' sgd.config > ng.config
 nnet-init --srand=3 sgd.config sgd.mdl 2>/dev/null
 nnet-init --srand=3 ng.config ng.mdl 2>/dev/null

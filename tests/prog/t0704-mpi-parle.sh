@@ -7,24 +7,16 @@
 # (The maths is checked against the update written out in tests/unit/train-sync-test.c.)
 . "$PARNET_TOP/tests/prog/lib.sh"
 
-if ! command -v mpirun >/dev/null; then
-    echo "SKIP t0704-mpi-parle: mpirun not found (tools/install-deps.sh --mpi installs Open MPI)"; exit 0
-fi
+need_mpirun
 if ! command -v nnet-train-mpi >/dev/null; then
     fail "mpirun is installed but nnet-train-mpi was not built (no mpicc?)"; exit 1
 fi
-export LSAN_OPTIONS="suppressions=$TESTS/prog/lsan-openmpi.supp:print_suppressions=0"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 mpi() { timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 "$@"; }
-ln -s "$PARNET_TOP/steps" steps
-ln -s "$PARNET_TOP/utils" utils
+recipe_links
 
 # 3 Gaussian classes in 8 dimensions: a Kaldi data dir of 1600 utterances; per-rank archives
 # a/b (600 each, a1/a2 and b1/b2 their halves), and validation data.
-mkdir -p data/train
-python3 - <<'PY'
-import os, sys
-sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+gauss_py <<'PY'
 from gauss import Gauss
 g = Gauss(seed=9, spread=1.5, dim=8)
 a, b, v = g.utts("a", 640), g.utts("b", 640), g.utts("v", 300)
@@ -32,23 +24,13 @@ g.write("a", a); g.write("b", b); g.write("valid", v)
 g.write("a1", a[:320]); g.write("a2", a[320:]); g.write("b1", b[:320]); g.write("b2", b[320:])
 g.write("all", g.utts("u", 1600))
 PY
-for s in a b a1 a2 b1 b2 valid; do
-    copy-feats ark,t:$s.feats.txt ark:$s.feats.ark 2>/dev/null
-    copy-int-vector ark,t:$s.labels.txt ark:$s.labels.ark 2>/dev/null
-    # none: the comparisons below need an example to decode the same in every archive (8bit's
-    # PQ ranges come from each archive's own first examples)
-    nnet-get-egs --compress=none ark:$s.feats.ark ark:$s.labels.ark ark:$s.egs 2>/dev/null
-done
-copy-feats ark,t:all.feats.txt ark,scp:data/train/feats.ark,data/train/feats.scp 2>/dev/null
-copy-int-vector ark,t:all.labels.txt ark,scp:data/train/labels.ark,data/train/labels.scp 2>/dev/null
+# none: the comparisons below need an example to decode the same in every archive (8bit's
+# PQ ranges come from each archive's own first examples)
+text_egs --compress=none a b a1 a2 b1 b2 valid
+text_data_dir all. data/train
 cp a.egs egs.1.ark; cp b.egs egs.2.ark
 cp a1.egs first.1.ark; cp b1.egs first.2.ark; cp a2.egs second.1.ark; cp b2.egs second.2.ark
-cat > sgd.config <<'CFG'
-AffineComponent input-dim=8 output-dim=32 learning-rate=0.002
-RectifiedLinearComponent dim=32
-AffineComponent input-dim=32 output-dim=3 learning-rate=0.002
-SoftmaxComponent dim=3
-CFG
+mlp_config 8 32 3 Affine Affine learning-rate=0.002 >sgd.config
 nnet-init --srand=3 sgd.config sgd.mdl 2>/dev/null
 accuracy() { nnet-compute-prob $1 ark:valid.egs 2>&1 | grep -o 'accuracy is [0-9.]*' | awk '{print $3}'; }
 nnet-copy --binary=false sgd.mdl init.txt 2>/dev/null
@@ -119,9 +101,7 @@ for m in parle elastic; do
     [ -s exp/$m/state/4.2 ] && pass "$m: the last states written" || fail "$m: no exp/$m/state/4.2"
     grep -q 'learning-rate=0.004' <(nnet-info exp/$m/0.mdl 2>/dev/null) && pass "$m: the single-worker rate" \
         || fail "$m: initial per-rank rate is not 0.004"
-    acc=$(grep -o 'accuracy is [0-9.]*' exp/$m/log/compute_prob_valid.final.log | awk '{print $3}')
-    if awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'; then pass "$m: validation accuracy $acc > 0.9"
-    else fail "$m: validation accuracy '$acc'"; fi
+    expect_accuracy "$m: validation accuracy" exp/$m/log/compute_prob_valid.final.log 0.9
 done
 [ $(grep -c "parle-minibatches-per-epoch=" exp/parle/log/train.0.log) -ge 1 ] && pass "parle: nb passed" \
     || fail "parle: no --parle-minibatches-per-epoch in the log"

@@ -19,12 +19,7 @@ copy-int-vector ark,t:labels.txt ark:labels.ark 2>/dev/null
 copy-int-vector ark,t:noise.txt ark:noise.ark 2>/dev/null
 nnet-get-egs ark:feats.ark ark:labels.ark ark:train.egs 2>/dev/null
 nnet-get-egs ark:feats.ark ark:noise.ark ark:noise.egs 2>/dev/null
-cat > nnet.config <<'CFG'
-AffineComponent input-dim=8 output-dim=16 learning-rate=0.01
-RectifiedLinearComponent dim=16
-AffineComponent input-dim=16 output-dim=3 learning-rate=0.01
-SoftmaxComponent dim=3
-CFG
+mlp_config 8 16 3 Affine Affine learning-rate=0.01 >nnet.config
 nnet-init --srand=3 nnet.config 0.mdl 2>/dev/null
 nnet-init --srand=4 nnet.config ref.mdl 2>/dev/null
 txt() { nnet-copy --binary=false $1 $2 2>/dev/null; }

@@ -3,25 +3,14 @@
 # training of the coefficients on validation (TWA-v) or training examples (TWA-t).
 . "$PARNET_TOP/tests/prog/lib.sh"
 
-python3 - <<'PY'
-import os, sys
-sys.path.insert(0, os.environ["PARNET_TOP"] + "/tests/prog")
+gauss_py <<'PY'
 from gauss import Gauss
 g = Gauss(seed=11, spread=1.2, dim=8)
 g.write("train", g.utts("train", 600))
 g.write("valid", g.utts("valid", 300))
 PY
-for s in train valid; do
-    copy-feats ark,t:$s.feats.txt ark:$s.feats.ark 2>/dev/null
-    copy-int-vector ark,t:$s.labels.txt ark:$s.labels.ark 2>/dev/null
-    nnet-get-egs ark:$s.feats.ark ark:$s.labels.ark ark:$s.egs 2>/dev/null
-done
-cat > nnet.config <<'CFG'
-AffineComponent input-dim=8 output-dim=16 learning-rate=0.003
-RectifiedLinearComponent dim=16
-AffineComponent input-dim=16 output-dim=3 learning-rate=0.003
-SoftmaxComponent dim=3
-CFG
+text_egs train valid
+mlp_config 8 16 3 Affine Affine learning-rate=0.003 >nnet.config
 nnet-init --srand=3 nnet.config 0.mdl 2>/dev/null
 for i in 1 2 3 4; do
     nnet-shuffle-egs --srand=$i ark:train.egs ark:- 2>/dev/null | nnet-train --minibatch-size=32 $((i - 1)).mdl ark:- $i.mdl 2>/dev/null
