@@ -35,6 +35,7 @@ ctld_port=6917 slurmd_port=6918
 me=$(basename "$0")
 
 die() { echo "$me: $*" >&2; exit 1; }
+. "$(dirname "$0")/local-lib.sh"
 log() { echo "$me: $*"; }
 export SLURM_CONF=$S/slurm.conf
 
@@ -144,21 +145,11 @@ SlurmctldPidFile=$S/run/slurmctld.pid
 SlurmdPidFile=$S/run/slurmd.pid
 SlurmctldLogFile=$S/log/slurmctld.log
 SlurmdLogFile=$S/log/slurmd.%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerParameters=batch_sched_delay=0
-MinJobAge=3600
-ReturnToService=2
 SlurmdTimeout=6
 MessageTimeout=5
 KillWait=5
-MpiDefault=none
-MailProg=/bin/true
 CONF
+        slurm_conf_policy
         while read -r n; do
             i=$((i + 1))
             echo "NodeName=$n NodeHostname=$n NodeAddr=$net.$i $hw State=UNKNOWN"

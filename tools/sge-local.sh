@@ -21,6 +21,7 @@ qmaster_pid=/var/spool/gridengine/qmaster/qmaster.pid
 execd_pid=/var/run/gridengine/execd.pid
 
 die() { echo "$0: $*" >&2; exit 1; }
+. "$(dirname "$0")/local-lib.sh"
 
 # quiet cmd...: run cmd, show its output only if it fails.
 quiet() {
@@ -45,7 +46,7 @@ install_pkgs() {
     [ -d $common ] || local need=1
     [ -n "${need:-}" ] || return 0
     command -v apt-get >/dev/null || die "gridengine is not installed and there is no apt-get"
-    local h p made_policy=false rc=0
+    local h p
     h=$(hostname)
     # The master's postinst creates the cell (init_cluster) from these answers.
     for p in gridengine-common gridengine-master gridengine-exec gridengine-client; do
@@ -53,19 +54,7 @@ install_pkgs() {
         printf '%s shared/gridenginecell string default\n' $p
         printf '%s shared/gridenginemaster string %s\n' $p "$h"
     done | debconf-set-selections
-    if [ ! -e /usr/sbin/policy-rc.d ]; then
-        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
-        chmod +x /usr/sbin/policy-rc.d
-        made_policy=true
-    fi
-    local pkgs="gridengine-master gridengine-exec gridengine-client"
-    echo "$0: installing $pkgs"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq --no-install-recommends $pkgs >/dev/null ||
-        { apt-get update -qq && apt-get install -y -qq --no-install-recommends $pkgs >/dev/null; } ||
-        rc=$?
-    $made_policy && rm -f /usr/sbin/policy-rc.d
-    [ $rc -eq 0 ] || die "apt-get install $pkgs failed"
+    apt_install_daemons gridengine-master gridengine-exec gridengine-client
     [ -d $common ] || die "$common missing after install (debconf answers not taken?)"
 }
 

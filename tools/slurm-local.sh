@@ -16,6 +16,7 @@ marker="# written by parnet tools/slurm-local.sh"
 munge_flag=/run/munge/parnet-started
 
 die() { echo "$0: $*" >&2; exit 1; }
+. "$(dirname "$0")/local-lib.sh"
 
 pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -31,21 +32,7 @@ install_pkgs() {
     command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v sbatch >/dev/null \
         && command -v munged >/dev/null && return 0
     command -v apt-get >/dev/null || die "slurm is not installed and there is no apt-get"
-    local made_policy=false
-    # Package scripts must not start daemons (there is no systemd): we start them ourselves.
-    if [ ! -e /usr/sbin/policy-rc.d ]; then
-        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
-        chmod +x /usr/sbin/policy-rc.d
-        made_policy=true
-    fi
-    local pkgs="slurmctld slurmd slurm-client munge" rc=0
-    echo "$0: installing $pkgs"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq --no-install-recommends $pkgs >/dev/null ||
-        { apt-get update -qq && apt-get install -y -qq --no-install-recommends $pkgs >/dev/null; } ||
-        rc=$?
-    $made_policy && rm -f /usr/sbin/policy-rc.d
-    [ $rc -eq 0 ] || die "apt-get install $pkgs failed"
+    apt_install_daemons slurmctld slurmd slurm-client munge
 }
 
 write_conf() {
@@ -72,17 +59,7 @@ SlurmctldPidFile=/run/slurmctld.pid
 SlurmdPidFile=/run/slurmd.pid
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerParameters=batch_sched_delay=0
-MinJobAge=3600
-ReturnToService=2
-MpiDefault=none
-MailProg=/bin/true
+$(slurm_conf_policy)
 $node State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF

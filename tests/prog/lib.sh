@@ -55,6 +55,17 @@ text_data_dir() {
     copy-feats ark,t:$1feats.txt ark,scp:$PWD/$2/feats.ark,$2/feats.scp 2>/dev/null
     copy-int-vector ark,t:$1labels.txt ark,scp:$PWD/$2/labels.ark,$2/labels.scp 2>/dev/null
 }
+# gauss_data_dir SEED N : data/train, a Kaldi data directory of N one-frame utterances (u0000 ...)
+# of 3 Gaussian classes in 8 dimensions (gauss.py, spread 1.5)
+gauss_data_dir() {
+    gauss_py "$1" "$2" <<'PY'
+import sys
+from gauss import Gauss
+g = Gauss(seed=int(sys.argv[1]), spread=1.5, dim=8)
+g.write("", g.utts("u", int(sys.argv[2])))
+PY
+    text_data_dir "" data/train
+}
 # mlp_config IN HIDDEN OUT FIRST LAST OPTIONS [LAST-OPTIONS] : on stdout, the network config of the
 # training tests: FIRST (an affine component, without "Component") from IN to HIDDEN, ReLU, LAST
 # from HIDDEN to OUT, softmax; OPTIONS go on both affine lines, LAST-OPTIONS on the output one only.
@@ -67,6 +78,17 @@ mlp_config() {
 
 # recipe_links: steps/ and utils/ in the current directory, as a recipe has them
 recipe_links() { ln -s "$PARNET_TOP/steps" steps; ln -s "$PARNET_TOP/utils" utils; }
+# fashion_mnist_recipe : the current directory as egs/fashion-mnist (its local/, conf/, path.sh,
+# steps/ and utils/, the programs on PATH); the test fails at once where the dataset is missing
+fashion_mnist_recipe() {
+    if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+        fail "dataset-fashion-mnist is not installed (tools/install-deps.sh installs it)"; exit 1
+    fi
+    local recipe=$PARNET_TOP/egs/fashion-mnist
+    cp -r "$recipe/local" "$recipe/conf" "$recipe/path.sh" .
+    recipe_links
+    export PATH=$PARNET_BIN:$PARNET_TOP/utils:$PATH
+}
 # mpi_sanitizers: under SAN=address, Open MPI's own allocations outlive MPI_Finalize: suppress
 # those only (with full unwinding, so that every such stack shows its Open MPI frames)
 mpi_sanitizers() {

@@ -3,14 +3,7 @@
 # local runner, report.sh; then crash safety: kill -9 a training job mid-iteration, check that no
 # model is half-written, and resume with --stage.
 . "$PARNET_TOP/tests/prog/lib.sh"
-if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-    fail "dataset-fashion-mnist is not installed (tools/install-deps.sh installs it)"; exit 1
-fi
-recipe=$PARNET_TOP/egs/fashion-mnist
-cp -r $recipe/local $recipe/conf $recipe/path.sh .
-ln -s $PARNET_TOP/steps steps
-ln -s $PARNET_TOP/utils utils
-export PATH=$PARNET_BIN:$PARNET_TOP/utils:$PATH
+fashion_mnist_recipe
 
 expect_status "prepare_data.sh" 0 local/prepare_data.sh --limit 3000 data
 expect_eq "train/valid/test sizes" "$(wc -l < data/train/feats.scp) $(wc -l < data/valid/feats.scp) $(wc -l < data/test/feats.scp)" "2750 250 500"

@@ -7,12 +7,7 @@
 mpi_sanitizers
 recipe_links
 
-gauss_py <<'PY'
-from gauss import Gauss
-g = Gauss(seed=11, spread=1.5, dim=8)
-g.write("", g.utts("u", 900))
-PY
-text_data_dir "" data/train
+gauss_data_dir 11 900
 mlp_config 8 24 3 NaturalGradientAffine NaturalGradientAffine learning-rate=0.01 'param-stddev=0 bias-stddev=0' \
     >nnet.config
 expect_status "get_egs for 2 jobs" 0 steps/get_egs.sh --num-jobs 2 --samples-per-iter 400 \

@@ -6,13 +6,7 @@
 need_mpirun
 recipe_links
 
-# A Kaldi data directory: 1600 one-frame utterances of 3 Gaussian classes in 8 dimensions.
-gauss_py <<'PY'
-from gauss import Gauss
-g = Gauss(seed=7, spread=1.5, dim=8)
-g.write("", g.utts("u", 1600))
-PY
-text_data_dir "" data/train
+gauss_data_dir 7 1600
 mlp_config 8 32 3 NaturalGradientAffine NaturalGradientAffine learning-rate=0.01 'param-stddev=0 bias-stddev=0' \
     >nnet.config
 expect_status "get_egs for 2 jobs" 0 steps/get_egs.sh --num-jobs 2 --samples-per-iter 400 \

@@ -4,14 +4,7 @@
 # rate and mean ± s.d. over the seeds (checked against the per-seed values it lists), cached runs
 # on a rerun.
 . "$PARNET_TOP/tests/prog/lib.sh"
-if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-    fail "dataset-fashion-mnist is not installed (tools/install-deps.sh installs it)"; exit 1
-fi
-recipe=$PARNET_TOP/egs/fashion-mnist
-cp -r $recipe/local $recipe/conf $recipe/path.sh .
-ln -s $PARNET_TOP/steps steps
-ln -s $PARNET_TOP/utils utils
-export PATH=$PARNET_BIN:$PARNET_TOP/utils:$PATH
+fashion_mnist_recipe
 
 # mean_sd: sample standard deviation
 dir=. limit=0 seeds=1 . local/exp_lib.sh
@@ -63,13 +56,17 @@ expect_eq "diverged grid point scored as such" "$(grep -c '^fake arm lr=9 seed=1
 grep -q "^fake arm  *lr 1  .*(seeds: 1; .*DIVERGED seeds: 2)" exp/a/results.txt \
     && pass "the other rate chosen, the diverged seed named and left out" \
     || fail "row: $(grep '^fake arm' exp/a/results.txt)"
-# tune_wide: the grid grows past an edge while the best rate sits there (then tune); a best rate
-# still at an edge after --max-widen points is said in the results
+# tune_wide: the grid grows past an edge while the best score sits there (the rate chosen or one
+# tied with it; then tune); a best still at an edge after --max-widen points is said in the results
 init=$(dirname $good)/0.mdl
 fake_w() { if [ $2 = 4 ]; then cp $good $1/final.mdl; else cp $init $1/final.mdl; fi; }
 (dir=exp/a seeds=1; . local/exp_lib.sh; tune_wide "wide arm" wide.run "1 2 4" fake_w > /dev/null 2>&1)
 expect_eq "one point added past the top" "$(grep '^wide arm lr=' exp/a/tuning.txt | cut -d' ' -f3 | tr '\n' ' ')" "lr=1 lr=2 lr=4 lr=8 "
 grep -q "^wide arm  *lr 4 " exp/a/results.txt && pass "the inner best chosen" || fail "row: $(grep '^wide arm' exp/a/results.txt)"
+fake_t() { case $2 in 4|8) cp $good $1/final.mdl ;; *) cp $init $1/final.mdl ;; esac; }
+(dir=exp/a seeds=1; . local/exp_lib.sh; tune_wide "tie arm" tie.run "2 4 8" fake_t > /dev/null 2>&1)
+expect_eq "an edge tied with the best is widened past" "$(grep '^tie arm lr=' exp/a/tuning.txt | cut -d' ' -f3 | tr '\n' ' ')" "lr=2 lr=4 lr=8 lr=16 "
+grep -q "^tie arm  *lr 4 " exp/a/results.txt && pass "the first of the tied chosen" || fail "row: $(grep '^tie arm' exp/a/results.txt)"
 (dir=exp/a seeds=1 max_widen=0; . local/exp_lib.sh; tune_wide "edge arm" edge.run "2 4" fake_w > /dev/null 2>&1)
 expect_eq "an edge left is said" "$(grep -c '^# edge arm: the best rate 4 is still an edge of {2 4}' exp/a/results.txt)" 1
 (dir=exp/a seeds="1"; . local/exp_lib.sh; tune "all diverge" fake.all "9" fake > /dev/null 2>&1)

@@ -36,7 +36,7 @@ n=8
 num_epochs=3
 iters_per_epoch=8
 minibatch_size=128
-base=0.032           # the centre of the N=1 and BMUF grids; averaged and large batch: base/sqrt(n)
+base=0.008           # the centre of the N=1 and BMUF grids; averaged and large batch: base/sqrt(n)
 max_widen=3
 num_utts_subset=40   # validation utterances (as run.sh)
 acoustic_scales="0.05 0.1 0.2"

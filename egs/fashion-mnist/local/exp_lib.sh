@@ -21,9 +21,10 @@
 #                             scored "diverged" and not chosen; a diverged seed of the chosen rate
 #                             is left out of the mean and named in the row.
 #   tune_wide <arm> <run> "<grid>" <fn>
-#                             tune, after widening the grid: while the first seed's best rate
-#                             is an edge of the grid, one more point beyond it (x2 or /2; at
-#                             most $max_widen, default 3), so that no chosen rate is an edge
+#                             tune, after widening the grid: while the first seed's best score
+#                             is at an edge of the grid (the rate chosen, or one tied with it),
+#                             one more point beyond it (x2 or /2; at most $max_widen, default
+#                             3), so that no chosen rate is an edge or tied with one
 
 exp_setup() {
     if [ ! -f $dir/data/test/feats.scp ]; then
@@ -117,29 +118,30 @@ tune() {
 }
 
 tune_wide() {
-    local arm=$1 run=$2 grid=$3 fn=$4 lr acc best best_acc first=${seeds%% *} w=0
+    local arm=$1 run=$2 grid=$3 fn=$4 lr acc best best_acc lo hi acc_lo acc_hi edge first=${seeds%% *} w=0
     while :; do
         best= best_acc=-1  # chosen as tune chooses: the first best in the grid's order
+        lo=${grid%% *} hi=${grid##* } acc_lo= acc_hi= edge=
         for lr in $grid; do
             run_once $fn $dir/$run/lr$lr.s$first $lr $first || return 1
             acc=$(run_acc $dir/$run/lr$lr.s$first final.mdl $dir/valid.egs)
             [ "$acc" = diverged ] && continue
             if awk -v a="$acc" -v b="$best_acc" 'BEGIN { exit !(a > b) }'; then best=$lr; best_acc=$acc; fi
+            [ $lr = $lo ] && acc_lo=$acc
+            [ $lr = $hi ] && acc_hi=$acc
         done
-        [ -n "$best" ] && [ $w -lt ${max_widen:-3} ] || break
-        if [ "$best" = "${grid%% *}" ]; then
-            grid="$(awk -v b=$best 'BEGIN { printf "%.3g", b / 2 }') $grid"
-        elif [ "$best" = "${grid##* }" ]; then
-            grid="$grid $(awk -v b=$best 'BEGIN { printf "%.3g", b * 2 }')"
-        else
-            break
-        fi
+        # an edge that scores the best (chosen or tied with the rate chosen) is widened past
+        if [ -n "$best" ] && [ "$acc_hi" = "$best_acc" ]; then edge=up
+        elif [ -n "$best" ] && [ "$acc_lo" = "$best_acc" ]; then edge=down; fi
+        [ -n "$edge" ] && [ $w -lt ${max_widen:-3} ] || break
+        case $edge in
+        up)   grid="$grid $(awk -v b=$hi 'BEGIN { printf "%.3g", b * 2 }')" ;;
+        down) grid="$(awk -v b=$lo 'BEGIN { printf "%.3g", b / 2 }') $grid" ;;
+        esac
         w=$((w + 1))
     done
-    case " ${grid%% *} ${grid##* } " in *" $best "*)
-        echo "# $arm: the best rate $best is still an edge of {$grid} (--max-widen ${max_widen:-3})" \
-            | tee -a $dir/results.txt ;;
-    esac
+    [ -n "$edge" ] && echo "# $arm: the best rate $best is still an edge of {$grid} or tied with it" \
+        "(--max-widen ${max_widen:-3})" | tee -a $dir/results.txt
     tune "$arm" $run "$grid" $fn
 }
 
