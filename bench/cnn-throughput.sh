@@ -24,16 +24,11 @@ while [ $# -gt 0 ]; do
         *) echo "usage: $0 [--repeats N] [--seconds S] [--threads \"1 2\"] [--mbs \"128\"]" >&2; exit 2 ;;
     esac
 done
-export PATH=$top/bin:$PATH LC_ALL=C
-. "$top/tools/blas-env.sh"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$top/build/bench"
+. "$top/bench/lib.sh"
+bench_setup
 make -s -C "$top" all >/dev/null
 cc -std=c11 -D_GNU_SOURCE -O2 "$top/bench/conv-bound.c" -ldnnl -o "$top/build/bench/conv-bound"
 /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "$0: needs python3-torch" >&2; exit 1; }
-. "$top/bench/lib.sh"
-field() { sed -n "s/.*\<$1=\([0-9.-]*\).*/\1/p"; }
 
 # The recipe's network, max-change off (the step itself is measured, as PyTorch's plain SGD), and
 # its plain-SGD twin (no natural gradient anywhere).
@@ -48,20 +43,8 @@ make_egs 784 10 $count $work/data
 # The convolutions of conf/cnn.config as conv-bound layers (H,W,C,F,KH,KW,PAD)
 layers="28,28,1,32,3,3,1 14,14,32,64,3,3,1"
 bf16=true
-nnet-train --precision=bf16 $work/plain.mdl "ark:head -c 100000 $work/data.egs |" $work/probe.mdl \
-    2>$work/log || { grep -q 'cannot run here' $work/log && bf16=false || { cat $work/log >&2; exit 1; }; }
+bf16_runs $work/plain.mdl $work/data.egs || bf16=false
 
-parnet_rate() { # model mb threads passes precision -> "wall cpu"
-    /usr/bin/time -f 'cpu_seconds=%U %S' -o $work/time nnet-train --minibatch-size=$2 \
-        --num-threads=$3 --precision=$5 --minibatches-per-phase=0 --max-change=0 $1 \
-        "ark:for i in \$(seq $4); do cat $work/data.egs; done |" $work/out.mdl 2>$work/log ||
-        { echo "$0: nnet-train failed:" >&2; cat $work/log >&2; exit 1; }
-    local wall frames cpu
-    wall=$(grep -o '[0-9]* frames/s' $work/log | awk '{print $1}')
-    frames=$(grep -o 'examples ([0-9]* frames' $work/log | grep -o '[0-9]*')
-    cpu=$(sed -n 's/cpu_seconds=\([0-9.]*\) \([0-9.]*\)/\1 \2/p' $work/time | awk '{print $1 + $2}')
-    echo "$wall $(awk -v f=$frames -v c=$cpu -v t=$3 'BEGIN { printf "%.1f", f * t / c }')"
-}
 torch_run() { # setting mb threads autocast seconds -> "wall cpu"
     local env cl intra opts=()
     IFS=, read -r env cl intra <<<"$1"
@@ -101,12 +84,12 @@ for mb in $mbs; do
             for c in "${cols[@]}"; do
                 [[ $c == *bf16* ]] && ! $bf16 && continue
                 case $c in
-                    fp32-plain) v=$(parnet_rate $work/plain.mdl $mb $t $passes fp32) ;;
-                    fp32-NG) v=$(parnet_rate $work/ng.mdl $mb $t $passes fp32) ;;
+                    fp32-plain) v=$(parnet_rate $work/plain.mdl $work/data.egs $mb $t $passes fp32) ;;
+                    fp32-NG) v=$(parnet_rate $work/ng.mdl $work/data.egs $mb $t $passes fp32) ;;
                     torch-fp32) v=$(torch_run $torch_fp32 $mb $t none $seconds) ;;
                     bound-fp32) v=$(bound_rate $mb $t f32) ;;
-                    bf16-plain) v=$(parnet_rate $work/plain.mdl $mb $t $passes bf16) ;;
-                    bf16-NG) v=$(parnet_rate $work/ng.mdl $mb $t $passes bf16) ;;
+                    bf16-plain) v=$(parnet_rate $work/plain.mdl $work/data.egs $mb $t $passes bf16) ;;
+                    bf16-NG) v=$(parnet_rate $work/ng.mdl $work/data.egs $mb $t $passes bf16) ;;
                     torch-bf16) v=$(torch_run $torch_bf16 $mb $t bf16 $seconds) ;;
                     bound-bf16) v=$(bound_rate $mb $t bf16) ;;
                 esac

@@ -30,3 +30,36 @@ config() { # type dims...
     done
     echo "SoftmaxComponent dim=${dims[n]}"
 }
+
+# The benchmarks' start: programs on PATH, OpenBLAS's kernel as the recipes get it, a scratch
+# directory $work removed at exit, build/bench for the compiled peers.
+bench_setup() {
+    export PATH=$top/bin:$PATH LC_ALL=C
+    . "$top/tools/blas-env.sh"
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    mkdir -p "$top/build/bench"
+}
+
+field() { sed -n "s/.*\<$1=\([0-9.-]*\).*/\1/p"; } # field NAME < "a=1 NAME=-2"
+
+# nnet-train end to end: "wall cpu" rates (frames over its own clock; over user+sys CPU / threads)
+parnet_rate() { # model egs mb threads passes precision
+    /usr/bin/time -f 'cpu_seconds=%U %S' -o $work/time nnet-train --minibatch-size=$3 \
+        --num-threads=$4 --precision=$6 --minibatches-per-phase=0 --max-change=0 $1 \
+        "ark:for i in \$(seq $5); do cat $2; done |" $work/out.mdl 2>$work/log ||
+        { echo "$0: nnet-train failed:" >&2; cat $work/log $work/time >&2; exit 1; }
+    local wall frames cpu
+    wall=$(grep -o '[0-9]* frames/s' $work/log | awk '{print $1}')
+    frames=$(grep -o 'examples ([0-9]* frames' $work/log | grep -o '[0-9]*')
+    cpu=$(sed -n 's/cpu_seconds=\([0-9.]*\) \([0-9.]*\)/\1 \2/p' $work/time | awk '{print $1 + $2}')
+    echo "$wall $(awk -v f=$frames -v c=$cpu -v t=$4 'BEGIN { printf "%.1f", f * t / c }')"
+}
+
+# true where --precision=bf16 runs (AMX-BF16 or AVX512-BF16), false where nnet-train refuses it;
+# any other failure ends the benchmark.
+bf16_runs() { # model egs
+    nnet-train --precision=bf16 $1 "ark:head -c 100000 $2 |" $work/probe.mdl 2>$work/log && return 0
+    grep -q 'cannot run here' $work/log && return 1
+    cat $work/log >&2; exit 1
+}

@@ -36,11 +36,8 @@ while [ $# -gt 0 ]; do
         *) echo "usage: $0 [--repeats N] [--seconds S] [--threads \"1 2\"] [--mbs \"128 512\"] [--nets \"d0 d1 ..;...\"]" >&2; exit 2 ;;
     esac
 done
-export PATH=$top/bin:$PATH LC_ALL=C
-. "$top/tools/blas-env.sh"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$top/build/bench"
+. "$top/bench/lib.sh"
+bench_setup
 make -s -C "$top" all >/dev/null
 libs=$(make -s -C "$top" print-ldlibs)
 cc -std=c11 -D_GNU_SOURCE -O2 -I"$top/src" "$top/bench/gemm-rates.c" "$top/lib/libparnet.a" $libs \
@@ -49,21 +46,7 @@ cc -std=c11 -D_GNU_SOURCE -O2 -I"$top/src" "$top/bench/train-step.c" "$top/lib/l
     -o "$top/build/bench/train-step"
 /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "$0: needs python3-torch" >&2; exit 1; }
 
-. "$top/bench/lib.sh"
-field() { sed -n "s/.*\<$1=\([0-9.-]*\).*/\1/p"; } # field NAME < "a=1 NAME=-2"
 
-# nnet-train end to end: "wall cpu" rates (frames over its own clock; over user+sys CPU / threads)
-parnet_rate() { # model egs mb threads passes precision
-    /usr/bin/time -f 'cpu_seconds=%U %S' -o $work/time nnet-train --minibatch-size=$3 \
-        --num-threads=$4 --precision=$6 --minibatches-per-phase=0 --max-change=0 $1 \
-        "ark:for i in \$(seq $5); do cat $2; done |" $work/out.mdl 2>$work/log ||
-        { echo "$0: nnet-train failed:" >&2; cat $work/log $work/time >&2; exit 1; }
-    local wall frames cpu
-    wall=$(grep -o '[0-9]* frames/s' $work/log | awk '{print $1}')
-    frames=$(grep -o 'examples ([0-9]* frames' $work/log | grep -o '[0-9]*')
-    cpu=$(sed -n 's/cpu_seconds=\([0-9.]*\) \([0-9.]*\)/\1 \2/p' $work/time | awk '{print $1 + $2}')
-    echo "$wall $(awk -v f=$frames -v c=$cpu -v t=$4 'BEGIN { printf "%.1f", f * t / c }')"
-}
 # PyTorch at its fastest: each cell first probes a few settings for a second each and the rounds
 # then run the fastest (named in the table's last column). The settings: the environment's
 # OPENBLAS_CORETYPE kept or unset for PyTorch's process alone (Debian's OpenBLAS then picks its
@@ -116,8 +99,7 @@ for net in "${netlist[@]}"; do
     make_egs ${d[0]} ${d[-1]} $count $work/data
     # bf16 needs AMX-BF16 or AVX512-BF16 (nnet-train refuses emulated bf16): without, its columns are n/a
     bf16=true
-    nnet-train --precision=bf16 $work/affine.mdl ark:$work/data.egs $work/probe.mdl 2>$work/log ||
-        { grep -q 'cannot run here' $work/log && bf16=false || { cat $work/log >&2; exit 1; }; }
+    bf16_runs $work/affine.mdl $work/data.egs || bf16=false
     for mb in $mbs; do
         for t in $threads; do
             # about `seconds` of bf16 training at a generous rate (samples/s per thread)

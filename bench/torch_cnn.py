@@ -12,9 +12,9 @@ softmax cross-entropy. --threads: torch's intra-op threads (its oneDNN convoluti
 and loss under torch.autocast('cpu', dtype=torch.bfloat16).
 """
 import argparse
-import time
-
 import torch
+
+from torch_timing import report_rate
 
 
 def main():
@@ -53,15 +53,7 @@ def main():
         loss.backward()
         opt.step()
 
-    for i in range(3):  # warm-up (oneDNN builds its primitives)
-        step(i)
-    n, start, cpu0 = 0, time.perf_counter(), time.process_time()
-    while time.perf_counter() - start < a.seconds:
-        step(n)
-        n += 1
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu0
-    print(f"samples_per_sec={n * a.minibatch / elapsed:.1f} "
-          f"cpu_samples_per_sec={n * a.minibatch * a.cpu_threads / cpu:.1f}")
+    report_rate(step, a.minibatch, a.seconds, a.cpu_threads, warmup=3)
 
 
 if __name__ == "__main__":

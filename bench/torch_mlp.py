@@ -11,9 +11,9 @@ Debian's torch calls OpenBLAS; its fastest setting here was torch.set_num_thread
 keeping its own threads (OPENBLAS_NUM_THREADS), so --threads sets torch's intra-op threads only.
 """
 import argparse
-import time
-
 import torch
+
+from torch_timing import report_rate
 
 
 def main():
@@ -51,17 +51,7 @@ def main():
         loss.backward()
         opt.step()
 
-    for i in range(5):  # warm-up
-        step(i)
-    n, start, cpu0 = 0, time.perf_counter(), time.process_time()
-    while time.perf_counter() - start < a.seconds:
-        step(n)
-        n += 1
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu0
-    # cpu_samples_per_sec: the rate the run's CPU time would give with its threads to itself
-    # (samples / (CPU seconds / threads)); on a loaded machine closer to the idle rate than wall.
-    print(f"samples_per_sec={n * a.minibatch / elapsed:.1f} "
-          f"cpu_samples_per_sec={n * a.minibatch * a.cpu_threads / cpu:.1f}")
+    report_rate(step, a.minibatch, a.seconds, a.cpu_threads, warmup=5)
 
 
 if __name__ == "__main__":
