@@ -14,7 +14,7 @@ and loss under torch.autocast('cpu', dtype=torch.bfloat16).
 import argparse
 import torch
 
-from torch_timing import report_rate
+from torch_timing import report_training_rate
 
 
 def main():
@@ -42,18 +42,8 @@ def main():
     batches = [(torch.randn(a.minibatch, 1, 28, 28, generator=g).to(memory_format=fmt),
                 torch.randint(0, 10, (a.minibatch,), generator=g)) for _ in range(8)]
 
-    def step(i):
-        x, y = batches[i % len(batches)]
-        opt.zero_grad(set_to_none=True)
-        if a.autocast == "bf16":
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss = loss_fn(model(x).float(), y)
-        else:
-            loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-
-    report_rate(step, a.minibatch, a.seconds, a.cpu_threads, warmup=3)
+    report_training_rate(model, opt, loss_fn, batches, a.autocast, a.minibatch, a.seconds,
+                         a.cpu_threads, warmup=3)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ keeping its own threads (OPENBLAS_NUM_THREADS), so --threads sets torch's intra-
 import argparse
 import torch
 
-from torch_timing import report_rate
+from torch_timing import report_training_rate
 
 
 def main():
@@ -40,18 +40,8 @@ def main():
     batches = [(torch.randn(a.minibatch, dims[0], generator=g),
                 torch.randint(0, dims[-1], (a.minibatch,), generator=g)) for _ in range(8)]
 
-    def step(i):
-        x, y = batches[i % len(batches)]
-        opt.zero_grad(set_to_none=True)
-        if a.autocast == "bf16":
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss = loss_fn(model(x).float(), y)
-        else:
-            loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-
-    report_rate(step, a.minibatch, a.seconds, a.cpu_threads, warmup=5)
+    report_training_rate(model, opt, loss_fn, batches, a.autocast, a.minibatch, a.seconds,
+                         a.cpu_threads, warmup=5)
 
 
 if __name__ == "__main__":
