@@ -100,12 +100,9 @@ for mb in $mbs; do
             declare -n vals=$kind
             declare -A med=()
             for c in "${cols[@]}"; do
-                med[$c]=n/a
-                [ -n "${vals[$c]:-}" ] && med[$c]=$(printf '%s\n' ${vals[$c]} | median | awk '{ printf "%.0f", $1 }')
+                med[$c]=$(median_of_rounds "${vals[$c]:-}")
             done
-            ratio() { [ -z "${vals[$1]:-}" ] || [ -z "${vals[$2]:-}" ] && { echo n/a; return; }
-                      paste <(printf '%s\n' ${vals[$1]}) <(printf '%s\n' ${vals[$2]}) |
-                      awk '{ print $1 / $2 }' | median | awk '{ printf "%.2f", $1 }'; }
+            ratio() { paired_ratio "${vals[$1]:-}" "${vals[$2]:-}"; }
             row="| $mb | $t"
             for c in "${cols[@]}"; do row+=" | ${med[$c]}"; done
             for pair in "fp32-plain torch-fp32" "fp32-plain bound-fp32" "fp32-NG fp32-plain" \

@@ -5,6 +5,15 @@
 
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
+# The rounds of a configuration as "r1 r2 ...": their median rounded, or n/a where none ran.
+median_of_rounds() { [ -z "$1" ] && { echo n/a; return; }; printf '%s\n' $1 | median | awk '{ printf "%.0f", $1 }'; }
+# Two configurations' rounds: the median over rounds of x_r / y_r (paired within a round), or n/a.
+paired_ratio() {
+    { [ -z "$1" ] || [ -z "$2" ]; } && { echo n/a; return; }
+    paste <(printf '%s\n' $1) <(printf '%s\n' $2) | awk '{ print $1 / $2 }' | median |
+        awk '{ printf "%.2f", $1 }'
+}
+
 # Random examples: enough for `seconds` of training at a generous rate.
 make_egs() { # input-dim num-classes count out
     /usr/bin/python3 - "$@" <<'PY'

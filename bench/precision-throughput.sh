@@ -135,13 +135,10 @@ for net in "${netlist[@]}"; do
                 declare -n vals=$kind
                 declare -A med=()
                 for c in "${cols[@]}"; do
-                    med[$c]=n/a
-                    [ -n "${vals[$c]:-}" ] && med[$c]=$(printf '%s\n' ${vals[$c]} | median | awk '{ printf "%.0f", $1 }')
+                    med[$c]=$(median_of_rounds "${vals[$c]:-}")
                 done
                 # median over rounds of x_r / y_r, and of the cost y_r / x_r - 1
-                ratio() { [ -z "${vals[$1]:-}" ] || [ -z "${vals[$2]:-}" ] && { echo n/a; return; }
-                          paste <(printf '%s\n' ${vals[$1]}) <(printf '%s\n' ${vals[$2]}) |
-                          awk '{ print $1 / $2 }' | median | awk '{ printf "%.2f", $1 }'; }
+                ratio() { paired_ratio "${vals[$1]:-}" "${vals[$2]:-}"; }
                 cost() { local r; r=$(ratio $1 $2); [ $r = n/a ] && { echo n/a; return; }
                          awk -v r=$r 'BEGIN { printf "%+.0f%%", (r - 1) * 100 }'; }
                 row=$(printf "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" \
