@@ -181,6 +181,20 @@ static int looks_like_binary_posterior(struct kin *in) {
     return nonzero;
 }
 
+void posterior_from_ids(struct posterior *p, const struct int32_vec *ids) {
+    int T = ids->dim;
+    posterior_release(p);
+    p->num_frames = T;
+    p->start = xmalloc(sizeof(int) * (size_t)(T + 1));
+    p->index = xmalloc(sizeof(int32_t) * (size_t)(T ? T : 1));
+    p->weight = xmalloc(sizeof(float) * (size_t)(T ? T : 1));
+    for (int t = 0; t <= T; t++) p->start[t] = t;
+    for (int t = 0; t < T; t++) {
+        p->index[t] = ids->data[t];
+        p->weight[t] = 1.0f;
+    }
+}
+
 static int targets_hread(struct kin *in, void *obj) {
     struct posterior *p = obj;
     posterior_release(p);
@@ -220,17 +234,7 @@ static int targets_hread(struct kin *in, void *obj) {
         } else {
             rc = holder_int32_vector.read(in, &v);
         }
-        if (!rc) {
-            p->num_frames = v.dim;
-            p->start = xmalloc(sizeof(int) * (size_t)(v.dim + 1));
-            p->index = xmalloc(sizeof(int32_t) * (size_t)(v.dim ? v.dim : 1));
-            p->weight = xmalloc(sizeof(float) * (size_t)(v.dim ? v.dim : 1));
-            for (int t = 0; t <= v.dim; t++) p->start[t] = t;
-            for (int t = 0; t < v.dim; t++) {
-                p->index[t] = v.data[t];
-                p->weight[t] = 1.0f;
-            }
-        }
+        if (!rc) posterior_from_ids(p, &v);
         int32_vec_release(&v);
     }
     if (rc) posterior_release(p);
