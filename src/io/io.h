@@ -269,6 +269,16 @@ struct holder_ops {
     /* Optional: apply an scp range "[r0:r1,c0:c1]"; NULL if ranges are not allowed. */
     int (*apply_range)(void *obj, int r0, int r1, int c0, int c1);
 };
+/* A holder's read and write (prefix_read, prefix_write) for an object whose own reader and writer
+ * take the binary flag: Kaldi's header ("\0B" or nothing) around them. */
+#define HOLDER_READ_WRITE(prefix, type, read_body, write_body) \
+    static int prefix##_read(struct kin *in, void *obj) { \
+        int binary; \
+        return io_read_header(in, &binary) ? -1 : read_body(in, binary, (type *)obj); \
+    } \
+    static int prefix##_write(struct kout *out, int binary, const void *obj) { \
+        return io_write_header(out, binary) ? -1 : write_body(out, binary, (const type *)obj); \
+    }
 extern const struct holder_ops holder_matrix;
 extern const struct holder_ops holder_vector;
 extern const struct holder_ops holder_int32_vector;

@@ -1,5 +1,6 @@
 /* Kaldi Posterior objects (hmm/posterior.h): per frame a list of (int32 id, float weight). */
 #include "io/io.h"
+#include "io/io-internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -213,27 +214,7 @@ static int targets_hread(struct kin *in, void *obj) {
         rc = binary ? post_read_binary(in, p) : post_read_text(in, p);
     } else {
         struct int32_vec v = {0};
-        /* BasicVectorHolder<int32>: binary int32 count then int32s; text to the end of line. */
-        if (binary) {
-            int32_t n;
-            rc = io_read_int32(in, 1, &n);
-            int64_t left = kin_remaining(in);
-            if (!rc && (n < 0 || (left >= 0 && (int64_t)n * 5 > left)))
-                rc = kin_error(in, "integer vector: invalid size %d", (int)n);
-            if (!rc) {
-                int cap = 0;
-                for (int i = 0; i < n && !rc; i++) {
-                    if (i == cap) {
-                        cap = cap ? 2 * cap : 256;
-                        v.data = xrealloc(v.data, sizeof(int32_t) * (size_t)cap);
-                    }
-                    rc = io_read_int32(in, 1, &v.data[i]);
-                    v.dim = i + 1;
-                }
-            }
-        } else {
-            rc = holder_int32_vector.read(in, &v);
-        }
+        rc = io_read_basic_int32_vector(in, binary, &v);
         if (!rc) posterior_from_ids(p, &v);
         int32_vec_release(&v);
     }
