@@ -290,6 +290,13 @@ extern const struct holder_ops holder_int32;
  * rx/wxfilename). Used by programs that accept either, as Kaldi's ClassifyRspecifier. */
 int io_is_table_specifier(const char *s);
 
+/* Keys and string values sorted by key, for lookup: a key -> token table (token_map_read), and the
+ * tables' own indexes (an scp's key -> rxfilename or wxfilename). */
+struct token_map {
+    char **keys, **values;
+    int n;
+};
+
 enum table_kind { TABLE_ARK = 1, TABLE_SCP = 2, TABLE_ARK_SCP = 3 };
 
 struct table_writer {
@@ -298,9 +305,7 @@ struct table_writer {
     int kind, binary, flush, permissive;
     struct kout ark, scp;
     char *ark_name;        /* ark filename as it goes into scp lines */
-    /* scp: key -> wxfilename map, sorted by key */
-    char **scp_keys, **scp_files;
-    int scp_count;
+    struct token_map scp_files; /* scp: key -> wxfilename */
     long long num_written;
 };
 
@@ -327,9 +332,8 @@ struct table_reader {
     int done, done_rc;             /* after the end (0) or an error (-1): every call repeats it */
     int64_t entry_offset;          /* archive: offset of the object of the last item */
     struct table_reader_scp *scp;
-    /* random access: sorted keys -> rxfilename ("file:offset" for an ark) */
-    char **ra_keys, **ra_values;
-    int ra_count, ra_loaded;
+    struct token_map ra; /* random access: key -> rxfilename ("file:offset" for an ark) */
+    int ra_loaded;
     struct table_reader_bg *bg;
     struct table_reader_stream *stream; /* random access into a pipe/stdin archive (table.c) */
 };
@@ -409,11 +413,7 @@ struct token_vec {
 void token_vec_release(struct token_vec *v);
 extern const struct holder_ops holder_token;        /* char * (one token per line) */
 extern const struct holder_ops holder_token_vector; /* struct token_vec (spk2utt) */
-/* A whole key -> token table in memory (utt2spk), sorted for lookup. */
-struct token_map {
-    char **keys, **values;
-    int n;
-};
+/* A whole key -> token table in memory (utt2spk), sorted for lookup (struct token_map, above). */
 /* Read every entry of a token rspecifier; a key twice is an error. 0 or -1 (error_set). */
 int token_map_read(struct token_map *m, const char *rspecifier);
 const char *token_map_find(const struct token_map *m, const char *key); /* NULL: not there */
