@@ -25,7 +25,7 @@ allow_small_test=
 . utils/parse_options.sh || exit 1
 set -e -o pipefail
 . local/exp_lib.sh
-command -v mpirun >/dev/null || { echo "$0: needs mpirun (tools/install-deps.sh --mpi)"; exit 1; }
+exp_need_mpirun
 
 exp_setup
 exp_egs $ranks
@@ -33,10 +33,8 @@ exp_header "local SGD over MPI: $ranks ranks, K in {$ks} (0: once per epoch) x {
 
 # mpi_run <dir> <lr> <seed> (mode, k, net from the caller)
 mpi_run() {
-    steps/train_mpi.sh --num-jobs $ranks --num-epochs $num_epochs --mode $mode --average-every $k \
-        --minibatch-size $minibatch_size --initial-learning-rate $2 \
-        --final-learning-rate $(awk -v r=$2 'BEGIN { print r / 10 }') --srand $3 \
-        --combine false --cleanup true $dir/egs$ranks conf/nnet_small_$net.config $1
+    exp_train train_mpi.sh $1 $2 $3 $ranks $dir/egs$ranks conf/nnet_small_$net.config \
+        --mode $mode --average-every $k --minibatch-size $minibatch_size --cleanup true
 }
 for net in $nets; do
     grid=$sgd_grid
