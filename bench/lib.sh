@@ -68,7 +68,8 @@ parnet_rate() { # model egs mb threads passes precision
 # true where --precision=bf16 runs (AMX-BF16 or AVX512-BF16), false where nnet-train refuses it;
 # any other failure ends the benchmark.
 bf16_runs() { # model egs
-    nnet-train --precision=bf16 $1 "ark:head -c 100000 $2 |" $work/probe.mdl 2>$work/log && return 0
+    nnet-train --precision=bf16 $1 "ark:nnet-subset-egs --n=256 ark:$2 ark:- 2>/dev/null |" \
+        $work/probe.mdl 2>$work/log && return 0
     grep -q 'cannot run here' $work/log && return 1
     cat $work/log >&2; exit 1
 }
