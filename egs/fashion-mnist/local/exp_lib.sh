@@ -14,7 +14,6 @@
 #                             steps/<script> (train.sh or train_mpi.sh) for num_epochs epochs, the
 #                             rate falling from <lr> to a tenth of it, without the final
 #                             combination; the options go to the script
-#   exp_need_mpirun           exit 1 unless mpirun is installed
 #   mean_sd <x...>            "m ± s" (s = 0 for one value)
 #   tune <arm> <run> "<grid>" <fn> [<model>]
 #                             fn <run-dir> <lr> <seed> trains into <run-dir>; the arm's model is
@@ -63,10 +62,6 @@ exp_train() {
     steps/$script --num-jobs $jobs --num-epochs $num_epochs --initial-learning-rate $lr \
         --final-learning-rate $(awk -v r=$lr 'BEGIN { print r / 10 }') --srand $seed \
         --combine false "$@" $egs $config $d
-}
-
-exp_need_mpirun() {
-    command -v mpirun >/dev/null || { echo "$0: needs mpirun (tools/install-deps.sh --mpi)"; exit 1; }
 }
 
 exp_acc() {
