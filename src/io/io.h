@@ -362,6 +362,9 @@ const char *table_reader_key(const struct table_reader *r);
  * Without s a missing key reads the stream to its end. Do not mix with table_reader_next. */
 int table_reader_lookup(struct table_reader *r, const char *key, void *obj);
 int table_reader_close(struct table_reader *r);
+/* Close r after an error (its own, or the caller's), keeping that error's message: closing a pipe
+ * may report its command's exit, which would replace it. Returns -1. */
+int table_reader_abandon(struct table_reader *r);
 
 /* A program's loop over one table (Kaldi's copy-*, ali-to-post, splice-feats): every entry of
  * rspecifier is read into obj (holder in; the caller's, zeroed, released by the caller after),
@@ -418,6 +421,19 @@ extern const struct holder_ops holder_token_vector; /* struct token_vec (spk2utt
 int token_map_read(struct token_map *m, const char *rspecifier);
 const char *token_map_find(const struct token_map *m, const char *key); /* NULL: not there */
 void token_map_release(struct token_map *m);
+/* A whole table of token vectors in memory (Kaldi's text: transcripts, hypotheses), sorted by key
+ * for lookup; read from any stream (a pipe too). With a key twice, find returns either. */
+struct token_vec_map {
+    struct token_vec_entry {
+        char *key;
+        struct token_vec v;
+    } *e;
+    int n;
+};
+/* 0, or -1 (error_set; the reader's own message), m then empty. */
+int token_vec_map_read(struct token_vec_map *m, const char *rspecifier);
+const struct token_vec_entry *token_vec_map_find(const struct token_vec_map *m, const char *key);
+void token_vec_map_release(struct token_vec_map *m);
 
 /* ---- zlib ---- */
 /* Deflate src into a new buffer (*dst, *dst_size; free with free()). level: 0..9 or -1. */

@@ -884,6 +884,14 @@ int table_reader_lookup(struct table_reader *r, const char *key, void *obj) {
     return 1;
 }
 
+int table_reader_abandon(struct table_reader *r) {
+    char *msg = xstrdup(error_get());
+    table_reader_close(r);
+    error_set("%s", msg);
+    free(msg);
+    return -1;
+}
+
 int table_reader_close(struct table_reader *r) {
     int rc = 0;
     if (r->bg) {

@@ -153,3 +153,42 @@ void token_map_release(struct token_map *m) {
     free(m->values);
     memset(m, 0, sizeof *m);
 }
+
+static int entry_cmp(const void *a, const void *b) {
+    return strcmp(((const struct token_vec_entry *)a)->key,
+                  ((const struct token_vec_entry *)b)->key);
+}
+
+int token_vec_map_read(struct token_vec_map *m, const char *rspecifier) {
+    memset(m, 0, sizeof *m);
+    struct table_reader r;
+    if (table_reader_open(&r, rspecifier, &holder_token_vector)) return -1;
+    int cap = 0, rc;
+    struct token_vec t = {0};
+    while ((rc = table_reader_next(&r, &t)) == 1) {
+        if (m->n == cap) m->e = xrealloc(m->e, sizeof *m->e * (size_t)(cap = cap ? 2 * cap : 256));
+        m->e[m->n].key = xstrdup(table_reader_key(&r));
+        m->e[m->n++].v = t;
+        memset(&t, 0, sizeof t);
+    }
+    if (rc < 0 ? table_reader_abandon(&r) : table_reader_close(&r)) {
+        token_vec_map_release(m);
+        return -1;
+    }
+    if (m->n > 1) qsort(m->e, (size_t)m->n, sizeof *m->e, entry_cmp);
+    return 0;
+}
+
+const struct token_vec_entry *token_vec_map_find(const struct token_vec_map *m, const char *key) {
+    struct token_vec_entry k = {(char *)key, {0}};
+    return m->n ? bsearch(&k, m->e, (size_t)m->n, sizeof *m->e, entry_cmp) : NULL;
+}
+
+void token_vec_map_release(struct token_vec_map *m) {
+    for (int i = 0; i < m->n; i++) {
+        free(m->e[i].key);
+        token_vec_release(&m->e[i].v);
+    }
+    free(m->e);
+    memset(m, 0, sizeof *m);
+}
