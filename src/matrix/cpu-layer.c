@@ -1,30 +1,80 @@
-/* cpu: the layer products' engine, chosen here and nowhere else (cpu.h cpu_layer_gemm): bf16 on
- * oneDNN where the shape gains, oneDNN's fp32 kernels for the thin ones under bf16, else OpenBLAS. */
+/* cpu: the layer products' engine, chosen here and nowhere else (cpu.h cpu_layer_gemm), by a
+ * table of rules on the shape and the CPU: bf16 on oneDNN where the shape gains, oneDNN's fp32
+ * kernels where they are faster, else OpenBLAS. */
 #include <limits.h>
+#include <pthread.h>
 
 #include "matrix/cpu-internal.h"
 #include "matrix/matrix.h"
 #include "matrix/onednn.h"
+
+#ifndef HAVE_DNNL
+#define HAVE_DNNL 0
+#endif
 
 static int layer_bf16; /* --precision=bf16 (matrix_set_precision) */
 
 void cpu_set_layer_bf16(int on) { layer_bf16 = on; }
 int cpu_layer_bf16(void) { return layer_bf16; }
 
+/* The engines a layer product can run on. */
+enum layer_engine { ENGINE_OPENBLAS, ENGINE_ONEDNN_F32, ENGINE_ONEDNN_BF16 };
+
+/* What decides an engine: the product's shape (c is m x n, k the inner dimension) and, once per
+ * process, the precision and what each library can use on this CPU. */
+struct engine_case {
+    int m, n, k;
+    int bf16;         /* --precision=bf16 */
+    int onednn_avx512; /* oneDNN's fp32 kernels use AVX-512 here */
+    int have_onednn;  /* built with oneDNN */
+};
+
 /* bf16 pays where the output is wide enough for the engines' tiles and the sums long enough to
- * pay for the conversions (MATRIX_BF16_MIN_SIDE, MATRIX_BF16_MIN_INNER: bench/gemm-rates.c); a
- * thinner product stays fp32 (and forgets kept copies it writes over). */
-static int bf16_for(int m, int n, int k) {
-    return layer_bf16 && m >= MATRIX_BF16_MIN_SIDE && n >= MATRIX_BF16_MIN_SIDE &&
-           k >= MATRIX_BF16_MIN_INNER;
+ * pay for the conversions (MATRIX_BF16_MIN_SIDE, MATRIX_BF16_MIN_INNER). */
+static int bf16_shape(const struct engine_case *e) {
+    return e->bf16 && e->m >= MATRIX_BF16_MIN_SIDE && e->n >= MATRIX_BF16_MIN_SIDE &&
+           e->k >= MATRIX_BF16_MIN_INNER;
+}
+/* Thin in its rows or its sums (the 10-class layer's input derivative, k = 10, and weight
+ * gradient, m = 10): oneDNN fp32 1.3-2.5x OpenBLAS on every CPU measured; thin in its columns
+ * (that layer's forward, n = 10) OpenBLAS was faster on both EPYCs. */
+static int thin_rows_or_sums(const struct engine_case *e) {
+    int lo = e->m < e->n ? e->m : e->n;
+    if (e->k < lo) lo = e->k;
+    return e->have_onednn && lo >= MATRIX_F32_THIN_MIN && lo < MATRIX_BF16_MIN_SIDE && e->n > lo;
+}
+/* Wide fp32 products: oneDNN 1.05-1.2x OpenBLAS (per CPU-second) wherever oneDNN runs AVX-512
+ * (AVX-512 EPYC, 1 and 2 threads, OpenBLAS on its SkylakeX or Haswell kernel; the AMX Xeon); a
+ * tie within 6% where it runs AVX2, left to OpenBLAS. */
+static int wide_on_avx512(const struct engine_case *e) {
+    int lo = e->m < e->n ? e->m : e->n;
+    if (e->k < lo) lo = e->k;
+    return e->have_onednn && e->onednn_avx512 && lo >= MATRIX_BF16_MIN_SIDE;
 }
 
-/* Under bf16, a product that stays fp32 and is thin (the 10-class layer) runs on oneDNN's fp32
- * kernels; the bias column (a side of 1) and the wide ones stay with OpenBLAS. */
-static int onednn_f32_for(int m, int n, int k) {
-    int lo = m < n ? m : n;
-    if (k < lo) lo = k;
-    return layer_bf16 && lo >= MATRIX_F32_THIN_MIN && lo < MATRIX_BF16_MIN_SIDE;
+/* The rules, first match wins (bench/gemm-rates.c shapes; docs/BENCHMARKS.md "Matrix products:
+ * which engine at which shape"). A rule is a fact about the CPU and the shape, never a timing
+ * taken at run time: the same CPU and options give the same engines, so the same bits. */
+static const struct engine_rule {
+    int (*applies)(const struct engine_case *e);
+    enum layer_engine engine;
+} engine_rules[] = {
+    {bf16_shape, ENGINE_ONEDNN_BF16},
+    {thin_rows_or_sums, ENGINE_ONEDNN_F32},
+    {wide_on_avx512, ENGINE_ONEDNN_F32},
+};
+
+static int onednn_avx512; /* set once: cpu_layer_engines_init */
+
+static void cpu_layer_engines_init(void) { onednn_avx512 = onednn_has_avx512(); }
+
+static enum layer_engine engine_for(int m, int n, int k) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, cpu_layer_engines_init);
+    struct engine_case e = {m, n, k, layer_bf16, onednn_avx512, HAVE_DNNL};
+    for (size_t i = 0; i < sizeof engine_rules / sizeof *engine_rules; i++)
+        if (engine_rules[i].applies(&e)) return engine_rules[i].engine;
+    return ENGINE_OPENBLAS;
 }
 
 /* The kept bf16 copies of a product's operands a and b, by its role (onednn.h). */
@@ -42,12 +92,13 @@ void cpu_layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a
         onednn_forget(c);
         if (role == CPU_LAYER_BACKPROP || role == CPU_LAYER_WEIGHT_GRAD) onednn_layer_backward();
     }
-    if (bf16_for(m, n, k))
+    switch (engine_for(m, n, k)) {
+    case ENGINE_ONEDNN_BF16:
         onednn_gemm(c, alpha, a, trans_a, keeps[role][0], b, trans_b, keeps[role][1], NULL, beta);
-    else if (onednn_f32_for(m, n, k))
-        onednn_gemm_f32(c, alpha, a, trans_a, b, trans_b, beta);
-    else
-        cpu_gemm(c, alpha, a, trans_a, b, trans_b, beta);
+        break;
+    case ENGINE_ONEDNN_F32: onednn_gemm_f32(c, alpha, a, trans_a, b, trans_b, beta); break;
+    case ENGINE_OPENBLAS: cpu_gemm(c, alpha, a, trans_a, b, trans_b, beta); break;
+    }
 }
 
 void cpu_layer_new_storage(const float *p, size_t n) {
@@ -59,7 +110,7 @@ void cpu_layer_new_storage(const float *p, size_t n) {
 
 void cpu_layer_affine(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *bias) {
     if (layer_bf16) onednn_layer_forward();
-    if (bf16_for(in.rows, w.rows, in.cols)) { /* the bias added by the product as it writes */
+    if (engine_for(in.rows, w.rows, in.cols) == ENGINE_ONEDNN_BF16) { /* the bias added by the product as it writes */
         onednn_gemm(out, 1, in, MATRIX_NO_TRANS, ONEDNN_STORE, w, MATRIX_TRANS, ONEDNN_STORE,
                     bias, 0);
         return;

@@ -27,8 +27,8 @@
  * Adding a kernel: a body `static double foo_k(const struct cpu_args *a)` over a->m[0..n-1], and
  * `void cpu_foo(...) { struct cpu_args a = {...}; cpu_split_rows(foo_k, &a); }` (or a plain loop
  * for work that cannot be cut by rows). A second host backend provides kernels over the same
- * views: onednn.h (bf16 layer products on AMX / AVX512-BF16), picked for the layer products by
- * cpu_layer_gemm (cpu-layer.c) under --precision=bf16.
+ * views: onednn.h (bf16 layer products on AMX / AVX512-BF16, and fp32 ones where faster), picked
+ * for the layer products by cpu_layer_gemm (cpu-layer.c).
  *
  * Errors: none; shapes are the caller's contract (checked there with ASSERT).
  */
@@ -74,11 +74,12 @@ void cpu_set_num_threads(int n);
 void cpu_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, struct cpu_mat b,
               int trans_b, float beta);
 /* The layer products (matrix_layer_affine, matrix_layer_backprop, matrix_layer_weight_grad,
- * matrix_add_mat_mat_layer): the one place that picks their engine, by the precision
- * (cpu_set_layer_bf16, from matrix_set_precision) and the shape: under bf16, onednn_gemm
- * (onednn.h) where both sides are >= MATRIX_BF16_MIN_SIDE and the inner dimension >=
- * MATRIX_BF16_MIN_INNER, onednn_gemm_f32 for thin ones (a side or the inner dimension in
- * [MATRIX_F32_THIN_MIN, MATRIX_BF16_MIN_SIDE)), cpu_gemm otherwise and always under fp32.
+ * matrix_add_mat_mat_layer): the one place that picks their engine, by a table of rules on the
+ * precision (cpu_set_layer_bf16, from matrix_set_precision), the shape and the CPU: under bf16,
+ * onednn_gemm (onednn.h) where both sides are >= MATRIX_BF16_MIN_SIDE and the inner dimension
+ * >= MATRIX_BF16_MIN_INNER; onednn_gemm_f32 where the rows or the inner dimension are thin (in
+ * [MATRIX_F32_THIN_MIN, MATRIX_BF16_MIN_SIDE)), and for wide products where oneDNN runs
+ * AVX-512; cpu_gemm otherwise.
  * role: the product's place in a layer, which says which bf16 copies are kept and reused
  * (onednn.h enum onednn_keep). cpu_layer_affine: out = in w^T + 1 bias^T, the forward. */
 enum cpu_layer_role {

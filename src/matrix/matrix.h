@@ -83,7 +83,12 @@ void matrix_set_num_threads(int n);
 /* ---- precision of the layer products (--precision) ----
  * The layer products (a layer's forward X W^T, its input derivative dY W and its weight gradient
  * dY^T X) go through matrix_add_mat_mat_layer, which computes them in the precision chosen here:
- *   "fp32"  (the default) as matrix_add_mat_mat: OpenBLAS on the CPU, cuBLAS on the GPU;
+ *   "fp32"  (the default) matrix_add_mat_mat's product to fp32 rounding (not bit for bit): cuBLAS
+ *           on the GPU; on the CPU OpenBLAS, or oneDNN's fp32 kernels where a rule of
+ *           cpu-layer.c says they are faster for the shape on this CPU (the thin 10-class
+ *           products everywhere, every wide one where oneDNN runs AVX-512). The rules are facts
+ *           about the CPU, not timings: the same CPU and options always pick the same engines,
+ *           and every engine's result is the same whatever the threads;
  *   "bf16"  mixed precision on the CPU's matrix engines (oneDNN on AMX-BF16 or AVX512-BF16):
  *           both operands rounded to bf16 (nearest even), products accumulated and written in
  *           fp32. Shapes that do not gain stay fp32 (bench/gemm-rates.c): a side below
@@ -91,9 +96,7 @@ void matrix_set_num_threads(int n);
  *           dimension below MATRIX_BF16_MIN_INNER (the weight gradient dY^T X below minibatch
  *           128: on AMX, nnet-train at minibatch 128 ran 1.1-1.2x faster with that product in
  *           bf16 than in fp32; on the earlier gemm:jit path it had lost); of those,
- *           the thin ones (some side or the inner dimension in [MATRIX_F32_THIN_MIN,
- *           MATRIX_BF16_MIN_SIDE): the 10-class layer) on oneDNN's fp32 kernels (1.3-1.6x
- *           OpenBLAS there), the others with OpenBLAS.
+ *           those run on fp32's engines, as above.
  * Everything else stays fp32 whatever the setting: parameters, updates, averaging, model files,
  * nonlinearities, objectives, and all of natural gradient's products, statistics and
  * eigenproblems (matrix_add_mat_mat itself never changes precision).

@@ -410,6 +410,12 @@ int onednn_bf16_check(char *isa, size_t isa_len) {
                                                               : "");
 }
 
+int onednn_has_avx512(void) {
+    dnnl_cpu_isa_t e = dnnl_get_effective_cpu_isa();
+    return e == dnnl_cpu_isa_avx512_core || e == dnnl_cpu_isa_avx512_core_vnni ||
+           e == dnnl_cpu_isa_avx512_core_bf16 || e == dnnl_cpu_isa_avx512_core_amx;
+}
+
 /* ---- per-thread primitive cache ---- */
 
 /* alpha and beta are constants of the primitive: oneDNN 2.6 runs a runtime output scale on its
@@ -638,6 +644,8 @@ void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int
 #else /* !HAVE_DNNL */
 
 long onednn_primitives_created(void) { return 0; }
+
+int onednn_has_avx512(void) { return 0; }
 
 int onednn_bf16_check(char *isa, size_t isa_len) {
     if (isa && isa_len) snprintf(isa, isa_len, "none");

@@ -2,8 +2,8 @@
  * matrix engines (AMX-BF16, AVX512-BF16) through oneDNN's matmul, in bf16 with fp32 accumulation.
  *
  * Who calls this. Only the matrix layer's operations, after they have checked shapes: the layer
- * products (precision.c) dispatch to onednn_gemm under --precision=bf16
- * for shapes that gain, and to cpu_gemm otherwise. Nothing outside src/matrix/ includes this.
+ * products (precision.c) go to cpu_layer_gemm (cpu-layer.c), whose rules send a product to
+ * onednn_gemm (bf16), onednn_gemm_f32 or cpu_gemm. Nothing outside src/matrix/ includes this.
  *
  * Built with oneDNN (Debian's libdnnl-dev) when the Makefile finds it (HAVE_DNNL=1). Without it
  * onednn_bf16_check() reports that and precision.c never calls the products; the conversions and
@@ -39,6 +39,10 @@ enum onednn_type { ONEDNN_TYPE_F32 = 0, ONEDNN_TYPE_BF16 = 1 };
  * ONEDNN_MAX_CPU_ISA) offering neither instruction set. isa[isa_len] gets oneDNN's ISA name
  * ("avx512_core_amx", "avx512_core_bf16", "avx2", ...; "none" without oneDNN). */
 int onednn_bf16_check(char *isa, size_t isa_len);
+
+/* 1 where oneDNN's fp32 kernels can use AVX-512 here (its best ISA is avx512_core or above),
+ * else 0 (AVX2 or less, or built without oneDNN). */
+int onednn_has_avx512(void);
 
 /* dst (src.rows x src.cols, leading dimension ld >= cols) = src rounded to bf16 (nearest even;
  * NaN stays NaN, inf stays inf; the AVX512-BF16 path flushes fp32 subnormals to zero). */
@@ -81,8 +85,9 @@ void onednn_forget(struct cpu_mat c);
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
                  struct cpu_mat b, int trans_b, int keep_b, const float *bias, float beta);
 /* The same product on fp32 operands through oneDNN's fp32 kernels, split over the pool likewise
- * (the thin layer products under --precision=bf16: the 10-class output layer; measured 1.3-1.6x
- * OpenBLAS there, bench/gemm-rates.c). Needs oneDNN. */
+ * (the layer products where cpu-layer.c's rules find them faster than OpenBLAS). alpha != 1 is
+ * folded into a scaled copy of the smaller operand (one primitive for every alpha). Needs
+ * oneDNN. */
 void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
                      struct cpu_mat b, int trans_b, float beta);
 

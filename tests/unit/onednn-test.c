@@ -396,22 +396,46 @@ static void test_layer_affine(void) {
     CHECK(worst <= 1e-5);
 }
 
-/* fp32 precision: the layer product is matrix_add_mat_mat exactly. */
+/* fp32 precision: whichever engine cpu-layer.c's rules give a shape (OpenBLAS, or oneDNN's fp32
+ * kernels where they are faster: the thin 10-class products, the wide ones on AVX-512), the layer
+ * product is matrix_add_mat_mat's to fp32 rounding (rel. error <= 1e-5 against a double
+ * reference), and bit for bit the same whatever the threads (each element on one thread, its
+ * sum in one order). Shapes: wide, thin in rows / sums / columns, a side under 8; alpha 1 and
+ * a learning rate's, beta 0 and 1. */
 static void test_layer_product_fp32(void) {
     CHECK(matrix_set_precision("fp32") == 0);
-    struct smat a, b, c1, c2;
-    smat_init(&a, 64, 128, 1);
-    smat_init(&b, 96, 128, 2);
-    smat_init(&c1, 64, 96, 0);
-    smat_init(&c2, 64, 96, 0);
-    memcpy(c2.p, c1.p, sizeof(float) * 64 * 96);
-    matrix_add_mat_mat(&c1.m, 0.5f, &a.m, MATRIX_NO_TRANS, &b.m, MATRIX_TRANS, 1.0f);
-    matrix_add_mat_mat_layer(&c2.m, 0.5f, &a.m, MATRIX_NO_TRANS, &b.m, MATRIX_TRANS, 1.0f);
-    int same = !memcmp(c1.p, c2.p, sizeof(float) * 64 * 96);
-    free(a.p);
-    free(b.p);
-    free(c1.p);
-    free(c2.p);
+    static const int fp32_shapes[][3] = {{256, 96, 128}, {10, 300, 256}, {256, 300, 10},
+                                         {256, 10, 300}, {256, 1, 300}, {1, 300, 256}};
+    double worst = 0;
+    int same = 1;
+    for (int s = 0; s < 6; s++)
+        for (int v = 0; v < 4; v++) {
+            int m = fp32_shapes[s][0], n = fp32_shapes[s][1], k = fp32_shapes[s][2];
+            float alpha = v & 1 ? -0.013f : 1.0f, beta = v & 2 ? 1.0f : 0.0f;
+            struct smat a, b, c0, c1, c3;
+            smat_init(&a, k, m, 1); /* the weight gradient's layout: op(a) = a^T */
+            smat_init(&b, k, n, 2);
+            smat_init(&c0, m, n, 3);
+            smat_init(&c1, m, n, 3);
+            smat_init(&c3, m, n, 3);
+            memcpy(c1.p, c0.p, sizeof(float) * m * (n + 3));
+            memcpy(c3.p, c0.p, sizeof(float) * m * (n + 3));
+            matrix_set_num_threads(1);
+            matrix_add_mat_mat_layer(&c1.m, alpha, &a.m, MATRIX_TRANS, &b.m, MATRIX_NO_TRANS, beta);
+            matrix_set_num_threads(3);
+            matrix_add_mat_mat_layer(&c3.m, alpha, &a.m, MATRIX_TRANS, &b.m, MATRIX_NO_TRANS, beta);
+            matrix_set_num_threads(1);
+            double e = worst_rel(&c1.m, &c0.m, alpha, &a.m, 1, &b.m, 0, beta, 0);
+            if (e > worst) worst = e;
+            if (memcmp(c1.p, c3.p, sizeof(float) * m * (n + 3))) {
+                printf("    %d x %d x %d: 1 and 3 threads differ\n", m, n, k);
+                same = 0;
+            }
+            struct smat *all[] = {&a, &b, &c0, &c1, &c3};
+            for (int i = 0; i < 5; i++) free(all[i]->p);
+        }
+    if (!(worst <= 1e-5)) printf("    rel. error %g\n", worst);
+    CHECK(worst <= 1e-5);
     CHECK(same);
 }
 
