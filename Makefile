@@ -184,7 +184,7 @@ build/fuzz/obj/%.o: src/%.c
 	clang $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
 $(FUZZ_LIBA): $(FUZZ_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
-build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIBA) $(wildcard src/*/*.h)
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIBA) $(wildcard src/*/*.h tests/fuzz/*.h)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIBA) $(LDLIBS) -o $@
 -include $(FUZZ_LIB_OBJ:.o=.d)

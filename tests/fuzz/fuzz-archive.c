@@ -1,5 +1,6 @@
 /* libFuzzer target: arbitrary bytes as a Kaldi archive of matrices, int32 vectors, vectors or
  * compressed matrices (the first byte picks the holder and whether to read ahead). */
+#include "fuzz.h"
 #include "io/io.h"
 
 #include <stdlib.h>
@@ -14,11 +15,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *spec = (data[0] / 5) % 2 ? "ark,bg:mem" : "ark:mem";
     data++;
     size--;
-    FILE *f = fmemopen((void *)data, size ? size : 1, "rb");
-    if (!f) return 0;
     struct kin in;
-    kin_wrap(&in, f, "mem", (int64_t)size);
-    if (!size) in.eof = 1;
+    FILE *f = fuzz_kin(&in, data, size, "mem");
+    if (!f) return 0;
     struct table_reader r;
     if (table_reader_open_stream(&r, spec, &in, ops)) abort();
     void *obj = calloc(1, ops->size);

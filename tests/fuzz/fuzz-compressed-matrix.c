@@ -1,5 +1,6 @@
 /* libFuzzer target: arbitrary bytes as a binary matrix object (FM, DM, CM, CM2, CM3); what
  * decodes is compressed again with every method, decoded, and written, which must not fail. */
+#include "fuzz.h"
 #include "io/io.h"
 
 #include <math.h>
@@ -20,10 +21,9 @@ static int compressible(const struct matrix *m) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    FILE *f = fmemopen((void *)data, size ? size : 1, "rb");
     struct kin in;
-    kin_wrap(&in, f, "mem", (int64_t)size);
-    if (!size) in.eof = 1;
+    FILE *f = fuzz_kin(&in, data, size, "mem");
+    if (!f) return 0;
     struct matrix m = {0};
     int binary = size && data[0] != 0 && data[0] != 'C' && data[0] != 'F' && data[0] != 'D' ? 0 : 1;
     if (io_read_matrix(&in, binary, &m) == 0) {

@@ -1,6 +1,7 @@
 /* libFuzzer target: arbitrary bytes as an scp file over a fixed archive "a.ark" (in a private
  * temporary directory), read sequentially and by random access, with ranges. Pipes, absolute
  * paths and stdin are neutralised so that fuzz input can never run commands or block. */
+#include "fuzz.h"
 #include "io/io.h"
 
 #include <stdlib.h>
@@ -75,10 +76,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(text, data, size);
     for (size_t i = 0; i < size; i++)
         if (text[i] == '|' || text[i] == '/' || text[i] == '-') text[i] = 'x';
-    FILE *f = fmemopen(text, size ? size : 1, "rb");
     struct kin in;
-    kin_wrap(&in, f, "mem.scp", (int64_t)size);
-    if (!size) in.eof = 1;
+    FILE *f = fuzz_kin(&in, text, size, "mem.scp");
+    if (!f) abort();
     struct table_reader r;
     if (table_reader_open_stream(&r, "scp:mem.scp", &in, &holder_matrix)) abort();
     struct matrix m = {0};
@@ -87,9 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     table_reader_close(&r);
     fclose(f);
     /* Random access over the same text. */
-    f = fmemopen(text, size ? size : 1, "rb");
-    kin_wrap(&in, f, "mem.scp", (int64_t)size);
-    if (!size) in.eof = 1;
+    if (!(f = fuzz_kin(&in, text, size, "mem.scp"))) abort();
     if (table_reader_open_stream(&r, "scp:mem.scp", &in, &holder_matrix)) abort();
     table_reader_lookup(&r, "k1", &m);
     table_reader_lookup(&r, "x", &m);

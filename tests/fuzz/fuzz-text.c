@@ -2,6 +2,7 @@
  * a vector, an int32 vector, a run of tokens/int32/float/bool primitives, or a text archive read
  * through holder_matrix / holder_int32_vector / holder_int32 with "ark,t"), the rest is the text.
  * What reads as a matrix is written back in text mode and must read again to the same shape. */
+#include "fuzz.h"
 #include "io/io.h"
 
 #include <stdlib.h>
@@ -16,9 +17,9 @@ static void roundtrip(const struct matrix *m) {
     if (io_write_matrix(&out, 0, m)) abort();
     if (kout_close(&out)) abort();
     fclose(f);
-    FILE *g = fmemopen(buf, len ? len : 1, "rb");
     struct kin in;
-    kin_wrap(&in, g, "mem-back", (int64_t)len);
+    FILE *g = fuzz_kin(&in, buf, len, "mem-back");
+    if (!g) abort();
     struct matrix back = {0};
     if (io_read_matrix(&in, 0, &back)) abort(); /* what we write, we read */
     if (back.rows != m->rows || back.cols != m->cols) abort();
@@ -33,11 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int which = data[0] % 8;
     data++;
     size--;
-    FILE *f = fmemopen((void *)data, size ? size : 1, "rb");
-    if (!f) return 0;
     struct kin in;
-    kin_wrap(&in, f, "mem", (int64_t)size);
-    if (!size) in.eof = 1;
+    FILE *f = fuzz_kin(&in, data, size, "mem");
+    if (!f) return 0;
     switch (which) {
     case 0: {
         struct matrix m = {0};

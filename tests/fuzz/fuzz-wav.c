@@ -2,6 +2,7 @@
  * of its first channel at its own sample rate (framing, FFT, mel banks); the same bytes as a WAVE
  * object of an archive (holder_wave, exact sizes); and as a table entry of training targets
  * (Posterior or int32 vector, holder_targets). */
+#include "fuzz.h"
 #include "feat/feat.h"
 
 #include <stdlib.h>
@@ -13,10 +14,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         quiet = 1;
         log_verbose = -1;
     }
-    FILE *f = fmemopen((void *)data, size ? size : 1, "rb");
     struct kin in;
-    kin_wrap(&in, f, "mem.wav", (int64_t)size);
-    if (!size) in.eof = 1;
+    FILE *f = fuzz_kin(&in, data, size, "mem.wav");
+    if (!f) return 0;
     struct feat_wave w = {0};
     if (feat_wave_read(&in, &w) == 0) {
         if (w.num_channels < 1 || w.num_samples < 1 || !w.data) abort();

@@ -49,10 +49,7 @@ dir=exp/claim_bmuf
 . utils/parse_options.sh || exit 1
 set -e -o pipefail
 . local/exp_lib.sh
-mkdir -p $dir
-exp_check_data
-num_pdfs=$(cat $data/lang/num_pdfs)
-frames=$(feat-to-len scp:$data/train_cmvn/feats.scp 2>/dev/null)
+exp_start
 sed "s/NUM_PDFS/$num_pdfs/g" conf/nnet.config > $dir/nnet.config
 
 for j in 1 $n; do

@@ -2,13 +2,17 @@
 # share; sourced after their configuration section, whose data, exp, dir, beam, acoustic_scales
 # and word_insertion_penalties it uses.
 
-# exp_check_data: what the experiments start from (run.sh through stage 5) is there.
-exp_check_data() {
+# exp_start: $dir made, and what the experiments start from (run.sh through stage 5) checked;
+# sets num_pdfs and frames (the training frames).
+exp_start() {
     local f
+    mkdir -p $dir
     for f in $data/train_cmvn/feats.scp $data/train/text $data/test_cmvn/feats.scp \
              $data/test/text $exp/nnet/pdf_counts.vec $data/lang/num_pdfs; do
         [ -f $f ] || { echo "$0: no $f: run ./run.sh (through stage 5) first" >&2; exit 1; }
     done
+    num_pdfs=$(cat $data/lang/num_pdfs)
+    frames=$(feat-to-len scp:$data/train_cmvn/feats.scp 2>/dev/null)
 }
 
 # exp_valid_test <egs-dir>: $dir/valid, the utterances get_egs.sh held out for validation in

@@ -59,10 +59,7 @@ Options:
 . utils/parse_options.sh || exit 1
 set -e -o pipefail
 . local/exp_lib.sh
-mkdir -p $dir
-exp_check_data
-num_pdfs=$(cat $data/lang/num_pdfs)
-frames=$(feat-to-len scp:$data/train_cmvn/feats.scp 2>/dev/null)
+exp_start
 first_n=${jobs%% *}
 
 if [ $stage -le 0 ]; then
