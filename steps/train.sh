@@ -357,6 +357,7 @@ if [ $stage -le -1 ]; then
         fdim=$(cat $egs_dir/info/feat_dim 2>/dev/null)
         line="FixedAffineComponent matrix=$feature_transform"
         init_config=$dir/init.config   # not nnet.config: a recipe may keep its own config there
+        case $first in FixedAffine*) ;; *) train_check_transform_fits $config ;; esac
         case $first in
         FixedAffine*)
             echo "$0: $config already starts with a FixedAffine line: not adding $feature_transform"

@@ -213,6 +213,7 @@ if [ $stage -le -1 ]; then
     init_config=$config
     if [ -f $egs_dir/feature_transform.mat ] && \
        ! grep -v '^[[:space:]]*\(#\|$\)' $config | head -n 1 | grep -q '^[[:space:]]*\(FixedAffine\|Splice\)'; then
+        train_check_transform_fits $config
         init_config=$dir/nnet.config
         { echo "FixedAffineComponent matrix=$egs_dir/feature_transform.mat"; cat $config; } > $init_config
         echo "$0: normalising inputs with $egs_dir/feature_transform.mat (FixedAffineComponent)"

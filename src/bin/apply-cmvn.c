@@ -11,6 +11,34 @@ static const char *usage =
     "e.g.: apply-cmvn --utt2spk=ark:data/train/utt2spk scp:data/train/cmvn.scp "
     "scp:data/train/feats.scp ark:-";
 
+struct cmvn {
+    const char *feats_in, *stats_in;
+    const struct token_map *utt2spk; /* NULL: the stats are per utterance */
+    struct table_reader *table;      /* NULL: global stats */
+    struct feat_dmatrix *stats;
+    int norm_means, norm_vars;
+    long long num_err;
+};
+
+static int normalize(void *c_, const char *utt, void *m, const void **out) {
+    struct cmvn *c = c_;
+    if (io_check_finite(m)) return error_wrap("'%s': key '%s': ", c->feats_in, utt);
+    if (c->table) {
+        const char *key = c->utt2spk ? token_map_find(c->utt2spk, utt) : utt;
+        int got = key ? table_reader_lookup(c->table, key, c->stats) : 0;
+        if (got < 0) return error_wrap("cannot read '%s': ", c->stats_in);
+        if (got == 0) {
+            WARN("No normalization statistics available for key %s, producing no output "
+                 "for this utterance", utt);
+            c->num_err++;
+            return 1;
+        }
+    }
+    if (c->norm_means && feat_cmvn_apply(c->stats, c->norm_vars, m))
+        return error_wrap("'%s': key '%s': ", c->feats_in, utt);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *utt2spk = "";
     int norm_means = 1, norm_vars = 0;
@@ -38,54 +66,19 @@ int main(int argc, char **argv) {
     } else if (table_reader_open(&stats_table, stats_in, &holder_double_matrix)) {
         die("%s", error_get());
     }
-    struct table_reader feats;
-    struct table_writer writer;
-    if (table_reader_open(&feats, feats_in, &holder_matrix)) die("%s", error_get());
-    if (table_writer_open(&writer, feats_out, &holder_matrix)) die("%s", error_get());
+    struct cmvn c = {feats_in, stats_in, *utt2spk ? &spk : NULL, global ? NULL : &stats_table,
+                     &stats, norm_means, norm_vars, 0};
     struct matrix m = {0};
-    long long num_done = 0, num_err = 0;
-    int rc;
-    while ((rc = table_reader_next(&feats, &m)) > 0) {
-        const char *utt = table_reader_key(&feats);
-        if (io_check_finite(&m)) die("'%s': key '%s': %s", feats_in, utt, error_get());
-        if (!global) {
-            const char *key = *utt2spk ? token_map_find(&spk, utt) : utt;
-            int got = key ? table_reader_lookup(&stats_table, key, &stats) : 0;
-            if (got < 0) {
-                table_writer_abort(&writer);
-                die("cannot read '%s': %s", stats_in, error_get());
-            }
-            if (got == 0) {
-                WARN("No normalization statistics available for key %s, producing no output "
-                     "for this utterance", utt);
-                num_err++;
-                continue;
-            }
-        }
-        if (norm_means && feat_cmvn_apply(&stats, norm_vars, &m)) {
-            table_writer_abort(&writer);
-            die("'%s': key '%s': %s", feats_in, utt, error_get());
-        }
-        if (table_writer_write(&writer, utt, &m)) {
-            table_writer_abort(&writer);
-            die("cannot write '%s': %s", feats_out, error_get());
-        }
-        num_done++;
-    }
+    long long num_done =
+        table_copy(feats_in, &holder_matrix, &m, feats_out, &holder_matrix, normalize, &c);
+    if (num_done < 0) die("%s", error_get());
     matrix_release(&m);
     feat_dmatrix_release(&stats);
     token_map_release(&spk);
-    if (rc < 0 || table_reader_close(&feats)) {
-        table_writer_abort(&writer);
-        die("cannot read '%s': %s", feats_in, error_get());
-    }
-    if (!global && table_reader_close(&stats_table)) {
-        table_writer_abort(&writer);
+    if (!global && table_reader_close(&stats_table))
         die("cannot read '%s': %s", stats_in, error_get());
-    }
-    if (table_writer_close(&writer)) die("cannot write '%s': %s", feats_out, error_get());
     LOG("Applied cepstral mean %snormalization to %lld utterances, errors on %lld",
-        norm_vars ? "and variance " : "", num_done, num_err);
+        norm_vars ? "and variance " : "", num_done, c.num_err);
     if (!num_done) die("no feature matrices in '%s'", feats_in);
     return 0;
 }

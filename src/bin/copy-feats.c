@@ -8,6 +8,26 @@ static const char *usage =
     "e.g.: copy-feats ark:- ark,scp:foo.ark,foo.scp\n"
     " or: copy-feats ark:foo.ark ark,t:txt.ark";
 
+struct copy {
+    const char *rspecifier, *wspecifier;
+    int compress, method;
+    struct compressed_matrix cm;
+};
+
+/* Non-finite values are copied as they are, with a warning; --compress: the compressed form. */
+static int copy_entry(void *c_, const char *key, void *m, const void **out) {
+    struct copy *c = c_;
+    long long bad = io_count_nonfinite(m);
+    if (bad)
+        WARN("'%s': key '%s': %lld NaN or Inf values (copied as they are)", c->rspecifier, key,
+             bad);
+    if (!c->compress) return 0;
+    if (compressed_matrix_compress(&c->cm, m, c->method))
+        return error_wrap("cannot write '%s': key '%s': ", c->wspecifier, key);
+    *out = &c->cm;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int binary = 1, compress = 0, method = CM_METHOD_AUTO;
     const struct option_spec specs[] = {
@@ -49,44 +69,14 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    struct table_reader reader;
-    struct table_writer writer;
-    if (table_reader_open(&reader, in_name, &holder_matrix)) die("%s", error_get());
-    if (table_writer_open(&writer, out_name, compress ? &holder_compressed_matrix : &holder_matrix))
-        die("%s", error_get());
+    struct copy c = {in_name, out_name, compress, method, {0}};
     struct matrix m = {0};
-    struct compressed_matrix cm = {0};
-    long long num_done = 0;
-    int rc;
-    while ((rc = table_reader_next(&reader, &m)) > 0) {
-        const char *key = table_reader_key(&reader);
-        long long bad = io_count_nonfinite(&m);
-        if (bad) WARN("'%s': key '%s': %lld NaN or Inf values (copied as they are)", in_name, key, bad);
-        int wrc;
-        if (compress) {
-            wrc = compressed_matrix_compress(&cm, &m, method);
-            if (wrc) error_wrap("key '%s': ", key);
-            else wrc = table_writer_write(&writer, key, &cm);
-        } else {
-            wrc = table_writer_write(&writer, key, &m);
-        }
-        if (wrc) {
-            table_writer_abort(&writer);
-            die("cannot write '%s': %s", out_name, error_get());
-        }
-        num_done++;
-    }
+    long long num_done =
+        table_copy(in_name, &holder_matrix, &m, out_name,
+                   compress ? &holder_compressed_matrix : &holder_matrix, copy_entry, &c);
+    if (num_done < 0) die("%s", error_get());
     matrix_release(&m);
-    compressed_matrix_release(&cm);
-    if (rc < 0) {
-        table_writer_abort(&writer);
-        die("cannot read '%s': %s", in_name, error_get());
-    }
-    if (table_reader_close(&reader)) {
-        table_writer_abort(&writer);
-        die("cannot read '%s': %s", in_name, error_get());
-    }
-    if (table_writer_close(&writer)) die("cannot write '%s': %s", out_name, error_get());
+    compressed_matrix_release(&c.cm);
     LOG("Copied %lld feature matrices.", num_done);
     if (!num_done) die("no feature matrices in '%s'", in_name);
     return 0;

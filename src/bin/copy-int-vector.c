@@ -35,25 +35,10 @@ int main(int argc, char **argv) {
         LOG("Copied vector to %s", out_name);
         return 0;
     }
-    struct table_reader reader;
-    struct table_writer writer;
-    if (table_reader_open(&reader, in_name, &holder_int32_vector)) die("%s", error_get());
-    if (table_writer_open(&writer, out_name, &holder_int32_vector)) die("%s", error_get());
-    long long num_done = 0;
-    int rc;
-    while ((rc = table_reader_next(&reader, &v)) > 0) {
-        if (table_writer_write(&writer, table_reader_key(&reader), &v)) {
-            table_writer_abort(&writer);
-            die("cannot write '%s': %s", out_name, error_get());
-        }
-        num_done++;
-    }
+    long long num_done = table_copy(in_name, &holder_int32_vector, &v, out_name,
+                                    &holder_int32_vector, NULL, NULL);
+    if (num_done < 0) die("%s", error_get());
     int32_vec_release(&v);
-    if (rc < 0 || table_reader_close(&reader)) {
-        table_writer_abort(&writer);
-        die("cannot read '%s': %s", in_name, error_get());
-    }
-    if (table_writer_close(&writer)) die("cannot write '%s': %s", out_name, error_get());
     LOG("Copied %lld vectors of int32.", num_done);
     if (!num_done) die("no vectors in '%s'", in_name);
     return 0;

@@ -8,6 +8,12 @@ static const char *usage =
     "Usage: feat-to-dim [options] <feat-rspecifier> (<dim-wspecifier>|<dim-wxfilename>)\n"
     "e.g.: feat-to-dim scp:feats.scp -";
 
+static int dimension(void *dim, const char *key, void *m, const void **out) {
+    *(int32_t *)dim = ((const struct matrix *)m)->cols;
+    *out = dim;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     options_parse_args(&argc, argv, usage, NULL, 0, 2, 2);
     const char *in_name = argv[1], *out_name = argv[2];
@@ -21,30 +27,17 @@ int main(int argc, char **argv) {
         matrix_release(&m);
         return 0;
     }
-    struct table_reader reader;
-    if (table_reader_open(&reader, in_name, &holder_matrix)) die("%s", error_get());
     if (io_is_table_specifier(out_name)) {
-        struct table_writer writer;
-        if (table_writer_open(&writer, out_name, &holder_int32)) die("%s", error_get());
-        long long n = 0;
-        int rc;
-        while ((rc = table_reader_next(&reader, &m)) > 0) {
-            int32_t dim = m.cols;
-            if (table_writer_write(&writer, table_reader_key(&reader), &dim)) {
-                table_writer_abort(&writer);
-                die("cannot write '%s': %s", out_name, error_get());
-            }
-            n++;
-        }
+        int32_t dim;
+        long long n = table_copy(in_name, &holder_matrix, &m, out_name, &holder_int32, dimension,
+                                 &dim);
+        if (n < 0) die("%s", error_get());
         matrix_release(&m);
-        if (rc < 0 || table_reader_close(&reader)) {
-            table_writer_abort(&writer);
-            die("cannot read '%s': %s", in_name, error_get());
-        }
-        if (table_writer_close(&writer)) die("cannot write '%s': %s", out_name, error_get());
         if (!n) die("no feature matrices in '%s'", in_name);
         return 0;
     }
+    struct table_reader reader;
+    if (table_reader_open(&reader, in_name, &holder_matrix)) die("%s", error_get());
     int rc = table_reader_next(&reader, &m);
     if (rc < 0) die("cannot read '%s': %s", in_name, error_get());
     if (rc == 0) die("Could not read any features from '%s' (empty archive?)", in_name);

@@ -10,34 +10,29 @@ static const char *usage =
     "e.g.: feat-to-len scp:feats.scp ark,t:feats.lengths\n"
     "or: feat-to-len scp:feats.scp";
 
+struct lengths {
+    int32_t len; /* of the utterance just read */
+    long long total;
+};
+
+static int length(void *l_, const char *key, void *m, const void **out) {
+    struct lengths *l = l_;
+    l->len = ((const struct matrix *)m)->rows;
+    l->total += l->len;
+    *out = &l->len;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     options_parse_args(&argc, argv, usage, NULL, 0, 1, 2);
     const char *in_name = argv[1], *out_name = argc == 3 ? argv[2] : NULL;
-    struct table_reader reader;
-    struct table_writer writer;
-    if (table_reader_open(&reader, in_name, &holder_matrix)) die("%s", error_get());
-    if (out_name && table_writer_open(&writer, out_name, &holder_int32)) die("%s", error_get());
     struct matrix m = {0};
-    long long n = 0, total = 0;
-    int rc;
-    while ((rc = table_reader_next(&reader, &m)) > 0) {
-        int32_t len = m.rows;
-        if (out_name && table_writer_write(&writer, table_reader_key(&reader), &len)) {
-            table_writer_abort(&writer);
-            die("cannot write '%s': %s", out_name, error_get());
-        }
-        total += len;
-        n++;
-    }
+    struct lengths l = {0, 0};
+    long long n = table_copy(in_name, &holder_matrix, &m, out_name, &holder_int32, length, &l);
+    if (n < 0) die("%s", error_get());
     matrix_release(&m);
-    if (rc < 0 || table_reader_close(&reader)) {
-        if (out_name) table_writer_abort(&writer);
-        die("cannot read '%s': %s", in_name, error_get());
-    }
-    if (out_name) {
-        if (table_writer_close(&writer)) die("cannot write '%s': %s", out_name, error_get());
-    } else {
-        printf("%lld\n", total);
+    if (!out_name) {
+        printf("%lld\n", l.total);
         if (fflush(stdout)) die("cannot write to standard output");
     }
     if (!n) die("no feature matrices in '%s'", in_name);

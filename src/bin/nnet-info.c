@@ -1,5 +1,5 @@
 /* nnet-info: print a network's dims, contexts, parameter count and components (as Kaldi's
- * nnet-am-info / raw-nnet-info). */
+ * nnet-am-info / raw-nnet-info), with the name and input of those that have them. */
 #include "nnet/nnet.h"
 
 static const char usage[] =
@@ -41,7 +41,10 @@ int main(int argc, char **argv) {
         char buf[1024];
         for (int i = 0; i < num; i++) {
             component_info(nnet_component(n, i), buf, sizeof buf);
-            printf("component %d : %s\n", i, buf);
+            const char *name = nnet_component_name(n, i), *input = nnet_component_input(n, i);
+            printf("component %d : %s%s%s%s%s%s\n", i, buf, name || input ? ";" : "",
+                   name ? " name=" : "", name ? name : "", input ? " input=" : "",
+                   input ? input : "");
         }
     }
     nnet_free(n);

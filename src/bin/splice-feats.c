@@ -7,6 +7,20 @@ static const char *usage =
     "Usage: splice-feats [options] <feature-rspecifier> <feature-wspecifier>\n"
     "e.g.: splice-feats --left-context=4 --right-context=4 scp:feats.scp ark:-";
 
+struct splice {
+    const char *rspecifier;
+    int left, right;
+    struct matrix out;
+};
+
+static int splice(void *s_, const char *key, void *in, const void **out) {
+    struct splice *s = s_;
+    if (io_check_finite(in)) return error_wrap("'%s': key '%s': ", s->rspecifier, key);
+    feat_splice(in, s->left, s->right, &s->out);
+    *out = &s->out;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int left = 4, right = 4;
     const struct option_spec specs[] = {
@@ -17,30 +31,13 @@ int main(int argc, char **argv) {
     options_parse_args(&argc, argv, usage, specs, nspecs, 2, 2);
     if (left < 0 || right < 0 || left > 1000 || right > 1000)
         die("invalid --left-context=%d / --right-context=%d (0..1000)", left, right);
-    struct table_reader reader;
-    struct table_writer writer;
-    if (table_reader_open(&reader, argv[1], &holder_matrix)) die("%s", error_get());
-    if (table_writer_open(&writer, argv[2], &holder_matrix)) die("%s", error_get());
-    struct matrix in = {0}, out = {0};
-    long long num_done = 0;
-    int rc;
-    while ((rc = table_reader_next(&reader, &in)) > 0) {
-        if (io_check_finite(&in))
-            die("'%s': key '%s': %s", argv[1], table_reader_key(&reader), error_get());
-        feat_splice(&in, left, right, &out);
-        if (table_writer_write(&writer, table_reader_key(&reader), &out)) {
-            table_writer_abort(&writer);
-            die("cannot write '%s': %s", argv[2], error_get());
-        }
-        num_done++;
-    }
+    struct splice s = {argv[1], left, right, {0}};
+    struct matrix in = {0};
+    long long num_done = table_copy(argv[1], &holder_matrix, &in, argv[2], &holder_matrix, splice,
+                                    &s);
+    if (num_done < 0) die("%s", error_get());
     matrix_release(&in);
-    matrix_release(&out);
-    if (rc < 0 || table_reader_close(&reader)) {
-        table_writer_abort(&writer);
-        die("cannot read '%s': %s", argv[1], error_get());
-    }
-    if (table_writer_close(&writer)) die("cannot write '%s': %s", argv[2], error_get());
+    matrix_release(&s.out);
     LOG("Spliced %lld feature matrices (context -%d..+%d).", num_done, left, right);
     if (!num_done) die("no feature matrices in '%s'", argv[1]);
     return 0;

@@ -9,6 +9,14 @@
  * hold part of the example (the caller releases it). */
 int example_read_tail(struct kin *in, int binary, struct example *eg);
 
+/* Bytes a binary int32 takes (size byte + 4), and a binary label (int32 + float): what bounds a
+ * count read from a file by the bytes left. */
+#define EGS_BIN_INT32 5
+#define EGS_BIN_LABEL 10
+/* A count of items read from in, each taking at least bytes_each bytes: 0, or -1 (kin_error) when
+ * it is negative, more than the bytes left can hold, or past IO_MAX_ELEMENTS / 2. */
+int egs_check_count(struct kin *in, int64_t count, int64_t bytes_each, const char *what);
+
 /* Free the input (any storage), leaving eg->storage FLOAT and rows = cols = 0. */
 void example_input_release(struct example *eg);
 /* PQ in the archive (egs.h): after the "PQ " token. Binary only. 0, or -1 (kin_error/error_set);

@@ -13,9 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BIN_INT32 5
-#define BIN_LABEL 10
-
 /* The shape of the last example placed, which the next is expected to share. */
 struct eg_shape {
     int valid;
@@ -45,17 +42,6 @@ struct eg_sink {
     struct example eg;
 };
 
-static int check_count(struct kin *in, int64_t count, int64_t bytes_each, const char *what) {
-    if (count < 0) return kin_error(in, "negative %s count %lld", what, (long long)count);
-    int64_t left = kin_remaining(in);
-    if (left >= 0 && count > left / bytes_each)
-        return kin_error(in, "%s count %lld exceeds the %lld bytes left", what, (long long)count,
-                         (long long)left);
-    if (count > IO_MAX_ELEMENTS / 2)
-        return kin_error(in, "%s count %lld too large", what, (long long)count);
-    return 0;
-}
-
 static void grow_labels(struct egs_reader *r, int frames, int labels) {
     if (frames + 1 > r->start_cap) {
         r->start_cap = frames + 1 > 2 * r->start_cap ? frames + 1 : 2 * r->start_cap;
@@ -75,7 +61,7 @@ static int read_labels(struct kin *in, const char *tok, struct egs_reader *r, in
         if (io_read_int32(in, 1, &n)) return -1;
         if (n < 0) return kin_error(in, "integer vector: negative size %d", (int)n);
         if (n < 1) return kin_error(in, "example has no labelled frames");
-        if (check_count(in, n, 4, "label")) return -1;
+        if (egs_check_count(in, n, 4, "label")) return -1;
         grow_labels(r, n, n);
         /* an IntegerVector: the count as an int32, then the elements as 4 little-endian bytes */
         if (kin_read(in, r->index, (size_t)n * 4, "integer vector")) return -1;
@@ -98,13 +84,14 @@ static int read_labels(struct kin *in, const char *tok, struct egs_reader *r, in
         return kin_error(in, "expected <Lab1>, <Lab2> or <Labels>, got '%s'", tok);
     }
     if (n < 1) return kin_error(in, "example has %d labelled frames", (int)n);
-    if (check_count(in, n, BIN_INT32, "frame")) return -1;
+    if (egs_check_count(in, n, EGS_BIN_INT32, "frame")) return -1;
     grow_labels(r, n, 0);
     int nl = 0;
     r->start[0] = 0;
     for (int t = 0; t < n; t++) {
         int32_t m;
-        if (io_read_int32(in, 1, &m) || check_count(in, m, BIN_LABEL, "label")) return -1;
+        if (io_read_int32(in, 1, &m) || egs_check_count(in, m, EGS_BIN_LABEL, "label"))
+            return -1;
         if ((int64_t)nl + m > IO_MAX_ELEMENTS / 2) return kin_error(in, "too many labels");
         grow_labels(r, n, nl + m);
         for (int i = 0; i < m; i++, nl++)

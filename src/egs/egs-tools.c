@@ -337,6 +337,33 @@ static int open_pair(struct table_reader *r, const char *in_rspec, struct table_
     return 0;
 }
 
+/* Read every example of r into a new array *items (*n of them; the caller releases them): 0, or -1
+ * (error_set) on a read error or, with need_label, at the first example without a first label. */
+static int read_items(struct table_reader *r, const char *in_rspec, int need_label,
+                      struct item **items, size_t *n) {
+    struct example eg;
+    example_init(&eg);
+    size_t cap = 0;
+    int rc = 0, got;
+    *items = NULL;
+    *n = 0;
+    while ((got = table_reader_next(r, &eg)) == 1) {
+        if (need_label && (example_num_labels(&eg) < 1 || eg.label_index[0] < 0)) {
+            rc = error_set("reading '%s': key '%s': no label to balance on", in_rspec,
+                           table_reader_key(r));
+            break;
+        }
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            *items = xrealloc(*items, sizeof **items * cap);
+        }
+        item_take(&(*items)[(*n)++], r, &eg);
+    }
+    example_release(&eg);
+    if (!rc && got < 0) rc = error_wrap("reading '%s': ", in_rspec);
+    return rc;
+}
+
 int egs_shuffle(const char *in_rspec, const char *out_wspec, int buffer_size, uint64_t srand,
                 struct egs_stats *st) {
     ASSERT(buffer_size >= 0);
@@ -349,18 +376,11 @@ int egs_shuffle(const char *in_rspec, const char *out_wspec, int buffer_size, ui
     struct example eg;
     example_init(&eg);
     struct item *items = NULL;
-    size_t n = 0, cap = 0;
+    size_t n = 0;
     int rc = 0, got;
     if (buffer_size == 0) {
-        while ((got = table_reader_next(&r, &eg)) == 1) {
-            if (n == cap) {
-                cap = cap ? 2 * cap : 1024;
-                items = xrealloc(items, sizeof *items * cap);
-            }
-            item_take(&items[n++], &r, &eg);
-        }
+        rc = read_items(&r, in_rspec, 0, &items, &n);
         st->num_read = (long long)n;
-        if (got < 0) rc = error_wrap("reading '%s': ", in_rspec);
         if (!rc) {
             struct item **order = xmalloc(sizeof *order * (n ? n : 1));
             for (size_t i = 0; i < n; i++)
@@ -418,26 +438,12 @@ int egs_shuffle_balanced(const char *in_rspec, const char *out_wspec, int per_cl
     if (open_pair(&r, in_rspec, &w, out_wspec)) return -1;
     struct rng g;
     rng_seed(&g, srand);
-    struct example eg;
-    example_init(&eg);
-    struct item *items = NULL;
-    size_t n = 0, cap = 0;
-    int rc = 0, got, max_class = -1;
-    while ((got = table_reader_next(&r, &eg)) == 1) {
-        if (example_num_labels(&eg) < 1 || eg.label_index[0] < 0) {
-            rc = error_set("reading '%s': key '%s': no label to balance on", in_rspec,
-                           table_reader_key(&r));
-            break;
-        }
-        if (n == cap) {
-            cap = cap ? 2 * cap : 1024;
-            items = xrealloc(items, sizeof *items * cap);
-        }
-        if (eg.label_index[0] > max_class) max_class = eg.label_index[0];
-        item_take(&items[n++], &r, &eg);
-    }
+    struct item *items;
+    size_t n;
+    int rc = read_items(&r, in_rspec, 1, &items, &n), max_class = -1;
     st->num_read = (long long)n;
-    if (!rc && got < 0) rc = error_wrap("reading '%s': ", in_rspec);
+    for (size_t i = 0; i < n; i++)
+        if (items[i].eg.label_index[0] > max_class) max_class = items[i].eg.label_index[0];
     /* the examples of each class (by first label), in reading order */
     int num_classes = max_class + 1, present = 0;
     size_t *count = xcalloc((size_t)num_classes + 1, sizeof *count);
@@ -501,7 +507,6 @@ int egs_shuffle_balanced(const char *in_rspec, const char *out_wspec, int per_cl
     free(pick);
     for (size_t i = 0; i < n; i++) item_release(&items[i]);
     free(items);
-    example_release(&eg);
     return finish(&r, &w, rc);
 }
 

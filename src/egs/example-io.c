@@ -5,23 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Bytes a binary int32 takes (size byte + 4): bounds counts from the file by what is left. */
-#define BIN_INT32 5
-#define BIN_LABEL 10 /* int32 + float */
-
-static int check_count(struct kin *in, int binary, int64_t count, int64_t bytes_each,
-                       const char *what) {
+int egs_check_count(struct kin *in, int64_t count, int64_t bytes_each, const char *what) {
     if (count < 0) return kin_error(in, "negative %s count %lld", what, (long long)count);
     int64_t left = kin_remaining(in);
-    /* Text items take at least two characters ("1 "). */
-    int64_t need = binary ? bytes_each : 2;
-    if (left >= 0 && count > left / need)
+    if (left >= 0 && count > left / bytes_each)
         return kin_error(in, "%s count %lld exceeds the %lld bytes left", what, (long long)count,
                          (long long)left);
     if (count > IO_MAX_ELEMENTS / 2)
         return kin_error(in, "%s count %lld too large", what, (long long)count);
     return 0;
 }
+
+/* Text items take at least two characters ("1 "). */
+#define TEXT_ITEM 2
 
 static int read_labels_lab1(struct kin *in, int binary, struct example *eg) {
     struct int32_vec v = {0};
@@ -40,7 +36,7 @@ static int read_labels_pairs(struct kin *in, int binary, struct example *eg, int
     int32_t num_frames = 1;
     if (!legacy && io_read_int32(in, binary, &num_frames)) return -1;
     if (num_frames < 1) return kin_error(in, "example has %d labelled frames", (int)num_frames);
-    if (check_count(in, binary, num_frames, BIN_INT32, "frame")) return -1;
+    if (egs_check_count(in, num_frames, binary ? EGS_BIN_INT32 : TEXT_ITEM, "frame")) return -1;
     int *start = xmalloc(sizeof(int) * ((size_t)num_frames + 1));
     int32_t *index = NULL;
     float *weight = NULL;
@@ -49,7 +45,7 @@ static int read_labels_pairs(struct kin *in, int binary, struct example *eg, int
     for (int t = 0; t < num_frames; t++) {
         int32_t n;
         if (io_read_int32(in, binary, &n)) goto out;
-        if (check_count(in, binary, n, BIN_LABEL, "label")) goto out;
+        if (egs_check_count(in, n, binary ? EGS_BIN_LABEL : TEXT_ITEM, "label")) goto out;
         if ((int64_t)nl + n > IO_MAX_ELEMENTS / 2) {
             kin_error(in, "too many labels");
             goto out;
@@ -252,16 +248,7 @@ int example_write(struct kout *out, int binary, const struct example *eg) {
 
 /* ---- holder ---- */
 
-static int holder_read(struct kin *in, void *obj) {
-    int binary;
-    if (io_read_header(in, &binary)) return -1;
-    return example_read(in, binary, obj);
-}
-
-static int holder_write(struct kout *out, int binary, const void *obj) {
-    if (io_write_header(out, binary)) return -1;
-    return example_write(out, binary, obj);
-}
+HOLDER_READ_WRITE(holder, struct example, example_read, example_write)
 
 static void holder_release(void *obj) { example_release(obj); }
 

@@ -18,7 +18,6 @@
 #define PQ_MAX_ABS 1e30
 /* A stream may hold at most this many distinct tables. */
 #define PQ_MAX_TABLES (1 << 20)
-#define BIN_INT32 5 /* an int32 with its size byte */
 
 static uint32_t max_code(int bits) { return bits == 8 ? 255u : 65535u; }
 
@@ -392,7 +391,7 @@ int egs_pq_read(struct kin *in, struct example *eg) {
     int64_t left = kin_remaining(in);
     int64_t code_bytes = (int64_t)rows * cols * (bits / 8);
     /* coded: at least the nbytes field; a code never takes more than 4 bytes */
-    int64_t need = (coded ? BIN_INT32 : code_bytes) + (has ? (int64_t)cols * 8 : 0);
+    int64_t need = (coded ? EGS_BIN_INT32 : code_bytes) + (has ? (int64_t)cols * 8 : 0);
     if (left >= 0 && need > left)
         return kin_error(in, "truncated PQ data (expected %lld bytes, %lld left)", (long long)need,
                          (long long)left);

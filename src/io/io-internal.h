@@ -13,6 +13,14 @@ int io_check_bytes(struct kin *in, uint64_t bytes, const char *what);
  * the buffer grows only as data arrives. NULL (error_set) on truncation. */
 unsigned char *io_read_alloc(struct kin *in, size_t bytes, const char *what);
 
+/* Append x to v, whose storage holds *cap elements (grown as needed). */
+void io_int32_vec_push(struct int32_vec *v, int *cap, int32_t x);
+/* Append the integer written in w (text mode), or -1 (kin_error naming w; v released). */
+int io_int32_vec_push_word(struct kin *in, struct int32_vec *v, int *cap, const char *w);
+/* Kaldi's BasicVectorHolder<int32> after the header: binary, a count then every element with its
+ * own size byte; text, the integers to the end of the line. v is released first. */
+int io_read_basic_int32_vector(struct kin *in, int binary, struct int32_vec *v);
+
 /* Reposition a plain-file input (KIN_FILE) at an absolute byte offset. */
 int kin_seek(struct kin *in, int64_t offset);
 

@@ -269,6 +269,16 @@ struct holder_ops {
     /* Optional: apply an scp range "[r0:r1,c0:c1]"; NULL if ranges are not allowed. */
     int (*apply_range)(void *obj, int r0, int r1, int c0, int c1);
 };
+/* A holder's read and write (prefix_read, prefix_write) for an object whose own reader and writer
+ * take the binary flag: Kaldi's header ("\0B" or nothing) around them. */
+#define HOLDER_READ_WRITE(prefix, type, read_body, write_body) \
+    static int prefix##_read(struct kin *in, void *obj) { \
+        int binary; \
+        return io_read_header(in, &binary) ? -1 : read_body(in, binary, (type *)obj); \
+    } \
+    static int prefix##_write(struct kout *out, int binary, const void *obj) { \
+        return io_write_header(out, binary) ? -1 : write_body(out, binary, (const type *)obj); \
+    }
 extern const struct holder_ops holder_matrix;
 extern const struct holder_ops holder_vector;
 extern const struct holder_ops holder_int32_vector;
@@ -349,6 +359,19 @@ const char *table_reader_key(const struct table_reader *r);
 int table_reader_lookup(struct table_reader *r, const char *key, void *obj);
 int table_reader_close(struct table_reader *r);
 
+/* A program's loop over one table (Kaldi's copy-*, ali-to-post, splice-feats): every entry of
+ * rspecifier is read into obj (holder in; the caller's, zeroed, released by the caller after),
+ * handed to fn, and what fn leaves in *out (it starts as obj) is written under the same key to
+ * wspecifier (holder out; wspecifier NULL: nothing is written). fn NULL writes each entry as read;
+ * else it returns 0 (write *out), 1 (nothing for this key) or -1 (error_set: stop). Returns the
+ * number of entries written (without wspecifier: that fn accepted), or -1 (error_get(): an open's
+ * message, fn's, or "cannot read 'rspecifier': ..." / "cannot write 'wspecifier': ..."), the output
+ * removed (table_writer_abort). */
+typedef int table_copy_fn(void *arg, const char *key, void *obj, const void **out);
+long long table_copy(const char *rspecifier, const struct holder_ops *in, void *obj,
+                     const char *wspecifier, const struct holder_ops *out, table_copy_fn *fn,
+                     void *arg);
+
 /* Read one object from an rxfilename with a possible "[range]" (scp value form). */
 int io_read_object(const char *rxfilename, const struct holder_ops *ops, void *obj);
 
@@ -367,6 +390,8 @@ struct posterior {
     float *weight;    /* (start[num_frames]) */
 };
 void posterior_release(struct posterior *p);
+/* Per-frame ids (an alignment) as a Posterior: one pair (id, 1.0) per frame (ali-to-post). */
+void posterior_from_ids(struct posterior *p, const struct int32_vec *ids);
 int posterior_write(struct kout *out, int binary, const struct posterior *p); /* no header */
 extern const struct holder_ops holder_posterior;
 /* Training targets, read as a struct posterior from either a Posterior (ali-to-post) or an int32

@@ -293,7 +293,7 @@ void int32_vec_release(struct int32_vec *v) {
     v->dim = 0;
 }
 
-static void int32_vec_push(struct int32_vec *v, int *cap, int32_t x) {
+void io_int32_vec_push(struct int32_vec *v, int *cap, int32_t x) {
     if (v->dim == *cap) {
         *cap = *cap ? *cap * 2 : 16;
         v->data = xrealloc(v->data, sizeof(int32_t) * (size_t)*cap);
@@ -301,15 +301,23 @@ static void int32_vec_push(struct int32_vec *v, int *cap, int32_t x) {
     v->data[v->dim++] = x;
 }
 
+int io_int32_vec_push_word(struct kin *in, struct int32_vec *v, int *cap, const char *w) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(w, &end, 10);
+    if (*end || errno || x < INT32_MIN || x > INT32_MAX || v->dim == INT_MAX) {
+        int32_vec_release(v);
+        return kin_error(in, "bad integer '%s' in an integer vector", w);
+    }
+    io_int32_vec_push(v, cap, (int32_t)x);
+    return 0;
+}
+
 int io_read_int32_vector(struct kin *in, int binary, struct int32_vec *v) {
     int32_vec_release(v);
     if (binary) {
-        int c = kin_getc(in);
-        if (c < 0) return kin_error(in, "truncated: expected an integer vector");
-        if (c != 4) return kin_error(in, "integer vector: expected element size 4, got %d", c);
-        unsigned char b[4];
-        if (kin_read(in, b, 4, "integer vector size")) return -1;
-        int32_t n = get_i32(b);
+        int32_t n; /* the size byte 4 and the count: an int32 */
+        if (io_read_int32(in, 1, &n)) return -1;
         if (n < 0) return kin_error(in, "integer vector: negative size %d", (int)n);
         unsigned char *p = io_read_alloc(in, (size_t)n * 4, "integer vector");
         if (!p) return -1;
@@ -340,14 +348,7 @@ int io_read_int32_vector(struct kin *in, int binary, struct int32_vec *v) {
             int32_vec_release(v);
             return -1;
         }
-        char *end;
-        errno = 0;
-        long long x = strtoll(w, &end, 10);
-        if (*end || errno || x < INT32_MIN || x > INT32_MAX || v->dim == INT_MAX) {
-            int32_vec_release(v);
-            return kin_error(in, "bad integer '%s' in an integer vector", w);
-        }
-        int32_vec_push(v, &cap, (int32_t)x);
+        if (io_int32_vec_push_word(in, v, &cap, w)) return -1;
     }
 }
 

@@ -1,5 +1,6 @@
 /* Kaldi Posterior objects (hmm/posterior.h): per frame a list of (int32 id, float weight). */
 #include "io/io.h"
+#include "io/io-internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -181,6 +182,20 @@ static int looks_like_binary_posterior(struct kin *in) {
     return nonzero;
 }
 
+void posterior_from_ids(struct posterior *p, const struct int32_vec *ids) {
+    int T = ids->dim;
+    posterior_release(p);
+    p->num_frames = T;
+    p->start = xmalloc(sizeof(int) * (size_t)(T + 1));
+    p->index = xmalloc(sizeof(int32_t) * (size_t)(T ? T : 1));
+    p->weight = xmalloc(sizeof(float) * (size_t)(T ? T : 1));
+    for (int t = 0; t <= T; t++) p->start[t] = t;
+    for (int t = 0; t < T; t++) {
+        p->index[t] = ids->data[t];
+        p->weight[t] = 1.0f;
+    }
+}
+
 static int targets_hread(struct kin *in, void *obj) {
     struct posterior *p = obj;
     posterior_release(p);
@@ -199,38 +214,8 @@ static int targets_hread(struct kin *in, void *obj) {
         rc = binary ? post_read_binary(in, p) : post_read_text(in, p);
     } else {
         struct int32_vec v = {0};
-        /* BasicVectorHolder<int32>: binary int32 count then int32s; text to the end of line. */
-        if (binary) {
-            int32_t n;
-            rc = io_read_int32(in, 1, &n);
-            int64_t left = kin_remaining(in);
-            if (!rc && (n < 0 || (left >= 0 && (int64_t)n * 5 > left)))
-                rc = kin_error(in, "integer vector: invalid size %d", (int)n);
-            if (!rc) {
-                int cap = 0;
-                for (int i = 0; i < n && !rc; i++) {
-                    if (i == cap) {
-                        cap = cap ? 2 * cap : 256;
-                        v.data = xrealloc(v.data, sizeof(int32_t) * (size_t)cap);
-                    }
-                    rc = io_read_int32(in, 1, &v.data[i]);
-                    v.dim = i + 1;
-                }
-            }
-        } else {
-            rc = holder_int32_vector.read(in, &v);
-        }
-        if (!rc) {
-            p->num_frames = v.dim;
-            p->start = xmalloc(sizeof(int) * (size_t)(v.dim + 1));
-            p->index = xmalloc(sizeof(int32_t) * (size_t)(v.dim ? v.dim : 1));
-            p->weight = xmalloc(sizeof(float) * (size_t)(v.dim ? v.dim : 1));
-            for (int t = 0; t <= v.dim; t++) p->start[t] = t;
-            for (int t = 0; t < v.dim; t++) {
-                p->index[t] = v.data[t];
-                p->weight[t] = 1.0f;
-            }
-        }
+        rc = io_read_basic_int32_vector(in, binary, &v);
+        if (!rc) posterior_from_ids(p, &v);
         int32_vec_release(&v);
     }
     if (rc) posterior_release(p);

@@ -245,15 +245,19 @@ int kin_read(struct kin *in, void *dst, size_t n, const char *what) {
 
 /* ---- output ---- */
 
+/* The end of a successful kout_open (kout_wrap): 0. */
+static int kout_opened(struct kout *out, FILE *f, const char *name, int kind) {
+    out->f = f;
+    out->name = xstrdup(name);
+    out->kind = kind;
+    return 0;
+}
+
 int kout_open(struct kout *out, const char *wx) {
     memset(out, 0, sizeof *out);
     if (!wx) wx = "-";
-    if (!strcmp(wx, "-") || !*wx) {
-        out->f = stdout;
-        out->name = xstrdup("standard output");
-        out->kind = KOUT_STDOUT;
-        return 0;
-    }
+    if (!strcmp(wx, "-") || !*wx)
+        return kout_opened(out, stdout, "standard output", KOUT_STDOUT);
     size_t n = strlen(wx);
     if (isspace((unsigned char)wx[n - 1]))
         return error_set("invalid wxfilename '%s': trailing space", wx);
@@ -266,10 +270,7 @@ int kout_open(struct kout *out, const char *wx) {
         fflush(NULL);
         FILE *f = popen(cmd, "w");
         if (!f) return error_set("cannot run command '%s': %s", wx, strerror(errno));
-        out->f = f;
-        out->name = xstrdup(wx);
-        out->kind = KOUT_PIPE;
-        return 0;
+        return kout_opened(out, f, wx, KOUT_PIPE);
     }
     if (isspace((unsigned char)wx[0]))
         return error_set("invalid wxfilename '%s': leading space", wx);
@@ -281,10 +282,7 @@ int kout_open(struct kout *out, const char *wx) {
     if (stat(wx, &st) == 0 && !S_ISREG(st.st_mode)) {
         FILE *f = fopen(wx, "wb");
         if (!f) return error_set("cannot open '%s' for writing: %s", wx, strerror(errno));
-        out->f = f;
-        out->name = xstrdup(wx);
-        out->kind = KOUT_FILE;
-        return 0;
+        return kout_opened(out, f, wx, KOUT_FILE);
     }
     int fd;
     struct tempfile *tmp = tempfile_create(wx, &fd);
@@ -296,18 +294,13 @@ int kout_open(struct kout *out, const char *wx) {
         tempfile_remove(tmp);
         return error_set("cannot open '%s' for writing: %s", wx, strerror(e));
     }
-    out->f = f;
-    out->name = xstrdup(wx);
     out->tmp = tmp;
-    out->kind = KOUT_FILE;
-    return 0;
+    return kout_opened(out, f, wx, KOUT_FILE);
 }
 
 void kout_wrap(struct kout *out, FILE *f, const char *name) {
     memset(out, 0, sizeof *out);
-    out->f = f;
-    out->name = xstrdup(name);
-    out->kind = KOUT_WRAPPED;
+    kout_opened(out, f, name, KOUT_WRAPPED);
 }
 
 int kout_write(struct kout *out, const void *src, size_t n) {

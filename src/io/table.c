@@ -11,15 +11,7 @@
 
 /* ---- holders ---- */
 
-static int matrix_read(struct kin *in, void *obj) {
-    int binary;
-    if (io_read_header(in, &binary)) return -1;
-    return io_read_matrix(in, binary, obj);
-}
-static int matrix_write(struct kout *out, int binary, const void *obj) {
-    if (io_write_header(out, binary)) return -1;
-    return io_write_matrix(out, binary, obj);
-}
+HOLDER_READ_WRITE(matrix, struct matrix, io_read_matrix, io_write_matrix)
 static void matrix_free(void *obj) {
     matrix_release(obj);
     memset(obj, 0, sizeof(struct matrix));
@@ -43,15 +35,7 @@ static int matrix_range(void *obj, int r0, int r1, int c0, int c1) {
 const struct holder_ops holder_matrix = {"matrix", sizeof(struct matrix), matrix_read,
                                          matrix_write, matrix_free, matrix_range};
 
-static int vector_read(struct kin *in, void *obj) {
-    int binary;
-    if (io_read_header(in, &binary)) return -1;
-    return io_read_vector(in, binary, obj);
-}
-static int vector_write(struct kout *out, int binary, const void *obj) {
-    if (io_write_header(out, binary)) return -1;
-    return io_write_vector(out, binary, obj);
-}
+HOLDER_READ_WRITE(vector, struct vector, io_read_vector, io_write_vector)
 static void vector_free(void *obj) {
     vector_release(obj);
     memset(obj, 0, sizeof(struct vector));
@@ -59,47 +43,30 @@ static void vector_free(void *obj) {
 const struct holder_ops holder_vector = {"vector", sizeof(struct vector), vector_read,
                                          vector_write, vector_free, NULL};
 
-static int cmat_read(struct kin *in, void *obj) {
-    int binary;
-    if (io_read_header(in, &binary)) return -1;
-    return io_read_compressed_matrix(in, binary, obj);
-}
-static int cmat_write(struct kout *out, int binary, const void *obj) {
-    if (io_write_header(out, binary)) return -1;
-    return io_write_compressed_matrix(out, binary, obj);
-}
+HOLDER_READ_WRITE(cmat, struct compressed_matrix, io_read_compressed_matrix,
+                  io_write_compressed_matrix)
 static void cmat_free(void *obj) { compressed_matrix_release(obj); }
 const struct holder_ops holder_compressed_matrix = {
     "compressed matrix", sizeof(struct compressed_matrix), cmat_read, cmat_write, cmat_free, NULL};
 
-/* Kaldi's BasicVectorHolder<int32>: every element carries its own size byte in binary, and the
- * text form is one line. */
-static int ivec_read(struct kin *in, void *obj) {
-    struct int32_vec *v = obj;
+int io_read_basic_int32_vector(struct kin *in, int binary, struct int32_vec *v) {
     int32_vec_release(v);
-    int binary;
-    if (io_read_header(in, &binary)) return -1;
+    int cap = 0;
     if (binary) {
         int32_t n;
         if (io_read_int32(in, 1, &n)) return -1;
         if (n < 0) return kin_error(in, "integer vector: negative size %d", (int)n);
         if (io_check_bytes(in, (uint64_t)n * 5, "integer vector")) return -1;
-        int cap = 0;
         for (int32_t i = 0; i < n; i++) {
             int32_t x;
             if (io_read_int32(in, 1, &x)) {
                 int32_vec_release(v);
                 return -1;
             }
-            if (v->dim == cap) {
-                cap = cap ? 2 * cap : 64;
-                v->data = xrealloc(v->data, sizeof(int32_t) * (size_t)cap);
-            }
-            v->data[v->dim++] = x;
+            io_int32_vec_push(v, &cap, x);
         }
         return 0;
     }
-    int cap = 0;
     for (;;) {
         int c = kin_peek(in);
         if (c < 0 || c == '\n') {
@@ -120,19 +87,15 @@ static int ivec_read(struct kin *in, void *obj) {
             w[n++] = (char)kin_getc(in);
         }
         w[n] = '\0';
-        char *end;
-        errno = 0;
-        long long x = strtoll(w, &end, 10);
-        if (*end || errno || x < INT32_MIN || x > INT32_MAX || v->dim == INT_MAX) {
-            int32_vec_release(v);
-            return kin_error(in, "bad integer '%s' in an integer vector", w);
-        }
-        if (v->dim == cap) {
-            cap = cap ? 2 * cap : 64;
-            v->data = xrealloc(v->data, sizeof(int32_t) * (size_t)cap);
-        }
-        v->data[v->dim++] = (int32_t)x;
+        if (io_int32_vec_push_word(in, v, &cap, w)) return -1;
     }
+}
+/* Kaldi's BasicVectorHolder<int32>: every element carries its own size byte in binary, and the
+ * text form is one line. */
+static int ivec_read(struct kin *in, void *obj) {
+    int binary;
+    if (io_read_header(in, &binary)) return -1;
+    return io_read_basic_int32_vector(in, binary, obj);
 }
 static int ivec_write(struct kout *out, int binary, const void *obj) {
     const struct int32_vec *v = obj;
@@ -496,6 +459,15 @@ int io_write_matrix_file(const char *wxfilename, int binary, const struct matrix
 
 /* ---- writer ---- */
 
+/* What a writer holds besides its outputs; leaves it zeroed. */
+static void writer_free(struct table_writer *w) {
+    free_strings(w->scp_keys, w->scp_count);
+    free_strings(w->scp_files, w->scp_count);
+    free(w->wspecifier);
+    free(w->ark_name);
+    memset(w, 0, sizeof *w);
+}
+
 int table_writer_open(struct table_writer *w, const char *wspecifier,
                       const struct holder_ops *ops) {
     memset(w, 0, sizeof *w);
@@ -525,11 +497,7 @@ int table_writer_open(struct table_writer *w, const char *wspecifier,
     spec_free(&s);
     if (rc) {
         error_wrap("cannot open '%s': ", wspecifier);
-        free_strings(w->scp_keys, w->scp_count);
-        free_strings(w->scp_files, w->scp_count);
-        free(w->wspecifier);
-        free(w->ark_name);
-        memset(w, 0, sizeof *w);
+        writer_free(w);
     }
     return rc;
 }
@@ -574,22 +542,14 @@ int table_writer_close(struct table_writer *w) {
         if (rc) kout_abort(&w->scp);
         else if (kout_close(&w->scp)) rc = -1;
     }
-    free_strings(w->scp_keys, w->scp_count);
-    free_strings(w->scp_files, w->scp_count);
-    free(w->wspecifier);
-    free(w->ark_name);
-    memset(w, 0, sizeof *w);
+    writer_free(w);
     return rc;
 }
 
 void table_writer_abort(struct table_writer *w) {
     if (w->ark.f) kout_abort(&w->ark);
     if (w->scp.f) kout_abort(&w->scp);
-    free_strings(w->scp_keys, w->scp_count);
-    free_strings(w->scp_files, w->scp_count);
-    free(w->wspecifier);
-    free(w->ark_name);
-    memset(w, 0, sizeof *w);
+    writer_free(w);
 }
 
 /* ---- sequential reader ---- */

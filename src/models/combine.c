@@ -2,6 +2,7 @@
  * Kaldi's nnet-combine-fast (nnet2/combine-nnet-fast.cc), without its Fisher preconditioning.
  * The weights are not constrained to sum to 1. */
 #include "models/models.h"
+#include "models/models-internal.h"
 #include "train/train.h"
 
 #include <math.h>
@@ -148,14 +149,28 @@ static double lbfgs_maximise(struct combiner *c, double *x, int dim, int num_ite
     return -f;
 }
 
+int models_check_same_structure(struct nnet *const *models, int num) {
+    for (int m = 1; m < num; m++)
+        if (nnet_check_same_structure(models[0], models[m]))
+            return error_wrap("model %d does not have the structure of model 1: ", m + 1);
+    return 0;
+}
+
+struct nnet *models_take_finite(struct nnet **work, const char *what) {
+    struct vector p = nnet_params(*work);
+    if (!vector_is_finite(&p)) {
+        error_set("%s is not finite", what);
+        return NULL;
+    }
+    struct nnet *result = *work;
+    *work = NULL;
+    return result;
+}
+
 struct nnet *combine_models(struct nnet *const *models, int num, const char *valid_rspec,
                             const struct combine_options *o) {
     ASSERT(num >= 1);
-    for (int m = 1; m < num; m++)
-        if (nnet_check_same_structure(models[0], models[m])) {
-            error_wrap("model %d does not have the structure of model 1: ", m + 1);
-            return NULL;
-        }
+    if (models_check_same_structure(models, num)) return NULL;
     struct combiner c = {.models = models, .num_models = num};
     c.work = nnet_copy(models[0]);
     int nc = nnet_num_components(c.work);
@@ -206,13 +221,7 @@ struct nnet *combine_models(struct nnet *const *models, int num, const char *val
         used += snprintf(buf + used, sizeof buf - used, "%s%.4f", i ? " " : "", alpha[i]);
     LOG("Scale parameters are [ %s ] (model-major, %d updatable components)", buf, c.num_comps);
     set_params(&c, alpha);
-    struct vector p = nnet_params(c.work);
-    if (!vector_is_finite(&p)) {
-        error_set("the combined model is not finite");
-        goto done;
-    }
-    result = c.work;
-    c.work = NULL;
+    result = models_take_finite(&c.work, "the combined model");
 done:
     minibatch_set_release(&c.set);
     free(c.offset);

@@ -4,6 +4,7 @@
  * alpha is P g (g the ordinary gradient), and w never leaves the span. Start: the models' mean. */
 #include "train/train.h"
 #include "models/models.h"
+#include "models/models-internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -131,11 +132,7 @@ static void fit_coefficients(struct twa *t, struct minibatch_set *fit, const str
 struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_rspec,
                          const struct twa_options *o) {
     ASSERT(num >= 1);
-    for (int m = 1; m < num; m++)
-        if (nnet_check_same_structure(models[0], models[m])) {
-            error_wrap("model %d does not have the structure of model 1: ", m + 1);
-            return NULL;
-        }
+    if (models_check_same_structure(models, num)) return NULL;
     struct twa t = {0};
     t.work = nnet_copy(models[0]);
     t.dim = nnet_num_params(t.work);
@@ -197,13 +194,7 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
         LOG("TWA: the trained combination is no better than the mean: using the mean");
         set_alpha(&t, mean_alpha);
     }
-    struct vector pp = nnet_params(t.work);
-    if (!vector_is_finite(&pp)) {
-        error_set("the TWA model is not finite");
-        goto done;
-    }
-    result = t.work;
-    t.work = NULL;
+    result = models_take_finite(&t.work, "the TWA model");
 done:
     minibatch_set_release(&valid);
     minibatch_set_release(&train);

@@ -64,25 +64,30 @@ const struct component_ops *component_ops_find(const char *name) {
     return NULL;
 }
 
-struct component *component_new_from_config(const char *line, int prev_dim, struct rng *r) {
-    struct config_line cl;
-    if (config_line_parse(&cl, line)) return NULL;
-    const struct component_ops *ops = component_ops_find(cl.type);
+struct component *component_new_from_config_line(struct config_line *cl, int prev_dim,
+                                                 struct rng *r) {
+    const struct component_ops *ops = component_ops_find(cl->type);
     if (!ops) {
-        error_set("unknown component type '%s'", cl.type);
-        config_line_release(&cl);
+        error_set("unknown component type '%s'", cl->type);
         return NULL;
     }
     struct component *c = xcalloc(1, sizeof *c);
     c->ops = ops;
-    int bad = ops->init(c, &cl, prev_dim, r) || config_check_unused(&cl);
+    int bad = ops->init(c, cl, prev_dim, r) || config_check_unused(cl);
     if (!bad && ops->updatable) ASSERT(c->num_params == c->params.dim);
-    if (bad) error_wrap("%s: ", cl.type);
-    config_line_release(&cl);
     if (bad) {
+        error_wrap("%s: ", cl->type);
         component_free(c);
         return NULL;
     }
+    return c;
+}
+
+struct component *component_new_from_config(const char *line, int prev_dim, struct rng *r) {
+    struct config_line cl;
+    if (config_line_parse(&cl, line)) return NULL;
+    struct component *c = component_new_from_config_line(&cl, prev_dim, r);
+    config_line_release(&cl);
     return c;
 }
 

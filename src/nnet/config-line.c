@@ -20,9 +20,10 @@ int config_line_parse(struct config_line *cl, const char *text) {
         while (isspace((unsigned char)*p))
             p++;
         if (!*p) break;
+        /* A value runs on over spaces inside parentheses, as nnet3's: input=Sum(a, b). */
         const char *w = p;
-        while (*p && !isspace((unsigned char)*p))
-            p++;
+        for (int depth = 0; *p && (depth > 0 || !isspace((unsigned char)*p)); p++)
+            depth += (*p == '(') - (*p == ')');
         size_t len = (size_t)(p - w);
         if (!cl->type) {
             cl->type = dup_range(w, len);

@@ -33,7 +33,10 @@ int nio_expect_float(struct nnet_stream *s, const char *token, float *v);
 /* Matrix and vector files (FixedAffine matrix=, FixedScale scales=) are read with io.h's
  * io_read_matrix_file / io_read_object(holder_vector): one reader for object files. */
 
-/* Shared component helpers (component.c). */
+/* Shared component helpers (component.c). component_new_from_config_line: the component of a
+ * parsed line (component_new_from_config without the parsing; the caller releases cl). */
+struct component *component_new_from_config_line(struct config_line *cl, int prev_dim,
+                                                 struct rng *r);
 int component_dim_from_config(struct config_line *cl, const char *key, int prev_dim, int *out);
 /* Allocate an owned parameter vector of n floats (zeroed). */
 void component_alloc_params(struct component *c, int n);
@@ -71,5 +74,94 @@ int ng_options_info(const struct ng_priv *p, char *buf, size_t size);
 double ng_prepare_rows(const struct component *c, struct ng_priv *p, const struct matrix *in,
                        const struct matrix *out_deriv);
 void ng_step_add_rows(struct ng_priv *p, struct vector *dst, float beta);
+
+/* ---- the network (nnet.c) and its wiring (graph.c) ---- */
+
+/* One term of a component's input (nnet.h "Graphs"): the output of node `node` (0: the network
+ * input; j >= 1: component j - 1's output), shifted by `shift` frames (Offset), written into
+ * columns [col, col + dim) of the component's input. Compiled at append time: row_offset is the
+ * first row of each of the node's chunks that the input reads (the input's left context minus
+ * the term's), add whether the forward adds (the columns were written by an earlier term of a
+ * Sum) or copies; at finalize, deriv_add whether the backward adds into the node's derivative
+ * or copies (the first writer, when its rows are all of the node's). */
+struct wire_term {
+    int node, shift, col, dim;
+    int row_offset;
+    int add, deriv_add;
+};
+
+/* What component i reads. name, input: as configured (owned; NULL when absent: input NULL is the
+ * previous component's output, or the network input for the first). */
+struct wiring {
+    char *name, *input;
+    int num_terms;
+    struct wire_term *terms;
+    int left, right; /* frames of context consumed before the component (of its input's rows) */
+    int direct;      /* the input is one node's output as it is: no gather, no scatter */
+};
+
+/* Per node (0 .. num): its context and what the backward does with its derivative. */
+struct node_info {
+    int left, right;
+    int needs_deriv; /* an updatable component computes it, or reads what does */
+    int zero_deriv;  /* accumulated from zero (read by several terms, or cropped) */
+};
+
+struct nnet {
+    int num, cap;
+    struct component **comps;
+    struct wiring *wires;     /* one per component */
+    struct node_info *nodes;  /* num + 1, filled by nnet_finalize */
+    int input_dim;            /* the network input's (node 0) */
+    int graph;                /* some component has a name or an input: the model file says so */
+    struct vector params;     /* the parameter block, owned */
+    struct vector delta;      /* gradient or step, same layout, owned */
+    float max_change;         /* global, 0 = off */
+    long long mc_steps, mc_clipped; /* global max-change statistics */
+    double mc_scale_sum;
+    int mc_logged;            /* clipping events logged at LOG level so far */
+    /* activations of the last forward: acts[j] is node j's output (acts[0] unused: input) */
+    struct matrix *acts;
+    struct matrix *derivs;    /* derivs[j]: d objective / d node j's output (1 <= j < num) */
+    struct matrix *ins;       /* ins[i]: component i's gathered input (not direct) */
+    struct matrix *dins;      /* dins[i]: d objective / d that input, before the scatter */
+    const struct matrix *input;
+    const struct matrix *out_deriv; /* of the backward under way */
+    int num_chunks;
+    int forwarded;
+};
+
+/* graph.c. graph_wire: parse `input` (NULL: the previous node) against the nodes so far, check
+ * the name, and fill *w for component c about to be appended as number n->num (its dims checked
+ * against the descriptor's; for the first component, a descriptor over `input` alone sets the
+ * network's input dim). -1 with error_set on a bad descriptor or name. graph_input_dim: the
+ * dim of a descriptor over the nodes so far (for a config line's default dims), -1 (error_set)
+ * if it is bad, 0 if unknown (the first line). */
+int graph_wire(const struct nnet *n, const struct component *c, const char *name,
+               const char *input, struct wiring *w);
+int graph_input_dim(const struct nnet *n, const char *input);
+void graph_wiring_release(struct wiring *w);
+/* Node j's context: frames consumed before its rows (left) and after them (right). */
+int graph_node_left(const struct nnet *n, int j);
+int graph_node_right(const struct nnet *n, int j);
+/* Node contexts and the backward's flags (nnet_finalize); graph_check_used: -1 (error_set
+ * naming the component) when some component's output is read by nothing. */
+void graph_finalize(struct nnet *n);
+int graph_check_used(const struct nnet *n);
+/* 1 if component i of a and of b read the same terms; graph_describe_input: its input as text
+ * ("the previous component" when it has no input key). */
+int graph_same_wiring(const struct nnet *a, const struct nnet *b, int i);
+const char *graph_describe_input(const struct nnet *n, int i);
+/* The forward's input of component i (gathered into n->ins[i] unless direct); the matrix its
+ * backprop writes the input derivative into (NULL when no node below needs it), and the scatter
+ * of that into the nodes' derivatives (nothing when it was written in place); the derivatives'
+ * storage sized (and zeroed where they are accumulated) before a backward. */
+const struct matrix *graph_gather(struct nnet *n, int i);
+const struct matrix *graph_input(const struct nnet *n, int i);
+struct matrix *graph_in_deriv(struct nnet *n, int i);
+void graph_scatter(struct nnet *n, int i, const struct matrix *d_in);
+void graph_prepare_derivs(struct nnet *n);
+/* node j's output and its derivative in the last forward / the backward under way */
+const struct matrix *nnet_node_output(const struct nnet *n, int j);
 
 #endif

@@ -98,28 +98,51 @@ int nio_expect_float(struct nnet_stream *s, const char *token, float *v) {
 /* More components than this is certainly a corrupt file. */
 #define NNET_MAX_COMPONENTS 100000
 
-static int read_component(struct nnet *n, struct nnet_stream *s, int index) {
-    char token[256];
-    if (nio_read_token(s, token, sizeof token)) return -1;
+/* A graph network's keys before a component (version 2): <Name> NAME and <Input> DESCRIPTOR,
+ * each at most once, in that order. Returns 0 with the component's token in `token`. */
+static int read_wiring(struct nnet_stream *s, int version, char *token, size_t size, char **name,
+                       char **input) {
+    for (;;) {
+        if (nio_read_token(s, token, size)) return -1;
+        int is_name = !strcmp(token, "<Name>"), is_input = !strcmp(token, "<Input>");
+        if (!is_name && !is_input) return 0;
+        if (version < 2) return error_set("%s in a version %d model", token, version);
+        char **dst = is_name ? name : input;
+        if (*dst || (is_name && *input)) return error_set("%s out of place", token);
+        if (nio_read_token(s, token, size)) return -1;
+        *dst = xstrdup(token);
+    }
+}
+
+static int read_component(struct nnet *n, struct nnet_stream *s, int version, int index) {
+    char token[IO_MAX_TOKEN], *name = NULL, *input = NULL;
+    if (read_wiring(s, version, token, sizeof token, &name, &input)) {
+        free(name);
+        free(input);
+        return error_wrap("component %d: ", index);
+    }
     size_t len = strlen(token);
     const struct component_ops *ops = NULL;
     if (len > 2 && token[0] == '<' && token[len - 1] == '>' && token[1] != '/')
         ops = component_ops_find(token);
-    if (!ops) return error_set("component %d: unknown component type '%s'", index, token);
-    struct component *c = xcalloc(1, sizeof *c);
-    c->ops = ops;
-    char end[260];
-    snprintf(end, sizeof end, "</%.*s>", (int)(len - 2), token + 1);
-    if (ops->read(c, s) || nio_expect_token(s, end)) {
-        component_free(c);
-        return error_wrap("component %d (%s): ", index, token);
+    struct component *c = NULL;
+    int bad = !ops;
+    if (!ops) error_set("unknown component type '%.200s'", token);
+    if (!bad) {
+        c = xcalloc(1, sizeof *c);
+        c->ops = ops;
+        char end[IO_MAX_TOKEN + 4];
+        snprintf(end, sizeof end, "</%.*s>", (int)(len - 2), token + 1);
+        bad = ops->read(c, s) || nio_expect_token(s, end);
+        if (!bad) c->num_params = ops->updatable ? c->params.dim : 0;
+        bad = bad || nnet_append_node(n, c, name, input);
     }
-    c->num_params = ops->updatable ? c->params.dim : 0;
-    if (nnet_append(n, c)) {
-        component_free(c);
-        return error_wrap("component %d (%s): ", index, token);
-    }
-    return 0;
+    free(name);
+    free(input);
+    if (!bad) return 0;
+    component_free(c);
+    if (!ops) return error_wrap("component %d: ", index);
+    return error_wrap("component %d (%.200s): ", index, token);
 }
 
 struct nnet *nnet_read(struct kin *in, int binary) {
@@ -144,12 +167,13 @@ struct nnet *nnet_read(struct kin *in, int binary) {
     if (nio_expect_token(&s, "<Components>")) return NULL;
     struct nnet *n = nnet_new();
     for (int i = 0; i < num; i++) {
-        if (read_component(n, &s, i)) {
+        if (read_component(n, &s, version, i)) {
             nnet_free(n);
             return NULL;
         }
     }
-    if (nio_expect_token(&s, "</Components>") || nio_expect_token(&s, "</Nnet>")) {
+    if (nio_expect_token(&s, "</Components>") || nio_expect_token(&s, "</Nnet>") ||
+        graph_check_used(n)) {
         nnet_free(n);
         return NULL;
     }
@@ -162,12 +186,17 @@ int nnet_write(const struct nnet *n, struct kout *out, int binary) {
     struct nnet_stream s = {NULL, out, binary};
     int num = nnet_num_components(n);
     if (nio_write_token(&s, "<Nnet>") || nio_write_token(&s, "<Version>") ||
-        nio_write_int(&s, NNET_FORMAT_VERSION) || nio_write_token(&s, "<NumComponents>") ||
+        nio_write_int(&s, n->graph ? NNET_FORMAT_VERSION : 1) ||
+        nio_write_token(&s, "<NumComponents>") ||
         nio_write_int(&s, num) || nio_write_token(&s, "<Components>"))
         return -1;
     if (!binary && kout_write(out, "\n", 1)) return -1;
     for (int i = 0; i < num; i++) {
         const struct component *c = nnet_component(n, i);
+        const struct wiring *w = &n->wires[i];
+        if ((w->name && (nio_write_token(&s, "<Name>") || nio_write_token(&s, w->name))) ||
+            (w->input && (nio_write_token(&s, "<Input>") || nio_write_token(&s, w->input))))
+            return -1;
         char token[128];
         snprintf(token, sizeof token, "<%s>", c->ops->type);
         if (nio_write_token(&s, token) || c->ops->write(c, &s)) return -1;

@@ -5,23 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct nnet {
-    int num, cap;
-    struct component **comps;
-    struct vector params; /* the parameter block, owned */
-    struct vector delta;  /* gradient or step, same layout, owned */
-    float max_change;     /* global, 0 = off */
-    long long mc_steps, mc_clipped; /* global max-change statistics */
-    double mc_scale_sum;
-    int mc_logged;        /* clipping events logged at LOG level so far */
-    /* activations of the last forward: acts[i + 1] is component i's output (acts[0] unused) */
-    struct matrix *acts;
-    struct matrix *derivs; /* derivs[i]: d objective / d input of component i (i >= 1) */
-    const struct matrix *input;
-    int num_chunks;
-    int forwarded;
-};
-
 struct nnet *nnet_new(void) {
     return xcalloc(1, sizeof(struct nnet));
 }
@@ -31,39 +14,49 @@ static void release_activations(struct nnet *n) {
         for (int i = 0; i <= n->num; i++) {
             matrix_release(&n->acts[i]);
             matrix_release(&n->derivs[i]);
+            matrix_release(&n->ins[i]);
+            matrix_release(&n->dins[i]);
         }
     free(n->acts);
     free(n->derivs);
-    n->acts = n->derivs = NULL;
+    free(n->ins);
+    free(n->dins);
+    n->acts = n->derivs = n->ins = n->dins = NULL;
     n->forwarded = 0;
 }
 
 void nnet_free(struct nnet *n) {
     if (!n) return;
     release_activations(n);
-    for (int i = 0; i < n->num; i++)
+    for (int i = 0; i < n->num; i++) {
         component_free(n->comps[i]);
+        graph_wiring_release(&n->wires[i]);
+    }
     free(n->comps);
+    free(n->wires);
+    free(n->nodes);
     vector_release(&n->params);
     vector_release(&n->delta);
     free(n);
 }
 
-int nnet_append(struct nnet *n, struct component *c) {
-    if (n->num > 0) {
-        const struct component *prev = n->comps[n->num - 1];
-        if (prev->output_dim != c->input_dim)
-            return error_set("input dim %d of %s does not match output dim %d of %s", c->input_dim,
-                             c->ops->type, prev->output_dim, prev->ops->type);
-    }
+int nnet_append_node(struct nnet *n, struct component *c, const char *name, const char *input) {
+    struct wiring w;
+    if (graph_wire(n, c, name, input, &w)) return -1;
     if (n->num == n->cap) {
         n->cap = n->cap ? 2 * n->cap : 8;
         n->comps = xrealloc(n->comps, n->cap * sizeof *n->comps);
+        n->wires = xrealloc(n->wires, n->cap * sizeof *n->wires);
     }
     release_activations(n);
+    if (!n->num) n->input_dim = input ? w.terms[0].dim : c->input_dim;
+    n->graph |= name || input;
+    n->wires[n->num] = w;
     n->comps[n->num++] = c;
     return 0;
 }
+
+int nnet_append(struct nnet *n, struct component *c) { return nnet_append_node(n, c, NULL, NULL); }
 
 void nnet_finalize(struct nnet *n) {
     int total = 0;
@@ -91,9 +84,31 @@ void nnet_finalize(struct nnet *n) {
     n->params = block;
     vector_init(&n->delta, total);
     release_activations(n);
+    graph_finalize(n);
 }
 
 /* ---- config ---- */
+
+/* One config line: its wiring keys (name, input), then the component with the dim its input
+ * gives as the default input-dim, appended. */
+static int config_line_init_component(struct nnet *n, const char *text, int line_no,
+                                      struct rng *r) {
+    struct config_line cl;
+    if (config_line_parse(&cl, text)) return -1;
+    const char *name = NULL, *input = NULL;
+    struct component *c = NULL;
+    int prev_dim = -1, bad = config_get_string(&cl, "name", &name) < 0 ||
+                             config_get_string(&cl, "input", &input) < 0;
+    if (!bad && (prev_dim = graph_input_dim(n, input)) < 0) bad = error_wrap("key 'input': ");
+    if (!bad) bad = !(c = component_new_from_config_line(&cl, prev_dim ? prev_dim : -1, r));
+    if (!bad) {
+        c->config_line = line_no;
+        bad = nnet_append_node(n, c, name, input);
+        if (bad) component_free(c);
+    }
+    config_line_release(&cl);
+    return bad ? -1 : 0;
+}
 
 struct nnet *nnet_init_from_config_text(const char *text, uint64_t seed) {
     struct rng r;
@@ -118,20 +133,17 @@ struct nnet *nnet_init_from_config_text(const char *text, uint64_t seed) {
             free(line);
             continue;
         }
-        int prev_dim = n->num ? n->comps[n->num - 1]->output_dim : -1;
-        struct component *c = component_new_from_config(line, prev_dim, &r);
+        int bad = config_line_init_component(n, line, line_no, &r);
         free(line);
-        if (c) c->config_line = line_no;
-        if (!c || nnet_append(n, c)) {
-            component_free(c);
+        if (bad) {
             error_wrap("line %d: ", line_no);
             nnet_free(n);
             return NULL;
         }
     }
-    if (!n->num) {
+    if (!n->num || graph_check_used(n)) {
+        if (!n->num) error_set("no components");
         nnet_free(n);
-        error_set("no components");
         return NULL;
     }
     /* The layer feeding the output gets the larger default max-change (Kaldi nnet3's configs). */
@@ -178,7 +190,8 @@ struct nnet *nnet_init_from_config(const char *filename, uint64_t seed) {
 struct nnet *nnet_copy(const struct nnet *src) {
     struct nnet *n = nnet_new();
     for (int i = 0; i < src->num; i++) {
-        int r = nnet_append(n, component_copy(src->comps[i]));
+        const struct wiring *w = &src->wires[i];
+        int r = nnet_append_node(n, component_copy(src->comps[i]), w->name, w->input);
         ASSERT(r == 0);
     }
     n->max_change = src->max_change;
@@ -190,9 +203,9 @@ int nnet_same_structure(const struct nnet *a, const struct nnet *b) {
     if (a->num != b->num || a->params.dim != b->params.dim) return 0;
     for (int i = 0; i < a->num; i++) {
         const struct component *x = a->comps[i], *y = b->comps[i];
-        if (x->ops != y->ops || x->input_dim != y->input_dim || x->output_dim != y->output_dim ||
-            x->num_params != y->num_params || x->left_context != y->left_context ||
-            x->right_context != y->right_context ||
+        if (!graph_same_wiring(a, b, i) || x->ops != y->ops || x->input_dim != y->input_dim ||
+            x->output_dim != y->output_dim || x->num_params != y->num_params ||
+            x->left_context != y->left_context || x->right_context != y->right_context ||
             (x->ops->stats && x->ops->stats(x).dim != y->ops->stats(y).dim))
             return 0;
     }
@@ -208,6 +221,9 @@ int nnet_check_same_structure(const struct nnet *a, const struct nnet *b) {
         int vx = 0, vy = 0;
         if (x->ops != y->ops)
             return error_set("component %d is %s, not %s", i, y->ops->type, x->ops->type);
+        if (!graph_same_wiring(a, b, i))
+            return error_set("component %d (%s) reads %s, not %s", i, x->ops->type,
+                             graph_describe_input(b, i), graph_describe_input(a, i));
         if (x->input_dim != y->input_dim) what = "input-dim", vx = x->input_dim, vy = y->input_dim;
         else if (x->output_dim != y->output_dim)
             what = "output-dim", vx = x->output_dim, vy = y->output_dim;
@@ -234,6 +250,16 @@ struct component *nnet_component(const struct nnet *n, int i) {
     return n->comps[i];
 }
 
+const char *nnet_component_name(const struct nnet *n, int i) {
+    ASSERT(i >= 0 && i < n->num);
+    return n->wires[i].name;
+}
+
+const char *nnet_component_input(const struct nnet *n, int i) {
+    ASSERT(i >= 0 && i < n->num);
+    return n->wires[i].input;
+}
+
 int nnet_num_updatable(const struct nnet *n) {
     int k = 0;
     for (int i = 0; i < n->num; i++)
@@ -241,30 +267,22 @@ int nnet_num_updatable(const struct nnet *n) {
     return k;
 }
 
-int nnet_input_dim(const struct nnet *n) { return n->num ? n->comps[0]->input_dim : 0; }
+int nnet_input_dim(const struct nnet *n) { return n->num ? n->input_dim : 0; }
 
 int nnet_output_dim(const struct nnet *n) { return n->num ? n->comps[n->num - 1]->output_dim : 0; }
 
-int nnet_left_context(const struct nnet *n) {
-    int k = 0;
-    for (int i = 0; i < n->num; i++)
-        k += n->comps[i]->left_context;
-    return k;
-}
+int nnet_left_context(const struct nnet *n) { return graph_node_left(n, n->num); }
 
-int nnet_right_context(const struct nnet *n) {
-    int k = 0;
-    for (int i = 0; i < n->num; i++)
-        k += n->comps[i]->right_context;
-    return k;
-}
+int nnet_right_context(const struct nnet *n) { return graph_node_right(n, n->num); }
 
+/* The output's context decides (an Offset to later frames can leave a node's context larger
+ * than the output's); the line named is the first node past the examples' (along a chain, where
+ * the sum of the splices' contexts goes past them). */
 int nnet_check_context(const struct nnet *n, int left, int right) {
-    int l = 0, r = 0;
+    if (nnet_left_context(n) <= left && nnet_right_context(n) <= right) return 0;
     for (int i = 0; i < n->num; i++) {
         const struct component *c = n->comps[i];
-        l += c->left_context;
-        r += c->right_context;
+        int l = graph_node_left(n, i + 1), r = graph_node_right(n, i + 1);
         if (l <= left && r <= right) continue;
         char where[32], info[256];
         if (c->config_line) snprintf(where, sizeof where, "line %d", c->config_line);
@@ -375,6 +393,8 @@ static void ensure_activations(struct nnet *n) {
     if (n->acts) return;
     n->acts = xcalloc(n->num + 1, sizeof *n->acts);
     n->derivs = xcalloc(n->num + 1, sizeof *n->derivs);
+    n->ins = xcalloc(n->num + 1, sizeof *n->ins);
+    n->dins = xcalloc(n->num + 1, sizeof *n->dins);
 }
 
 const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, int num_chunks,
@@ -384,16 +404,15 @@ const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, in
     ensure_activations(n);
     n->input = input;
     n->num_chunks = num_chunks;
-    const struct matrix *cur = input;
     for (int i = 0; i < n->num; i++) {
         struct component *c = n->comps[i];
-        int rows = component_output_rows(c, cur->rows, num_chunks);
+        const struct matrix *in = graph_gather(n, i);
+        int rows = component_output_rows(c, in->rows, num_chunks);
         matrix_resize(&n->acts[i + 1], rows, c->output_dim);
-        c->ops->propagate(c, cur, &n->acts[i + 1], num_chunks, train);
-        cur = &n->acts[i + 1];
+        c->ops->propagate(c, in, &n->acts[i + 1], num_chunks, train);
     }
     n->forwarded = 1;
-    return cur;
+    return &n->acts[n->num];
 }
 
 const struct matrix *nnet_layer_output(const struct nnet *n, int i) {
@@ -480,76 +499,62 @@ static int direct_update_possible(const struct nnet *n) {
     return 1;
 }
 
-/* The index of the lowest updatable component (n->num if none): input derivatives are needed
- * only above it. */
-static int lowest_updatable(const struct nnet *n) {
-    for (int i = 0; i < n->num; i++)
-        if (n->comps[i]->ops->updatable) return i;
-    return n->num;
+/* d objective / d node j's output in the backward under way */
+static const struct matrix *node_deriv(const struct nnet *n, int j) {
+    return j == n->num ? n->out_deriv : &n->derivs[j];
 }
 
-static int backward_direct(struct nnet *n, const struct matrix *out_deriv) {
-    int lowest = lowest_updatable(n);
+/* Component i's backprop: its input derivative, where a node below needs one, handed to the
+ * nodes it read (graph.c), and its delta into dp (NULL: none). */
+static void backprop_component(struct nnet *n, int i, struct vector *dp, enum backprop_mode mode) {
+    struct component *c = n->comps[i];
+    struct matrix *d_in = graph_in_deriv(n, i);
+    if (!d_in && !dp) return;
+    c->ops->backprop(c, graph_input(n, i), &n->acts[i + 1], node_deriv(n, i + 1), d_in,
+                     n->num_chunks, dp, mode);
+    if (d_in) graph_scatter(n, i, d_in);
+}
+
+/* Components run last to first, each once its output's derivative is complete (every reader of a
+ * node comes after it); those with no updatable component at or below them are skipped. */
+static int backward_direct(struct nnet *n) {
     int ok = 1;
-    const struct matrix *d_out = out_deriv;
-    for (int i = n->num - 1; i >= lowest; i--) {
+    for (int i = n->num - 1; i >= 0; i--) {
         struct component *c = n->comps[i];
-        const struct matrix *in = i ? &n->acts[i] : n->input;
-        struct matrix *d_in = NULL;
-        if (i > lowest) {
-            d_in = &n->derivs[i];
-            matrix_resize(d_in, in->rows, in->cols);
-            c->ops->backprop(c, in, &n->acts[i + 1], d_out, d_in, n->num_chunks, NULL,
-                             BACKPROP_STEP);
-        }
+        if (!n->nodes[i + 1].needs_deriv) continue;
+        backprop_component(n, i, NULL, BACKPROP_STEP);
         if (c->ops->updatable && c->num_params) {
-            double bound = c->ops->step_bound(c, in, d_out);
+            double bound = c->ops->step_bound(c, graph_input(n, i), node_deriv(n, i + 1));
             if (!(bound <= NNET_DIRECT_STEP_LIMIT)) ok = 0; /* NaN too */
         }
-        if (d_in) d_out = d_in;
     }
-    for (int i = n->num - 1; i >= lowest; i--) {
+    for (int i = n->num - 1; i >= 0; i--) {
         struct component *c = n->comps[i];
         if (!c->ops->updatable || !c->num_params) continue;
-        const struct matrix *in = i ? &n->acts[i] : n->input;
-        d_out = i == n->num - 1 ? out_deriv : &n->derivs[i + 1];
         struct vector dst = vector_range(ok ? &n->params : &n->delta, c->param_offset,
                                          c->num_params);
-        c->ops->step_add(c, in, d_out, &dst, ok ? 1.0f : 0.0f);
+        c->ops->step_add(c, graph_input(n, i), node_deriv(n, i + 1), &dst, ok ? 1.0f : 0.0f);
     }
     return ok ? 0 : apply_delta(n);
 }
 
 int nnet_backward(struct nnet *n, const struct matrix *out_deriv, enum nnet_backward_mode mode) {
     ASSERT(n->forwarded);
-    if (mode == NNET_UPDATE && direct_update_possible(n)) {
-        const struct matrix *out = &n->acts[n->num];
-        ASSERT(out_deriv->rows == out->rows && out_deriv->cols == out->cols);
-        return backward_direct(n, out_deriv);
-    }
     const struct matrix *out = &n->acts[n->num];
     ASSERT(out_deriv->rows == out->rows && out_deriv->cols == out->cols);
-    int first_updatable = lowest_updatable(n);
+    n->out_deriv = out_deriv;
+    graph_prepare_derivs(n);
+    if (mode == NNET_UPDATE && direct_update_possible(n)) return backward_direct(n);
     enum backprop_mode bmode = mode == NNET_GRADIENT ? BACKPROP_GRADIENT : BACKPROP_STEP;
-    const struct matrix *d_out = out_deriv;
     for (int i = n->num - 1; i >= 0; i--) {
         struct component *c = n->comps[i];
-        const struct matrix *in = i ? &n->acts[i] : n->input;
-        struct matrix *d_in = NULL;
-        /* Input derivatives are needed only while an updatable component lies below. */
-        if (i > first_updatable) {
-            d_in = &n->derivs[i];
-            matrix_resize(d_in, in->rows, in->cols);
-        }
+        if (!n->nodes[i + 1].needs_deriv) continue;
         struct vector delta, *dp = NULL;
         if (c->ops->updatable && c->num_params) {
             delta = vector_range(&n->delta, c->param_offset, c->num_params);
             dp = &delta;
         }
-        if (d_in || dp)
-            c->ops->backprop(c, in, &n->acts[i + 1], d_out, d_in, n->num_chunks, dp, bmode);
-        if (!d_in) break;
-        d_out = d_in;
+        backprop_component(n, i, dp, bmode);
     }
     if (mode != NNET_UPDATE) return 0;
     return apply_delta(n);

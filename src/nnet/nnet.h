@@ -1,7 +1,8 @@
 /* nnet: components, the network, model files.
  *
  * A network is an ordered list of components; component i maps a (rows_i x input_dim_i) matrix to
- * a (rows_{i+1} x output_dim_i) matrix. Every component works row by row except Splice, which
+ * a (rows_{i+1} x output_dim_i) matrix, its input the previous output or, in a graph (below), a
+ * descriptor over earlier outputs. Every component works row by row except Splice, which
  * takes a window of rows (context) and so shortens each chunk of rows (see "Chunks" below).
  *
  * Components as tables of operations (docs/STYLE.md §5). Each type has one `const struct
@@ -27,6 +28,20 @@
  * layers: each layer runs once on every row of the chunk it receives, so a frame that several
  * output frames see (in an example's shared context, or a whole utterance) is computed once.
  *
+ * Graphs (graph.c; docs/COMPONENTS.md "Residual connections"). A component may name its output
+ * and read a descriptor over the network input and earlier names instead of the previous output:
+ * Sum (elementwise), Append (columns side by side), Offset (frames shifted), nested. The list of
+ * components stays in order and each reads only earlier ones, so the order is a topological one:
+ * the forward runs them first to last, keeping every output, and the backward last to first, a
+ * node read by several components receiving the sum of their derivatives. Each component's
+ * descriptor is compiled, when it is appended, into a table of terms (struct wire_term,
+ * nnet-internal.h): copy or add rows of a node into columns of the component's input, the rows of
+ * each chunk cropped so that row i of every term is the same frame (a node's context is its input's
+ * plus its component's; an input's is the largest of its terms'). A component that reads the
+ * previous output as it is (every component of a network without the keys) has one direct term:
+ * no copy, no extra pass, the network as it was. The network's contexts are its last node's;
+ * every other node must be read by some component (nnet_init_from_config, nnet_read).
+ *
  * Learning and updates (Kaldi nnet2 conventions). The objective is maximised; gradients are SUMMED
  * over the minibatch, so learning rates are per sample. nnet_backward(n, d, NNET_UPDATE) computes
  * each updatable component's step (lr * gradient for Affine, the natural-gradient step for
@@ -41,6 +56,9 @@
  *         <IsGradient> F </AffineComponent>
  *       ...
  *     </Components> </Nnet>
+ * A graph (above) writes <Version> 2 and, before a component's token, <Name> NAME and then
+ * <Input> DESCRIPTOR (one token, no spaces) where it has them; a network without them writes
+ * version 1, byte for byte as before, and a version 1 file with those tokens is an error.
  * A file without <Version> (Kaldi nnet2's raw nnet) is read as version 0. Binary streams start with
  * "\0B" (written by the io layer's output opener, not here). Component bodies per type:
  *     Splice:  <InputDim> i <Context> [ int32 vector ] <ConstComponentDim> 0
@@ -67,7 +85,9 @@
  * Config file (nnet_init_from_config, Kaldi nnet2 syntax): one component per line,
  * "<Type> key=value ...", '#' starts a comment. An unknown key, a missing required key or a bad
  * value is an error naming the line and the key. input-dim (or dim) may be omitted after the first
- * line: it is then the previous component's output dim.
+ * line: it is then the previous component's output dim (or its input descriptor's). Every line
+ * also takes name=NAME and input=DESCRIPTOR (Graphs above); a value runs on over spaces inside
+ * parentheses (input=Sum(a, b)).
  *
  * Errors: the readers and the config parser return -1 / NULL with error_set(); they never exit.
  * Shape mismatches in forward/backward calls are programmer bugs (ASSERT).
@@ -81,7 +101,7 @@
 #include "io/io.h"
 #include "matrix/matrix.h"
 
-#define NNET_FORMAT_VERSION 1
+#define NNET_FORMAT_VERSION 2
 
 /* ---- config lines ---- */
 /* One parsed config line: the type word and its key=value pairs. Keys are marked as used when
@@ -209,6 +229,13 @@ struct nnet *nnet_new(void);
 void nnet_free(struct nnet *n);
 /* Append a component (the network takes ownership); checks that dims chain. -1 on mismatch. */
 int nnet_append(struct nnet *n, struct component *c);
+/* The same with its wiring ("Graphs" above): name (NULL: none) names its output; input (NULL: the
+ * previous component's output) is a descriptor over the network input and earlier names. -1
+ * (error_set) on a bad name or descriptor, or dims that do not match; the network keeps copies. */
+int nnet_append_node(struct nnet *n, struct component *c, const char *name, const char *input);
+/* Component i's name and input descriptor as a model file keeps them (no spaces), or NULL. */
+const char *nnet_component_name(const struct nnet *n, int i);
+const char *nnet_component_input(const struct nnet *n, int i);
 /* Gather the parameters of all components into one block and make them views of it. Called by
  * the readers and init; call it yourself after nnet_append. */
 void nnet_finalize(struct nnet *n);

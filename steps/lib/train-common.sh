@@ -36,3 +36,13 @@ train_cleanup() {
     done
     rm -f $dir/*.rep.mdl
 }
+
+# train_check_transform_fits CONFIG: the feature transform goes in front of CONFIG as a line of its
+# own; a graph config (docs/COMPONENTS.md "Residual connections") whose descriptors name `input`
+# would read the features around it, so that is refused here with a "$0: ..." message (exit 1).
+train_check_transform_fits() {
+    if grep -v '^[[:space:]]*#' $1 | grep -Eq '(^|[[:space:]])input=(.*[(,[:space:]])?input([,)[:space:]]|$)'; then
+        echo "$0: $1 reads 'input' in an input= descriptor, which would bypass the feature transform put in front of it: put the FixedAffineComponent in the config yourself (with a name, read instead of 'input'), or pass --feature-transform none"
+        exit 1
+    fi
+}

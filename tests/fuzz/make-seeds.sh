@@ -85,14 +85,31 @@ BatchNormComponent block-dim=2 momentum=0.5
 AffineComponent output-dim=3
 SoftmaxComponent
 CFG
-$B/nnet-init --print-args=false --srand=1 cnn.config cnn.mdl 2>/dev/null
-$B/nnet-copy --print-args=false --binary=false cnn.mdl cnn.txt 2>/dev/null
-seed fuzz-nnet-read model-cnn-binary <cnn.mdl
-seed fuzz-nnet-read model-cnn-text <cnn.txt
+model_seeds() { # STEM: STEM.config as a model, binary and text, seeds model-STEM-{binary,text}
+    $B/nnet-init --print-args=false --srand=1 $1.config $1.mdl 2>/dev/null
+    $B/nnet-copy --print-args=false --binary=false $1.mdl $1.txt 2>/dev/null
+    seed fuzz-nnet-read model-$1-binary <$1.mdl
+    seed fuzz-nnet-read model-$1-text <$1.txt
+}
+model_seeds cnn
+
+# ... and a graph (docs/COMPONENTS.md "Residual connections"): <Name> and <Input> tokens with
+# Sum, Append and Offset, contexts of different branches cropped
+cat >graph.config <<'CFG'
+AffineComponent input-dim=6 output-dim=4 name=a input=Append(Offset(input, -1), input)
+TanhComponent name=t
+SpliceComponent context=-1:0:1
+AffineComponent output-dim=4 name=b
+SigmoidComponent input=Sum(b, t, Offset(a, 1)) name=u
+AffineComponent output-dim=3 input=Append(u, Offset(t, -1))
+SoftmaxComponent
+CFG
+model_seeds graph
 
 # fuzz-config: network configs
 seed fuzz-config full <nnet.config
 seed fuzz-config cnn <cnn.config
+seed fuzz-config graph <graph.config
 printf '# a comment\nAffineComponent input-dim=2 output-dim=2\nSoftmaxComponent\n' |
     seed fuzz-config short
 

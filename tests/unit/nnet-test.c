@@ -219,6 +219,18 @@ static int network_gradient_ok(struct nnet *n, const struct matrix *x, int chunk
     return e < 5e-3 && em < 5e-3;
 }
 
+/* x (chunks of in_rows rows) and rr (chunks of out_rows rows) drawn from r, n forwarded on x,
+ * and its gradient against rr checked by network_gradient_ok. */
+static int random_gradient_ok(struct nnet *n, int chunks, int in_rows, int out_rows,
+                              struct rng *r, struct matrix *x, struct matrix *rr) {
+    matrix_init(x, chunks * in_rows, nnet_input_dim(n));
+    matrix_init(rr, chunks * out_rows, nnet_output_dim(n));
+    fill_randn(x, r);
+    fill_randn(rr, r);
+    net_objective(n, x, chunks, rr);
+    return nnet_backward(n, rr, NNET_GRADIENT) == 0 && network_gradient_ok(n, x, chunks, rr, r);
+}
+
 static void test_network_gradient(void) {
     struct nnet *n = nnet_init_from_config_text(test_config, 3);
     if (!n) printf("    %s\n", error_get());
@@ -232,13 +244,7 @@ static void test_network_gradient(void) {
     rng_seed(&r, 4);
     int chunks = 3, rows = chunks * 4;
     struct matrix x, rr;
-    matrix_init(&x, rows, 4);
-    matrix_init(&rr, chunks * 2, 5);
-    fill_randn(&x, &r);
-    fill_randn(&rr, &r);
-    net_objective(n, &x, chunks, &rr);
-    CHECK(nnet_backward(n, &rr, NNET_GRADIENT) == 0);
-    CHECK(network_gradient_ok(n, &x, chunks, &rr, &r));
+    CHECK(random_gradient_ok(n, chunks, rows / chunks, 2, &r, &x, &rr));
     /* Chunks are independent: chunk 1 alone gives rows 2..3 of the output. */
     const struct matrix *y = nnet_forward(n, &x, chunks, 0);
     struct matrix all;
@@ -293,6 +299,40 @@ static void test_config_errors(void) {
         {"FixedScaleComponent scales=/nonexistent/s.vec\n", "key 'scales'"},
         {"SigmoidComponent dim=3\nTanhComponent dim=4\n", "line 2: input dim 4"},
         {"# nothing\n\n", "no components"},
+        /* graphs: name= and input= (docs/COMPONENTS.md "Residual connections") */
+        {"SigmoidComponent dim=2 input=foo\n", "line 1: key 'input': unknown name 'foo'"},
+        {"SigmoidComponent dim=2 name=a\nTanhComponent input=Sum(a, b)\nTanhComponent name=b\n",
+         "line 2: key 'input': unknown name 'b' (a line reads 'input' and the names of earlier"},
+        {"SigmoidComponent dim=2 name=a input=a\n", "line 1: key 'input': unknown name 'a'"},
+        {"SigmoidComponent dim=2 name=a\nAffineComponent output-dim=3 name=b\n"
+         "TanhComponent input=Sum(a, b)\n", "line 3: key 'input': Sum of dims 2 and 3"},
+        {"SigmoidComponent dim=2 name=a\nTanhComponent dim=3 input=Append(a, input)\n",
+         "line 2: input dim 3 of TanhComponent does not match dim 4 of its input Append(a,input)"},
+        {"SigmoidComponent dim=2 name=a\nTanhComponent name=a\n",
+         "line 2: name 'a' is given twice"},
+        {"SigmoidComponent dim=2 name=input\n", "line 1: name 'input' is reserved"},
+        {"SigmoidComponent dim=2 name=Sum\n", "line 1: name 'Sum' is reserved"},
+        {"SigmoidComponent dim=2 name=1a\n", "line 1: name '1a': a letter or '_' first"},
+        {"SigmoidComponent dim=2 name=a\nTanhComponent input=Max(a, a)\n",
+         "line 2: key 'input': unknown function 'Max'"},
+        {"SigmoidComponent dim=2 name=a\nTanhComponent input=Sum(a, a\n",
+         "line 2: key 'input': expected ')' at 'the end'"},
+        {"SigmoidComponent dim=2 name=a\nTanhComponent input=Sum(a a)\n",
+         "line 2: key 'input': expected ')' at 'a)'"},
+        {"SigmoidComponent dim=2 name=a\nTanhComponent input=a)\n",
+         "line 2: key 'input': unexpected ')' after the descriptor"},
+        {"SigmoidComponent dim=2 name=a\nTanhComponent input=Offset(a)\n",
+         "line 2: key 'input': expected ','"},
+        {"SigmoidComponent dim=2 name=a\nTanhComponent input=Offset(a, 10001)\n",
+         "line 2: key 'input': Offset needs a frame offset in [-10000, 10000]"},
+        {"SigmoidComponent dim=2 name=a\nTanhComponent input=Sum()\n",
+         "line 2: key 'input': expected a name"},
+        {"SigmoidComponent dim=4 input=Append(input, input, input)\n",
+         "line 1: input dim 4 of SigmoidComponent is not a multiple of 3"},
+        {"SigmoidComponent dim=2 name=a\nTanhComponent\nTanhComponent input=a\n",
+         "line 2: the output of TanhComponent is read by no later line"},
+        {"SigmoidComponent dim=2 name=a\nTanhComponent name=b\nTanhComponent input=a\n",
+         "line 2: the output of TanhComponent (name 'b') is read by no later line"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct nnet *n = nnet_init_from_config_text(cases[i].config, 1);
@@ -396,6 +436,31 @@ static void test_model_round_trip(void) {
     nnet_free(n);
 }
 
+/* Every prefix of a model file (at most `prefixes` of them) fails cleanly (the last bytes of a
+ * text file are whitespace); `corrupt` copies with 3 bytes changed never crash (they may or may
+ * not be detected). */
+static void check_damaged_model(const char *buf, size_t size, int binary, size_t prefixes,
+                                int corrupt) {
+    for (size_t len = 0; len + (binary ? 1 : 2) < size; len += size / prefixes + 1) {
+        struct nnet *m = read_mem(buf, len);
+        if (m)
+            printf("    %s model truncated to %zu of %zu bytes was accepted\n",
+                   binary ? "binary" : "text", len, size);
+        CHECK(m == NULL);
+        CHECK(*error_get() != 0);
+    }
+    struct rng r;
+    rng_seed(&r, 99);
+    for (int t = 0; t < corrupt; t++) {
+        char *copy = xmalloc(size);
+        memcpy(copy, buf, size);
+        for (int k = 0; k < 3; k++)
+            copy[rng_below(&r, (uint32_t)size)] = (char)rng_u32(&r);
+        nnet_free(read_mem(copy, size));
+        free(copy);
+    }
+}
+
 static void test_truncated_model(void) {
     struct nnet *n = nnet_init_from_config_text(test_config, 7);
     CHECK(n != NULL);
@@ -403,27 +468,7 @@ static void test_truncated_model(void) {
         size_t size;
         char *buf = write_mem(n, binary, &size);
         CHECK(buf != NULL);
-        /* every prefix fails cleanly (the last bytes of a text file are whitespace) */
-        size_t step = size / 400 + 1;
-        for (size_t len = 0; len + (binary ? 1 : 2) < size; len += step) {
-            struct nnet *m = read_mem(buf, len);
-            if (m)
-                printf("    %s model truncated to %zu of %zu bytes was accepted\n",
-                       binary ? "binary" : "text", len, size);
-            CHECK(m == NULL);
-            CHECK(*error_get() != 0);
-        }
-        /* corrupted bytes never crash (they may or may not be detected) */
-        struct rng r;
-        rng_seed(&r, 99);
-        for (int t = 0; t < 300; t++) {
-            char *copy = xmalloc(size);
-            memcpy(copy, buf, size);
-            for (int k = 0; k < 3; k++)
-                copy[rng_below(&r, (uint32_t)size)] = (char)rng_u32(&r);
-            nnet_free(read_mem(copy, size));
-            free(copy);
-        }
+        check_damaged_model(buf, size, binary, 400, 300);
         free(buf);
     }
     /* a later version is refused with a message */
@@ -1006,13 +1051,7 @@ static void test_tdnn(void) {
     /* the gradient, over 2 chunks of 3 labelled frames and their context */
     int chunks = 2, t = 3, rows = t + 8;
     struct matrix x, rr;
-    matrix_init(&x, chunks * rows, 3);
-    matrix_init(&rr, chunks * t, 4);
-    fill_randn(&x, &r);
-    fill_randn(&rr, &r);
-    net_objective(n, &x, chunks, &rr);
-    CHECK(nnet_backward(n, &rr, NNET_GRADIENT) == 0);
-    CHECK(network_gradient_ok(n, &x, chunks, &rr, &r));
+    CHECK(random_gradient_ok(n, chunks, rows, t, &r, &x, &rr));
     /* shared frames: one chunk of T = 6 output frames, against 6 chunks of one frame each */
     enum { T = 6 };
     struct matrix u, windows, y1;
@@ -1067,6 +1106,218 @@ static void test_tdnn(void) {
     nnet_free(n);
 }
 
+
+/* ---- graphs: names, Sum, Append, Offset (nnet.h "Graphs") ---- */
+
+/* Every wiring case: a node read twice (a: by t and the last Append; t: by the Sum and the
+ * Append), Sum with a later term adding into written columns, terms of different contexts cropped
+ * (t and the shifted input in the Sum, beside the spliced b), Offset on a node and on the input. */
+static const char graph_config[] =
+    "AffineComponent input-dim=4 output-dim=4 name=a param-stddev=0.5 bias-stddev=0.1\n"
+    "TanhComponent name=t\n"
+    "SpliceComponent context=-1:0:1\n"
+    "AffineComponent output-dim=4 name=b param-stddev=0.5 bias-stddev=0.1\n"
+    "SigmoidComponent input=Sum(b, t, Offset(Append(input), 1)) name=u\n"
+    "AffineComponent output-dim=5 input=Append(u, Offset(t, -1), a) param-stddev=0.5\n"
+    "SoftmaxComponent\n";
+
+/* A copy of y's rows (host values) */
+static double *host_copy(const struct matrix *y) {
+    double *v = xmalloc((size_t)y->rows * y->cols * sizeof *v);
+    for (int i = 0; i < y->rows; i++)
+        for (int j = 0; j < y->cols; j++)
+            v[(size_t)i * y->cols + j] = matrix_get(y, i, j);
+    return v;
+}
+
+/* x: rows x n's input dim, drawn from seed; a host copy of n's output on it in chunks. */
+static double *forward_random(struct nnet *n, struct matrix *x, int rows, int chunks,
+                              uint64_t seed) {
+    struct rng r;
+    rng_seed(&r, seed);
+    matrix_init(x, rows, nnet_input_dim(n));
+    fill_randn(x, &r);
+    return host_copy(nnet_forward(n, x, chunks, 0));
+}
+
+static void test_graph_gradient(void) {
+    struct nnet *n = nnet_init_from_config_text(graph_config, 5);
+    if (!n) printf("    %s\n", error_get());
+    CHECK(n != NULL);
+    CHECK(nnet_left_context(n) == 1 && nnet_right_context(n) == 1);
+    CHECK(nnet_input_dim(n) == 4 && nnet_output_dim(n) == 5);
+    CHECK(!strcmp(nnet_component_input(n, 4), "Sum(b,t,Offset(Append(input),1))"));
+    CHECK(!strcmp(nnet_component_name(n, 4), "u") && !nnet_component_name(n, 2));
+    struct rng r;
+    rng_seed(&r, 6);
+    int chunks = 3, t = 2, rows = t + 2;
+    struct matrix x, rr;
+    CHECK(random_gradient_ok(n, chunks, rows, t, &r, &x, &rr));
+    /* What the rows mean: u's input row i of a chunk is frame i + 1, so u = sigmoid(b[i] +
+     * t[i + 1] + x[i + 2]); the last layer reads u[i], t[i] (Offset -1 of frame i + 1) and
+     * a[i + 1]. */
+    nnet_forward(n, &x, chunks, 0);
+    const struct matrix *a = nnet_layer_output(n, 0), *tt = nnet_layer_output(n, 1);
+    const struct matrix *b = nnet_layer_output(n, 3), *u = nnet_layer_output(n, 4);
+    CHECK(u->rows == chunks * t && b->rows == chunks * t && tt->rows == chunks * rows);
+    double worst = 0;
+    for (int k = 0; k < chunks; k++)
+        for (int i = 0; i < t; i++)
+            for (int j = 0; j < 4; j++) {
+                double z = matrix_get(b, k * t + i, j) + matrix_get(tt, k * rows + i + 1, j) +
+                           matrix_get(&x, k * rows + i + 2, j);
+                double e = fabs(matrix_get(u, k * t + i, j) - 1 / (1 + exp(-z)));
+                worst = e > worst ? e : worst;
+            }
+    CHECK(worst < 1e-5);
+    (void)a;
+    /* Chunks are independent: chunk 2 alone gives its rows of the output. */
+    double *all = host_copy(nnet_forward(n, &x, chunks, 0));
+    struct matrix x2 = matrix_rows(&x, 2 * rows, rows);
+    const struct matrix *y = nnet_forward(n, &x2, 1, 0);
+    CHECK(y->rows == t);
+    for (int i = 0; i < t; i++)
+        for (int j = 0; j < 5; j++)
+            CHECK_NEAR(matrix_get(y, i, j), all[(2 * t + i) * 5 + j], 1e-5);
+    free(all);
+    /* NNET_UPDATE without max-change (each step straight into the parameters) is the gradient
+     * step: plain Affine layers, so the step is lr times the gradient. */
+    struct nnet *m = nnet_copy(n);
+    CHECK(nnet_same_structure(n, m));
+    for (int i = 0; i < nnet_num_components(n); i++)
+        nnet_component(n, i)->max_change = nnet_component(m, i)->max_change = 0;
+    nnet_set_max_change(n, 0);
+    nnet_set_max_change(m, 0);
+    net_objective(n, &x, chunks, &rr);
+    CHECK(nnet_backward(n, &rr, NNET_UPDATE) == 0);
+    net_objective(m, &x, chunks, &rr);
+    CHECK(nnet_backward(m, &rr, NNET_GRADIENT) == 0);
+    struct vector dm = nnet_delta(m);
+    CHECK(nnet_apply_gradient(m, &dm, 1) == 0);
+    struct vector pn = nnet_params(n), pm = nnet_params(m);
+    for (int i = 0; i < pn.dim; i++)
+        CHECK_NEAR(vector_get(&pn, i), vector_get(&pm, i), 1e-6);
+    nnet_free(m);
+    matrix_release(&x);
+    matrix_release(&rr);
+    nnet_free(n);
+}
+
+/* nnet3's Append(Offset(x, -1), x, Offset(x, 1)) is Splice's context=-1:0:1, on the input (the
+ * first line's input dim is its input-dim over the copies) and between layers. */
+static void test_graph_offset_is_splice(void) {
+    struct nnet *s = nnet_init_from_config_text(
+        "SpliceComponent input-dim=2 context=-1:0:1\n"
+        "AffineComponent output-dim=3\n"
+        "SpliceComponent context=-2:0:1\n"
+        "AffineComponent output-dim=2\n", 1);
+    /* (a descriptor still open at the end of its line is an error of that line) */
+    struct nnet *g = nnet_init_from_config_text(
+        "AffineComponent input-dim=6 output-dim=3 "
+        "input=Append(Offset(input, -1), input, Offset(input, 1))\n"
+        "AffineComponent name=h output-dim=2 "
+        "input=Append(Offset(Sum(Offset(input, -1)), -2),\n", 1);
+    CHECK(g == NULL && strstr(error_get(), "line 2: key 'input': "));
+    g = nnet_init_from_config_text(
+        "AffineComponent input-dim=6 output-dim=3 name=h "
+        "input=Append(Offset(input, -1), input, Offset(input, 1))\n"
+        "AffineComponent output-dim=2 input=Append(Offset(h, -2), h, Offset(h, 1))\n", 1);
+    if (!g) printf("    %s\n", error_get());
+    CHECK(s && g);
+    CHECK(nnet_input_dim(g) == 2 && nnet_left_context(g) == 3 && nnet_right_context(g) == 2);
+    struct vector ps = nnet_params(s), pg = nnet_params(g);
+    CHECK(ps.dim == pg.dim);
+    vector_copy(&pg, &ps);
+    struct matrix x;
+    double *ys = forward_random(s, &x, 2 * 9, 2, 3);
+    const struct matrix *y = nnet_forward(g, &x, 2, 0);
+    CHECK(y->rows == 2 * 4);
+    for (int i = 0; i < y->rows; i++)
+        for (int j = 0; j < 2; j++)
+            CHECK_NEAR(matrix_get(y, i, j), ys[i * 2 + j], 1e-6);
+    free(ys);
+    matrix_release(&x);
+    nnet_free(s);
+    nnet_free(g);
+}
+
+static void test_graph_round_trip(void) {
+    struct nnet *n = nnet_init_from_config_text(graph_config, 7);
+    CHECK(n != NULL);
+    struct matrix x;
+    double *y0 = forward_random(n, &x, 2 * 6, 2, 8);
+    for (int binary = 0; binary <= 1; binary++) {
+        size_t s1, s2;
+        char *b1 = write_mem(n, binary, &s1);
+        CHECK(b1 && (binary || strstr(b1, "<Version> 2 ")));
+        CHECK(binary || strstr(b1, "<Name> u <Input> Sum(b,t,Offset(Append(input),1)) "));
+        struct nnet *m = read_mem(b1, s1);
+        if (!m) printf("    %s\n", error_get());
+        CHECK(m != NULL && nnet_same_structure(n, m) && !nnet_check_same_structure(n, m));
+        char *b2 = write_mem(m, binary, &s2);
+        CHECK(b2 != NULL && s1 == s2 && !memcmp(b1, b2, s1));
+        if (binary) { /* the same outputs */
+            const struct matrix *y = nnet_forward(m, &x, 2, 0);
+            for (int i = 0; i < y->rows; i++)
+                for (int j = 0; j < y->cols; j++)
+                    CHECK(matrix_get(y, i, j) == (float)y0[i * y->cols + j]);
+        }
+        check_damaged_model(b1, s1, binary, 200, 200);
+        free(b1);
+        free(b2);
+        nnet_free(m);
+    }
+    free(y0);
+    /* another wiring of the same components is another structure */
+    struct nnet *o = nnet_init_from_config_text(
+        "AffineComponent input-dim=4 output-dim=4 name=a\nTanhComponent name=t\n"
+        "SpliceComponent context=-1:0:1\nAffineComponent output-dim=4 name=b\n"
+        "SigmoidComponent input=Sum(b, t, Offset(input, -1)) name=u\n"
+        "AffineComponent output-dim=5 input=Append(u, Offset(t, -1), a)\nSoftmaxComponent\n", 1);
+    CHECK(o != NULL && !nnet_same_structure(n, o));
+    CHECK(nnet_check_same_structure(n, o) == -1 &&
+          strstr(error_get(), "component 4 (SigmoidComponent) reads Sum(b,t,Offset(input,-1)), "
+                              "not Sum(b,t,Offset(Append(input),1))"));
+    nnet_free(o);
+    /* the graph keys are refused in a version 1 model; bad wiring in a model is an error */
+    static const char *bad[][2] = {
+        {"<Nnet> <Version> 1 <NumComponents> 1 <Components> <Name> a <SigmoidComponent> <Dim> 2 "
+         "<ValueSum> [ ]\n <DerivSum> [ ]\n <Count> 0 </SigmoidComponent> </Components> </Nnet> ",
+         "component 0: <Name> in a version 1 model"},
+        {"<Nnet> <Version> 2 <NumComponents> 1 <Components> <Input> a <SigmoidComponent> <Dim> 2 "
+         "<ValueSum> [ ]\n <DerivSum> [ ]\n <Count> 0 </SigmoidComponent> </Components> </Nnet> ",
+         "component 0 (<SigmoidComponent>): unknown name 'a'"},
+        {"<Nnet> <Version> 2 <NumComponents> 1 <Components> <Input> input <Name> a "
+         "<SigmoidComponent> <Dim> 2 <ValueSum> [ ]\n <DerivSum> [ ]\n <Count> 0 "
+         "</SigmoidComponent> </Components> </Nnet> ", "component 0: <Name> out of place"},
+        {"<Nnet> <Version> 2 <NumComponents> 2 <Components> <Name> x <SigmoidComponent> <Dim> 2 "
+         "<ValueSum> [ ]\n <DerivSum> [ ]\n <Count> 0 </SigmoidComponent> <Input> input "
+         "<SigmoidComponent> <Dim> 2 <ValueSum> [ ]\n <DerivSum> [ ]\n <Count> 0 "
+         "</SigmoidComponent> </Components> </Nnet> ",
+         "component 0: the output of SigmoidComponent (name 'x') is read by no later line"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        struct nnet *m = read_mem(bad[k][0], strlen(bad[k][0]));
+        if (m || !strstr(error_get(), bad[k][1]))
+            printf("    model %zu: got '%s', expected '%s'\n", k, m ? "success" : error_get(),
+                   bad[k][1]);
+        CHECK(m == NULL && strstr(error_get(), bad[k][1]));
+    }
+    matrix_release(&x);
+    nnet_free(n);
+}
+
+/* A network without name or input keys writes version 1, as it always has (the errors of graph
+ * configs are rows of test_config_errors). */
+static void test_graph_keys_absent(void) {
+    struct nnet *n = nnet_init_from_config_text("SigmoidComponent dim=2\n", 1);
+    size_t size;
+    char *text = write_mem(n, 0, &size);
+    CHECK(text && strstr(text, "<Nnet> <Version> 1 ") && !strstr(text, "<Name>"));
+    free(text);
+    nnet_free(n);
+}
+
 int main(void) {
     TEST_RUN(test_component_gradients);
     TEST_RUN(test_every_component_checked);
@@ -1084,5 +1335,9 @@ int main(void) {
     TEST_RUN(test_natural_gradient_beats_sgd);
     TEST_RUN(test_cnn);
     TEST_RUN(test_tdnn);
+    TEST_RUN(test_graph_gradient);
+    TEST_RUN(test_graph_offset_is_splice);
+    TEST_RUN(test_graph_round_trip);
+    TEST_RUN(test_graph_keys_absent);
     TEST_MAIN_END();
 }

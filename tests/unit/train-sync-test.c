@@ -134,7 +134,10 @@ static const char *stream_archive(const char *name, uint64_t seed, int n) {
     return s;
 }
 
-static struct nnet *make_net(int natural_gradient) {
+/* kind 0: plain SGD; 1: natural gradient; 2: a graph (docs/COMPONENTS.md "Residual
+ * connections"): plain SGD through a residual Sum and an Append of the input, whose parameters
+ * are one block as a chain's are. */
+static struct nnet *make_net(int kind) {
     const char *plain = "AffineComponent input-dim=6 output-dim=16 learning-rate=0.02\n"
                         "RectifiedLinearComponent dim=16\n"
                         "AffineComponent input-dim=16 output-dim=3 learning-rate=0.02\n"
@@ -144,7 +147,13 @@ static struct nnet *make_net(int natural_gradient) {
                      "NaturalGradientAffineComponent input-dim=16 output-dim=3 "
                      "learning-rate=0.02\n"
                      "SoftmaxComponent dim=3\n";
-    struct nnet *n = nnet_init_from_config_text(natural_gradient ? ng : plain, 11);
+    const char *graph = "AffineComponent input-dim=6 output-dim=16 learning-rate=0.02\n"
+                        "RectifiedLinearComponent name=r1\n"
+                        "AffineComponent output-dim=16 learning-rate=0.02 name=h2\n"
+                        "RectifiedLinearComponent input=Sum(h2, r1) name=r2\n"
+                        "AffineComponent output-dim=3 learning-rate=0.02 input=Append(r2, input)\n"
+                        "SoftmaxComponent\n";
+    struct nnet *n = nnet_init_from_config_text(kind == 2 ? graph : kind ? ng : plain, 11);
     ASSERT(n);
     return n;
 }
@@ -225,14 +234,14 @@ static void options(struct train_sync_options *o, enum train_sync_mode mode, int
 /* Params mode: after training every copy is bitwise the same, the copies moved, and the totals
  * add up over ranks; 4 ranks and NG components too. */
 static void test_params_identical(void) {
-    for (int ng = 0; ng <= 1; ng++) {
+    for (int kind = 0; kind <= 2; kind++) {
         const char *egs[MAX_RANKS];
         struct nnet *nets[MAX_RANKS];
         char name[32];
         for (int r = 0; r < MAX_RANKS; r++) {
             snprintf(name, sizeof name, "id.%d.ark", r);
             egs[r] = stream_archive(name, 10 + (uint64_t)r, 96);
-            nets[r] = make_net(ng);
+            nets[r] = make_net(kind);
         }
         float *init = params_copy(nets[0]);
         struct train_sync_options o;
@@ -304,8 +313,9 @@ static void test_average_is_mean(void) {
 }
 
 /* Steps mode, 2 ranks with minibatches of 8 == one process with minibatches of 16 made of rank
- * 0's 8 examples then rank 1's (plain SGD: the step is lr x the summed gradient). */
-static void test_steps_equal_big_minibatch(void) {
+ * 0's 8 examples then rank 1's (plain SGD: the step is lr x the summed gradient), for a chain
+ * (kind 0) and a graph (kind 2). */
+static void steps_equal_big_minibatch(int kind) {
     enum { B = 8, N = 64 };
     uint64_t seeds[2 * N];
     int idx[2 * N];
@@ -317,14 +327,14 @@ static void test_steps_equal_big_minibatch(void) {
     const char *big = write_archive("big.ark", 2 * N, seeds, idx);
     const char *egs[2] = {stream_archive("steps.0.ark", 30, N),
                           stream_archive("steps.1.ark", 31, N)};
-    struct nnet *nets[2] = {make_net(0), make_net(0)};
+    struct nnet *nets[2] = {make_net(kind), make_net(kind)};
     struct train_sync_options o;
     options(&o, TRAIN_SYNC_STEPS, 1, B);
     struct rank_job jobs[2];
     run_ranks(2, nets, egs, &o, jobs);
     CHECK(jobs[0].rc == 0 && jobs[1].rc == 0);
     CHECK(jobs[0].st.num_exchanges == N / B);
-    struct nnet *single = make_net(0);
+    struct nnet *single = make_net(kind);
     float *init = params_copy(single);
     struct train_options to;
     train_options_default(&to);
@@ -352,6 +362,11 @@ static void test_steps_equal_big_minibatch(void) {
     CHECK(same);
     CHECK(moved > 0.05);
     CHECK(max_diff < 1e-5);
+}
+
+static void test_steps_equal_big_minibatch(void) {
+    for (int kind = 0; kind <= 2; kind += 2)
+        steps_equal_big_minibatch(kind);
 }
 
 /* Archives of 5, 3 and 4 minibatches: every rank stops after 3, without error. */
