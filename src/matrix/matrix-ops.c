@@ -54,13 +54,13 @@ static inline void project_out_residual(struct matrix *x, const struct matrix *h
     if (out_sq) vector_row_sq_norms(out_sq, x);
 }
 
-/* c = op(a) op(b) of the composed projection; on the CPU in fixed parts of 128 rows or columns
+/* c = op(a) op(b) of the composed projection; on the CPU in fixed parts of 64 rows or columns
  * (cpu_gemm_parts), so that it does not depend on the threads, as the fused pass does not. */
 static void project_product(struct matrix *c, const struct matrix *a, int trans_a,
                             const struct matrix *b, int trans_b) {
     matrix_check_product(c, a, trans_a, b, trans_b);
     DISPATCH(GPU3(c, a, b), cuda_gemm(CM(c), 1, CM(a), trans_a, CM(b), trans_b, 0),
-             cpu_gemm_parts(KM(c), 1, KM(a), trans_a, KM(b), trans_b, 0, 128));
+             cpu_gemm_parts(KM(c), 1, KM(a), trans_a, KM(b), trans_b, 0, 64));
 }
 
 /* matrix_project_out(_j) composed of the ordinary operations: x = x0 (copied from src), h = x w^T
