@@ -616,19 +616,12 @@ done
 wait
 
 if [ $stage -le $num_iters ]; then
-    first=$((num_iters - max_models_combine + 1))
-    [ $first -lt 1 ] && first=1
     if [ $offline_window -gt 0 ]; then
         models=$(for x in $(seq $((num_iters - offline_window + 1)) $num_iters); do echo -n "$dir/$x.mdl "; done)
         echo "$0: HWA: final.mdl is the average of the last $offline_window models"
         $cmd $dir/log/hwa.log nnet-average $models $dir/final.mdl || exit 1
-    elif $combine; then
-        models=$(for x in $(seq $first $num_iters); do echo -n "$dir/$x.mdl "; done)
-        echo "$0: combining the last $((num_iters - first + 1)) models into final.mdl ($combine_method)"
-        $cmd $dir/log/combine.log \
-            nnet-combine --method=$combine_method $models ark:$egs_dir/combine.egs $dir/final.mdl || exit 1
     else
-        cp $dir/$num_iters.mdl $dir/final.mdl.tmp && mv $dir/final.mdl.tmp $dir/final.mdl
+        train_combine $combine_method
     fi
     $cmd $dir/log/compute_prob_valid.final.log \
         nnet-compute-prob $dir/final.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1

@@ -281,16 +281,7 @@ done
 wait
 
 if [ $stage -le $num_iters ]; then
-    first=$((num_iters - max_models_combine + 1))
-    [ $first -lt 1 ] && first=1
-    if $combine; then
-        models=$(for x in $(seq $first $num_iters); do echo -n "$dir/$x.mdl "; done)
-        echo "$0: combining the last $((num_iters - first + 1)) models into final.mdl"
-        $cmd $dir/log/combine.log \
-            nnet-combine $models ark:$egs_dir/combine.egs $dir/final.mdl || exit 1
-    else
-        cp $dir/$num_iters.mdl $dir/final.mdl.tmp && mv $dir/final.mdl.tmp $dir/final.mdl
-    fi
+    train_combine
     $cmd $dir/log/compute_prob_valid.final.log \
         nnet-compute-prob $dir/final.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
     $cmd $dir/log/compute_prob_train.final.log \

@@ -12,11 +12,6 @@ static const char *usage =
     "Usage: compute-wer [options] <ref-rspecifier> <hyp-rspecifier>\n"
     "e.g.: compute-wer --text --mode=present ark:data/test/text ark:exp/decode/hyp.txt";
 
-struct entry { char *key; struct token_vec t; };
-static int cmp_entry(const void *a, const void *b) {
-    return strcmp(((const struct entry *)a)->key, ((const struct entry *)b)->key);
-}
-
 int main(int argc, char **argv) {
     const char *mode = "strict";
     int text = 1;
@@ -30,33 +25,25 @@ int main(int argc, char **argv) {
         die("--mode: expected strict, present or all, got '%s'", mode);
     if (!text) die("--text=false (integer archives) is not supported: convert with int2sym.pl");
     /* The hypotheses are loaded whole, so they may come from any stream (a pipe too). */
+    struct token_vec_map hyp;
+    if (token_vec_map_read(&hyp, argv[2])) die("%s", error_get());
     struct table_reader r;
-    if (table_reader_open(&r, argv[2], &holder_token_vector)) die("%s", error_get());
-    struct entry *hyp = NULL;
-    int nhyp = 0, cap = 0, rc;
-    struct token_vec t = {0};
-    while ((rc = table_reader_next(&r, &t)) == 1) {
-        if (nhyp == cap) hyp = xrealloc(hyp, sizeof *hyp * (size_t)(cap = cap ? 2 * cap : 256));
-        hyp[nhyp].key = xstrdup(table_reader_key(&r));
-        hyp[nhyp++].t = t;
-        memset(&t, 0, sizeof t);
-    }
-    if (rc < 0 || table_reader_close(&r)) die("%s", error_get());
-    qsort(hyp, (size_t)nhyp, sizeof *hyp, cmp_entry);
     if (table_reader_open(&r, argv[1], &holder_token_vector)) die("%s", error_get());
     struct decode_edit_counts c = {0};
     long long num_sent = 0, sent_errs = 0, num_absent = 0;
+    struct token_vec t = {0};
+    int rc;
     while ((rc = table_reader_next(&r, &t)) == 1) {
-        struct entry k = {(char *)table_reader_key(&r), {0}};
-        struct entry *h = bsearch(&k, hyp, (size_t)nhyp, sizeof *hyp, cmp_entry);
+        const char *key = table_reader_key(&r);
+        const struct token_vec_entry *h = token_vec_map_find(&hyp, key);
         struct token_vec empty = {0};
         if (!h) {
             num_absent++;
             if (!strcmp(mode, "strict"))
-                die("'%s': no hypothesis for utterance '%s' (--mode=strict)", argv[2], k.key);
+                die("'%s': no hypothesis for utterance '%s' (--mode=strict)", argv[2], key);
             if (!strcmp(mode, "present")) continue;
         }
-        const struct token_vec *ht = h ? &h->t : &empty;
+        const struct token_vec *ht = h ? &h->v : &empty;
         long long before = c.ins + c.del + c.sub;
         decode_edit_counts_add(&c, t.v, t.n, ht->v, ht->n);
         sent_errs += c.ins + c.del + c.sub != before;
@@ -73,10 +60,6 @@ int main(int argc, char **argv) {
     printf("Scored %lld sentences, %lld not present in hyp.\n", num_sent, num_absent);
     if (fflush(stdout)) die("cannot write to standard output");
     token_vec_release(&t);
-    for (int i = 0; i < nhyp; i++) {
-        free(hyp[i].key);
-        token_vec_release(&hyp[i].t);
-    }
-    free(hyp);
+    token_vec_map_release(&hyp);
     return 0;
 }

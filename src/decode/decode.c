@@ -494,79 +494,39 @@ int decode_graph_word_id(const struct decode_graph *g, const char *word) {
     return word_id(g, word);
 }
 
-struct text_entry { char *key; int *words; int n; };
-static int cmp_text_entry(const void *a, const void *b) {
-    return strcmp(((const struct text_entry *)a)->key, ((const struct text_entry *)b)->key);
-}
-
 int decode_text_open(struct decode_text_reader *tr, const char *rspec,
                      const struct decode_graph *g) {
     memset(tr, 0, sizeof *tr);
-    struct table_reader r;
-    if (table_reader_open(&r, rspec, &holder_token_vector)) return -1;
-    struct text_entry *e = NULL;
-    int n = 0, cap = 0, rc;
-    struct token_vec t = {0};
-    while ((rc = table_reader_next(&r, &t)) == 1) {
-        if (n == cap) e = xrealloc(e, sizeof *e * (size_t)(cap = cap ? 2 * cap : 256));
-        e[n].key = xstrdup(table_reader_key(&r));
-        e[n].n = t.n;
-        e[n].words = xmalloc(sizeof(int) * (size_t)(t.n ? t.n : 1));
-        n++;
-        for (int i = 0; i < t.n; i++)
-            if ((e[n - 1].words[i] = word_id(g, t.v[i])) < 0) {
-                error_set("'%s': key '%s': word '%s' is not in words.txt", rspec,
-                          table_reader_key(&r), t.v[i]);
-                rc = -2;
-                break;
-            }
-        if (rc == -2) break;
-    }
-    token_vec_release(&t);
-    if (rc == -1) error_wrap("'%s': ", rspec);
-    int crc = table_reader_close(&r);
-    qsort(e, (size_t)n, sizeof *e, cmp_text_entry);
-    tr->num = n;
-    tr->keys = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
-    tr->words = xmalloc(sizeof(int *) * (size_t)(n ? n : 1));
-    tr->num_words = xmalloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (token_vec_map_read(&tr->text, rspec)) return error_wrap("'%s': ", rspec);
+    int n = tr->text.n;
+    tr->words = xcalloc((size_t)(n ? n : 1), sizeof *tr->words);
     for (int i = 0; i < n; i++) {
-        tr->keys[i] = e[i].key;
-        tr->words[i] = e[i].words;
-        tr->num_words[i] = e[i].n;
-    }
-    free(e);
-    if (rc < 0 || crc) {
-        decode_text_close(tr);
-        return -1;
+        const struct token_vec *t = &tr->text.e[i].v;
+        tr->words[i] = xmalloc(sizeof(int) * (size_t)(t->n ? t->n : 1));
+        for (int j = 0; j < t->n; j++)
+            if ((tr->words[i][j] = word_id(g, t->v[j])) < 0) {
+                error_set("'%s': key '%s': word '%s' is not in words.txt", rspec,
+                          tr->text.e[i].key, t->v[j]);
+                decode_text_close(tr);
+                return -1;
+            }
     }
     return 0;
 }
 
 int decode_text_lookup(const struct decode_text_reader *tr, const char *key, const int **words,
                        int *num_words) {
-    int lo = 0, hi = tr->num - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2, c = strcmp(tr->keys[mid], key);
-        if (!c) {
-            *words = tr->words[mid];
-            *num_words = tr->num_words[mid];
-            return 0;
-        }
-        if (c < 0) lo = mid + 1;
-        else hi = mid - 1;
-    }
-    return error_set("no transcription");
+    const struct token_vec_entry *e = token_vec_map_find(&tr->text, key);
+    if (!e) return error_set("no transcription");
+    *words = tr->words[e - tr->text.e];
+    *num_words = e->v.n;
+    return 0;
 }
 
 void decode_text_close(struct decode_text_reader *tr) {
-    for (int i = 0; i < tr->num; i++) {
-        free(tr->keys[i]);
-        free(tr->words[i]);
-    }
-    free(tr->keys);
+    for (int i = 0; i < tr->text.n && tr->words; i++) free(tr->words[i]);
     free(tr->words);
-    free(tr->num_words);
+    token_vec_map_release(&tr->text);
     memset(tr, 0, sizeof *tr);
 }
 

@@ -136,10 +136,8 @@ int decode_graph_word_id(const struct decode_graph *g, const char *word);
  * mapped to word ids through the graph's words.txt; looked up by key. open: -1 with the error set
  * naming the key and word for a word not in words.txt. lookup: -1 (error set) for a missing key. */
 struct decode_text_reader {
-    char **keys;
-    int **words;
-    int *num_words;
-    int num;
+    struct token_vec_map text; /* the transcripts, sorted by key */
+    int **words;               /* words[i]: the ids of text.e[i]'s words */
 };
 int decode_text_open(struct decode_text_reader *tr, const char *rspecifier,
                      const struct decode_graph *g);

@@ -21,6 +21,20 @@ int io_int32_vec_push_word(struct kin *in, struct int32_vec *v, int *cap, const 
  * own size byte; text, the integers to the end of the line. v is released first. */
 int io_read_basic_int32_vector(struct kin *in, int binary, struct int32_vec *v);
 
+/* Pairs gathered in any order, then sorted into a struct token_map: token_map_read, an scp, an
+ * archive's index for random access. */
+struct token_pairs {
+    struct token_pair {
+        char *key, *value;
+    } *p;
+    int n, cap;
+};
+/* Append a pair; b takes both strings. */
+void token_pairs_add(struct token_pairs *b, char *key, char *value);
+/* Sort b's pairs into m (b is left empty; m holds them all, to token_map_release). With name, a key
+ * twice is -1 (error_set "'name': key 'k' appears twice"). */
+int token_pairs_sort(struct token_pairs *b, struct token_map *m, const char *name);
+
 /* Reposition a plain-file input (KIN_FILE) at an absolute byte offset. */
 int kin_seek(struct kin *in, int64_t offset);
 

@@ -290,6 +290,13 @@ extern const struct holder_ops holder_int32;
  * rx/wxfilename). Used by programs that accept either, as Kaldi's ClassifyRspecifier. */
 int io_is_table_specifier(const char *s);
 
+/* Keys and string values sorted by key, for lookup: a key -> token table (token_map_read), and the
+ * tables' own indexes (an scp's key -> rxfilename or wxfilename). */
+struct token_map {
+    char **keys, **values;
+    int n;
+};
+
 enum table_kind { TABLE_ARK = 1, TABLE_SCP = 2, TABLE_ARK_SCP = 3 };
 
 struct table_writer {
@@ -298,9 +305,7 @@ struct table_writer {
     int kind, binary, flush, permissive;
     struct kout ark, scp;
     char *ark_name;        /* ark filename as it goes into scp lines */
-    /* scp: key -> wxfilename map, sorted by key */
-    char **scp_keys, **scp_files;
-    int scp_count;
+    struct token_map scp_files; /* scp: key -> wxfilename */
     long long num_written;
 };
 
@@ -327,9 +332,8 @@ struct table_reader {
     int done, done_rc;             /* after the end (0) or an error (-1): every call repeats it */
     int64_t entry_offset;          /* archive: offset of the object of the last item */
     struct table_reader_scp *scp;
-    /* random access: sorted keys -> rxfilename ("file:offset" for an ark) */
-    char **ra_keys, **ra_values;
-    int ra_count, ra_loaded;
+    struct token_map ra; /* random access: key -> rxfilename ("file:offset" for an ark) */
+    int ra_loaded;
     struct table_reader_bg *bg;
     struct table_reader_stream *stream; /* random access into a pipe/stdin archive (table.c) */
 };
@@ -358,6 +362,9 @@ const char *table_reader_key(const struct table_reader *r);
  * Without s a missing key reads the stream to its end. Do not mix with table_reader_next. */
 int table_reader_lookup(struct table_reader *r, const char *key, void *obj);
 int table_reader_close(struct table_reader *r);
+/* Close r after an error (its own, or the caller's), keeping that error's message: closing a pipe
+ * may report its command's exit, which would replace it. Returns -1. */
+int table_reader_abandon(struct table_reader *r);
 
 /* A program's loop over one table (Kaldi's copy-*, ali-to-post, splice-feats): every entry of
  * rspecifier is read into obj (holder in; the caller's, zeroed, released by the caller after),
@@ -409,15 +416,24 @@ struct token_vec {
 void token_vec_release(struct token_vec *v);
 extern const struct holder_ops holder_token;        /* char * (one token per line) */
 extern const struct holder_ops holder_token_vector; /* struct token_vec (spk2utt) */
-/* A whole key -> token table in memory (utt2spk), sorted for lookup. */
-struct token_map {
-    char **keys, **values;
-    int n;
-};
+/* A whole key -> token table in memory (utt2spk), sorted for lookup (struct token_map, above). */
 /* Read every entry of a token rspecifier; a key twice is an error. 0 or -1 (error_set). */
 int token_map_read(struct token_map *m, const char *rspecifier);
 const char *token_map_find(const struct token_map *m, const char *key); /* NULL: not there */
 void token_map_release(struct token_map *m);
+/* A whole table of token vectors in memory (Kaldi's text: transcripts, hypotheses), sorted by key
+ * for lookup; read from any stream (a pipe too). With a key twice, find returns either. */
+struct token_vec_map {
+    struct token_vec_entry {
+        char *key;
+        struct token_vec v;
+    } *e;
+    int n;
+};
+/* 0, or -1 (error_set; the reader's own message), m then empty. */
+int token_vec_map_read(struct token_vec_map *m, const char *rspecifier);
+const struct token_vec_entry *token_vec_map_find(const struct token_vec_map *m, const char *key);
+void token_vec_map_release(struct token_vec_map *m);
 
 /* ---- zlib ---- */
 /* Deflate src into a new buffer (*dst, *dst_size; free with free()). level: 0..9 or -1. */

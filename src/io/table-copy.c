@@ -2,16 +2,9 @@
  * handling written once (io.h). */
 #include "io/io.h"
 
-#include <stdlib.h>
-
-/* Close r after an error without losing its message (closing a pipe may set its own). */
 static long long fail(struct table_reader *r, struct table_writer *w) {
-    char *msg = xstrdup(error_get());
     if (w) table_writer_abort(w);
-    table_reader_close(r);
-    error_set("%s", msg);
-    free(msg);
-    return -1;
+    return table_reader_abandon(r);
 }
 
 long long table_copy(const char *rspecifier, const struct holder_ops *in, void *obj,

@@ -251,20 +251,11 @@ static int split_scp_line(struct kin *in, char *line, char **key, char **value) 
     return 0;
 }
 
-struct kv {
-    char *key, *value;
-};
-
-static int kv_cmp(const void *a, const void *b) {
-    return strcmp(((const struct kv *)a)->key, ((const struct kv *)b)->key);
-}
-
-/* Load a whole scp (the rest of an open stream) into sorted arrays. */
-static int load_scp_stream(struct kin *inp, char ***keys, char ***values, int *count) {
+/* Load a whole scp (the rest of an open stream) into m. */
+static int load_scp_stream(struct kin *inp, struct token_map *m) {
     struct kin in = *inp;
-    const char *rx = in.name;
-    struct kv *kv = NULL;
-    int n = 0, cap = 0, rc = 0;
+    struct token_pairs pairs = {0};
+    int rc = 0;
     char *line = NULL;
     size_t lcap = 0;
     for (;;) {
@@ -278,58 +269,20 @@ static int load_scp_stream(struct kin *inp, char ***keys, char ***values, int *c
             rc = -1;
             break;
         }
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            kv = xrealloc(kv, sizeof *kv * (size_t)cap);
-        }
-        kv[n].key = xstrdup(k);
-        kv[n].value = xstrdup(v);
-        n++;
+        token_pairs_add(&pairs, xstrdup(k), xstrdup(v));
     }
     free(line);
     *inp = in;
-    if (!rc) {
-        if (n) qsort(kv, (size_t)n, sizeof *kv, kv_cmp);
-        for (int i = 1; i < n; i++)
-            if (!strcmp(kv[i - 1].key, kv[i].key)) {
-                rc = error_set("'%s': duplicate key '%s'", rx, kv[i].key);
-                break;
-            }
-    }
-    *keys = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
-    *values = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) {
-        (*keys)[i] = kv[i].key;
-        (*values)[i] = kv[i].value;
-    }
-    *count = n;
-    free(kv);
+    if (token_pairs_sort(&pairs, m, rc ? NULL : in.name)) rc = -1;
     return rc;
 }
 
-static int load_scp(const char *rx, char ***keys, char ***values, int *count) {
+static int load_scp(const char *rx, struct token_map *m) {
     struct kin in;
     if (kin_open(&in, rx)) return -1;
-    int rc = load_scp_stream(&in, keys, values, count);
+    int rc = load_scp_stream(&in, m);
     if (kin_close(&in) && !rc) rc = -1;
     return rc;
-}
-
-static void free_strings(char **a, int n) {
-    if (!a) return;
-    for (int i = 0; i < n; i++) free(a[i]);
-    free(a);
-}
-
-static int find_key(char **keys, int n, const char *key) {
-    int lo = 0, hi = n - 1;
-    while (lo <= hi) {
-        int mid = lo + (hi - lo) / 2, c = strcmp(keys[mid], key);
-        if (!c) return mid;
-        if (c < 0) lo = mid + 1;
-        else hi = mid - 1;
-    }
-    return -1;
 }
 
 /* ---- ranges ---- */
@@ -461,8 +414,7 @@ int io_write_matrix_file(const char *wxfilename, int binary, const struct matrix
 
 /* What a writer holds besides its outputs; leaves it zeroed. */
 static void writer_free(struct table_writer *w) {
-    free_strings(w->scp_keys, w->scp_count);
-    free_strings(w->scp_files, w->scp_count);
+    token_map_release(&w->scp_files);
     free(w->wspecifier);
     free(w->ark_name);
     memset(w, 0, sizeof *w);
@@ -492,7 +444,7 @@ int table_writer_open(struct table_writer *w, const char *wspecifier,
         if (kout_open(&w->ark, s.first)) rc = -1;
     } else {
         w->kind = TABLE_SCP;
-        rc = load_scp(s.first, &w->scp_keys, &w->scp_files, &w->scp_count);
+        rc = load_scp(s.first, &w->scp_files);
     }
     spec_free(&s);
     if (rc) {
@@ -506,13 +458,13 @@ int table_writer_write(struct table_writer *w, const char *key, const void *obj)
     if (!valid_key(key)) return error_set("'%s': invalid key '%s' (empty or with whitespace)",
                                           w->wspecifier, key);
     if (w->kind == TABLE_SCP) {
-        int i = find_key(w->scp_keys, w->scp_count, key);
-        if (i < 0) {
+        const char *file = token_map_find(&w->scp_files, key);
+        if (!file) {
             if (w->permissive) return 0;
             return error_set("'%s': key '%s' is not in the scp", w->wspecifier, key);
         }
         struct kout out;
-        if (kout_open(&out, w->scp_files[i])) return error_wrap("key '%s': ", key);
+        if (kout_open(&out, file)) return error_wrap("key '%s': ", key);
         if (w->ops->write(&out, w->binary, obj)) {
             kout_abort(&out);
             return error_wrap("key '%s': ", key);
@@ -710,42 +662,29 @@ static int ra_load(struct table_reader *r) {
     r->ra_loaded = 1;
     if (r->kind == TABLE_SCP) {
         /* The whole scp, from the stream the sequential reader would have used. */
-        return load_scp_stream(&r->in, &r->ra_keys, &r->ra_values, &r->ra_count);
+        return load_scp_stream(&r->in, &r->ra);
     }
     if (r->in.kind != KIN_FILE)
         return error_set("'%s': random access to an archive needs a plain file", r->in.name);
     /* One pass over the archive, recording where each object starts. */
-    struct kv *kv = NULL;
-    int n = 0, cap = 0, rc = 0;
+    struct token_pairs pairs = {0};
+    int rc = 0;
     void *obj = xcalloc(1, r->ops->size);
     char key[IO_MAX_TOKEN];
     for (;;) {
         int got = next_plain(r, obj, key);
         if (got < 0) rc = -1;
         if (got <= 0) break;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            kv = xrealloc(kv, sizeof *kv * (size_t)cap);
-        }
         char val[64];
         snprintf(val, sizeof val, ":%lld", (long long)r->entry_offset);
-        kv[n].key = xstrdup(key);
-        kv[n].value = xmalloc(strlen(r->in.name) + strlen(val) + 1);
-        strcpy(kv[n].value, r->in.name);
-        strcat(kv[n].value, val);
-        n++;
+        char *value = xmalloc(strlen(r->in.name) + strlen(val) + 1);
+        strcpy(value, r->in.name);
+        strcat(value, val);
+        token_pairs_add(&pairs, xstrdup(key), value);
     }
     r->ops->release(obj);
     free(obj);
-    if (n) qsort(kv, (size_t)n, sizeof *kv, kv_cmp);
-    r->ra_keys = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
-    r->ra_values = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) {
-        r->ra_keys[i] = kv[i].key;
-        r->ra_values[i] = kv[i].value;
-    }
-    r->ra_count = n;
-    free(kv);
+    token_pairs_sort(&pairs, &r->ra, NULL);
     return rc;
 }
 
@@ -927,22 +866,30 @@ int table_reader_lookup(struct table_reader *r, const char *key, void *obj) {
     if (r->background && r->bg) return error_set("lookup on a table already read sequentially");
     if (r->kind == TABLE_ARK && r->in.kind != KIN_FILE) return stream_lookup(r, key, obj);
     if (ra_load(r)) return error_wrap("cannot read '%s': ", r->rspecifier);
-    int i = find_key(r->ra_keys, r->ra_count, key);
-    if (i < 0) return 0;
+    const char *value = token_map_find(&r->ra, key);
+    if (!value) return 0;
     if (r->kind == TABLE_SCP) {
         struct table_reader_scp *st = r->scp;
-        if (read_object_cached(r->ra_values[i], r->ops, obj, &st->cache))
+        if (read_object_cached(value, r->ops, obj, &st->cache))
             return error_wrap("'%s': key '%s': ", r->rspecifier, key);
         return 1;
     }
     /* An archive value is "name:offset" of a plain file: seek our own stream. */
-    const char *colon = strrchr(r->ra_values[i], ':');
+    const char *colon = strrchr(value, ':');
     if (kin_seek(&r->in, strtoll(colon + 1, NULL, 10))) return -1;
     if (r->ops->read(&r->in, obj)) {
         r->ops->release(obj);
         return error_wrap("key '%s': ", key);
     }
     return 1;
+}
+
+int table_reader_abandon(struct table_reader *r) {
+    char *msg = xstrdup(error_get());
+    table_reader_close(r);
+    error_set("%s", msg);
+    free(msg);
+    return -1;
 }
 
 int table_reader_close(struct table_reader *r) {
@@ -965,8 +912,7 @@ int table_reader_close(struct table_reader *r) {
         kin_close(&st->cache);
         free(st);
     }
-    free_strings(r->ra_keys, r->ra_count);
-    free_strings(r->ra_values, r->ra_count);
+    token_map_release(&r->ra);
     stream_free(r->stream);
     free(r->rspecifier);
     memset(r, 0, sizeof *r);

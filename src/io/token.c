@@ -1,5 +1,6 @@
 /* Token tables (Kaldi TokenHolder, TokenVectorHolder): utt2spk, spk2utt; and a key -> token map. */
 #include "io/io.h"
+#include "io/io-internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -81,47 +82,50 @@ static void token_free(void *obj) {
 const struct holder_ops holder_token = {"token", sizeof(char *), token_read, token_write,
                                         token_free, NULL};
 
-struct map_entry {
-    char *key, *value;
-};
-static int entry_cmp(const void *a, const void *b) {
-    return strcmp(((const struct map_entry *)a)->key, ((const struct map_entry *)b)->key);
+void token_pairs_add(struct token_pairs *b, char *key, char *value) {
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 64;
+        b->p = xrealloc(b->p, sizeof *b->p * (size_t)b->cap);
+    }
+    b->p[b->n].key = key;
+    b->p[b->n++].value = value;
+}
+
+static int pair_cmp(const void *a, const void *b) {
+    return strcmp(((const struct token_pair *)a)->key, ((const struct token_pair *)b)->key);
+}
+
+int token_pairs_sort(struct token_pairs *b, struct token_map *m, const char *name) {
+    int n = b->n, rc = 0;
+    if (n > 1) qsort(b->p, (size_t)n, sizeof *b->p, pair_cmp);
+    for (int i = 1; i < n && name && !rc; i++)
+        if (!strcmp(b->p[i - 1].key, b->p[i].key))
+            rc = error_set("'%s': key '%s' appears twice", name, b->p[i].key);
+    m->keys = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
+    m->values = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        m->keys[i] = b->p[i].key;
+        m->values[i] = b->p[i].value;
+    }
+    m->n = n;
+    free(b->p);
+    memset(b, 0, sizeof *b);
+    return rc;
 }
 
 int token_map_read(struct token_map *m, const char *rspecifier) {
     memset(m, 0, sizeof *m);
     struct table_reader r;
     if (table_reader_open(&r, rspecifier, &holder_token)) return -1;
-    struct map_entry *e = NULL;
-    int n = 0, cap = 0, rc;
+    struct token_pairs pairs = {0};
+    int rc;
     char *tok = NULL;
     while ((rc = table_reader_next(&r, &tok)) > 0) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            e = xrealloc(e, sizeof *e * (size_t)cap);
-        }
-        e[n].key = xstrdup(table_reader_key(&r));
-        e[n].value = tok;
+        token_pairs_add(&pairs, xstrdup(table_reader_key(&r)), tok);
         tok = NULL;
-        n++;
     }
     if (table_reader_close(&r) && rc == 0) rc = -1;
-    if (rc == 0 && n > 1) {
-        qsort(e, (size_t)n, sizeof *e, entry_cmp);
-        for (int i = 1; i < n; i++)
-            if (!strcmp(e[i - 1].key, e[i].key)) {
-                rc = error_set("'%s': key '%s' appears twice", rspecifier, e[i].key);
-                break;
-            }
-    }
-    m->keys = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
-    m->values = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) {
-        m->keys[i] = e[i].key;
-        m->values[i] = e[i].value;
-    }
-    m->n = n;
-    free(e);
+    if (token_pairs_sort(&pairs, m, rc == 0 ? rspecifier : NULL)) rc = -1;
     if (rc < 0) {
         token_map_release(m);
         return error_wrap("cannot read '%s': ", rspecifier);
@@ -147,5 +151,44 @@ void token_map_release(struct token_map *m) {
     }
     free(m->keys);
     free(m->values);
+    memset(m, 0, sizeof *m);
+}
+
+static int entry_cmp(const void *a, const void *b) {
+    return strcmp(((const struct token_vec_entry *)a)->key,
+                  ((const struct token_vec_entry *)b)->key);
+}
+
+int token_vec_map_read(struct token_vec_map *m, const char *rspecifier) {
+    memset(m, 0, sizeof *m);
+    struct table_reader r;
+    if (table_reader_open(&r, rspecifier, &holder_token_vector)) return -1;
+    int cap = 0, rc;
+    struct token_vec t = {0};
+    while ((rc = table_reader_next(&r, &t)) == 1) {
+        if (m->n == cap) m->e = xrealloc(m->e, sizeof *m->e * (size_t)(cap = cap ? 2 * cap : 256));
+        m->e[m->n].key = xstrdup(table_reader_key(&r));
+        m->e[m->n++].v = t;
+        memset(&t, 0, sizeof t);
+    }
+    if (rc < 0 ? table_reader_abandon(&r) : table_reader_close(&r)) {
+        token_vec_map_release(m);
+        return -1;
+    }
+    if (m->n > 1) qsort(m->e, (size_t)m->n, sizeof *m->e, entry_cmp);
+    return 0;
+}
+
+const struct token_vec_entry *token_vec_map_find(const struct token_vec_map *m, const char *key) {
+    struct token_vec_entry k = {(char *)key, {0}};
+    return m->n ? bsearch(&k, m->e, (size_t)m->n, sizeof *m->e, entry_cmp) : NULL;
+}
+
+void token_vec_map_release(struct token_vec_map *m) {
+    for (int i = 0; i < m->n; i++) {
+        free(m->e[i].key);
+        token_vec_release(&m->e[i].v);
+    }
+    free(m->e);
     memset(m, 0, sizeof *m);
 }

@@ -56,9 +56,7 @@ static int params_average(struct sync_run *r) {
 /* post-local SGD's warm-up: the mean of the ranks' steps, applied everywhere */
 static int warmup_minibatch(struct sync_run *r, double weight) {
     struct params_mode *pm = r->mode;
-    struct vector params = nnet_params(r->n), delta = nnet_delta(r->n);
-    nnet_backward(r->n, r->deriv, NNET_STEP);
-    momentum_weight_decay(r->n, &delta, r->o->train.weight_decay, weight);
+    struct vector params = nnet_params(r->n), delta = train_sync_step(r, weight);
     if (train_sync_exchange(r->comm, &delta, 1.0f / (float)r->comm->size, r->st)) return -1;
     if (momentum_apply_filtered(&r->mom, r->n, &delta)) r->st->local.num_skipped++;
     r->st->num_warmup_steps++;

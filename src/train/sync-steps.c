@@ -3,10 +3,8 @@
 #include "train/train-internal.h"
 
 static int steps_minibatch(struct sync_run *r, const struct egs_minibatch *mb, double weight) {
-    struct vector delta = nnet_delta(r->n);
-    nnet_backward(r->n, r->deriv, NNET_STEP);
     /* each rank's own decay before the sum: the sum decays by the total weight */
-    momentum_weight_decay(r->n, &delta, r->o->train.weight_decay, weight);
+    struct vector delta = train_sync_step(r, weight);
     if (train_sync_exchange(r->comm, &delta, 1, r->st)) return -1;
     if (momentum_apply_filtered(&r->mom, r->n, &delta)) r->st->local.num_skipped++;
     return train_sync_checked(r, r->comm, "after the step of minibatch",

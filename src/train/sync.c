@@ -67,6 +67,25 @@ int train_sync_exchange(const struct train_comm *c, struct vector *v, float scal
     return 0;
 }
 
+struct vector train_sync_step(struct sync_run *r, double weight) {
+    struct vector delta = nnet_delta(r->n);
+    nnet_backward(r->n, r->deriv, NNET_STEP);
+    momentum_weight_decay(r->n, &delta, r->o->train.weight_decay, weight);
+    return delta;
+}
+
+void train_sync_apply(struct sync_run *r, struct vector *step) {
+    if (momentum_apply_filtered(&r->mom, r->n, step)) r->st->local.num_skipped++;
+    else r->st->local.num_updates++;
+}
+
+int train_sync_set_centre(struct sync_run *r, const struct vector *centre) {
+    struct vector x = nnet_params(r->n);
+    vector_copy(&x, centre);
+    return train_sync_checked(r, r->comm, "after setting the centre at minibatch",
+                              r->st->local.num_minibatches);
+}
+
 int train_sync_agree(const struct train_comm *c, int status, const char *what) {
     char *mine = status ? xstrdup(error_get()) : NULL;
     int64_t ok = status == 0;
@@ -148,13 +167,9 @@ static int run_modes(struct sync_run *r, struct minibatch_source *src, const cha
                         r->comm->rank == 0 ? o->train.progress_every : 0, " (rank 0)", 0,
                         r->start);
     r->deriv = &loop.deriv;
-    int rc = 0;
-    if (o->state_rxfilename)
-        rc = train_sync_agree(r->comm,
-                              train_replica_read_state(&r->rep, &r->mom, r->n,
-                                                       o->state_rxfilename),
-                              "read");
-    if (rc == 0 && r->ops->init) rc = r->ops->init(r);
+    int rc = r->ops->init ? r->ops->init(r) : 0;
+    if (rc == 0 && o->state_rxfilename)
+        rc = train_sync_agree(r->comm, train_sync_read_state(r, o->state_rxfilename), "read");
     const struct egs_minibatch *mb;
     while (rc == 0 && (rc = next_together(r, src, egs_rspec, my_error, &mb, stopped_early)) == 1) {
         const struct matrix *out = minibatch_loop_forward(&loop, mb, 1);
@@ -165,10 +180,7 @@ static int run_modes(struct sync_run *r, struct minibatch_source *src, const cha
     /* Every rank stopped at the same minibatch, so each mode's last exchange happens everywhere. */
     if (rc == 0 && r->ops->end) rc = r->ops->end(r);
     if (rc == 0 && o->state_wxfilename)
-        rc = train_sync_agree(r->comm,
-                              train_replica_write_state(&r->rep, &r->mom, r->n,
-                                                        o->state_wxfilename),
-                              "write");
+        rc = train_sync_agree(r->comm, train_sync_write_state(r, o->state_wxfilename), "write");
     if (rc == 0 && r->ops->result) rc = r->ops->result(r);
     if (r->ops->release) r->ops->release(r);
     minibatch_loop_release(&loop);
@@ -189,14 +201,12 @@ int train_sync(struct nnet *n, const char *egs_rspec, const struct train_sync_op
     struct minibatch_source *src = minibatch_source_new(
         egs_rspec, o->train.minibatch_size, nnet_left_context(n), nnet_right_context(n));
     char *my_error = src ? NULL : xstrdup(error_get());
-    /* momentum and weight decay (momentum.c); the Parle / EASGD state (sync-replica.c) */
+    /* momentum and weight decay (momentum.c) */
     momentum_init(&r.mom, n, o->train.momentum, o->train.nesterov, o->train.weight_decay);
-    train_replica_init(&r.rep, n, o);
     r.mode = r.ops->state_size ? xcalloc(1, r.ops->state_size) : NULL;
     int stopped_early = 0;
     int rc = run_modes(&r, src, egs_rspec, &my_error, &stopped_early);
     free(r.mode);
-    train_replica_release(&r.rep);
     momentum_release(&r.mom);
     /* A pipe we stopped reading early is not an error (table_reader_close knows); a fully read
      * one whose command failed is (its data may be cut short), and only this rank sees it. */

@@ -1,7 +1,7 @@
 /* Private to src/train: what the loops share: the minibatch source, loop and set (below), GAF's
  * step on a network (gaf-step.c: train_sgd's M microbatches in sequence, train_sync's
- * microbatches of all ranks), and inside train_sync its collectives, the Parle / EASGD state of a
- * rank (sync-replica.c) and the modes' table (struct sync_mode_ops).
+ * microbatches of all ranks), and inside train_sync its collectives, a rank's state file
+ * (sync-state.c) and the modes' table (struct sync_mode_ops).
  */
 #ifndef PARNET_TRAIN_TRAIN_INTERNAL_H
 #define PARNET_TRAIN_TRAIN_INTERNAL_H
@@ -94,49 +94,6 @@ int train_gaf_finish(struct gaf *g, struct nnet *n, const struct train_options *
                      struct train_stats *st, int *skipped, struct momentum *m,
                      double frames_per_micro);
 
-/* Parle / EASGD state of one rank inside train_sync (sync-replica.c; the maths is in train.h). The
- * network holds the replica (EASGD's x, Parle's inner iterate y). Per minibatch: form the step,
- * train_replica_couple (Parle's gamma term), apply it, train_replica_after_step, and
- * train_replica_exchange when that returned 1; at the end train_replica_finish sets the network
- * to the centre (after a last exchange). Outside these two modes every call does nothing. */
-struct train_replica {
-    enum train_sync_mode mode;
-    struct vector center;         /* EASGD's c, Parle's x~: the same on every rank */
-    struct vector anchor, ema;    /* Parle: x^a, z^a */
-    struct vector outer_velocity; /* Parle: the outer loop's momentum */
-    struct vector scratch;
-    long long t;                  /* Parle: inner steps, the scoping counter */
-    int scope_k;                  /* Parle: the counter's advance per inner step */
-    int count;                    /* minibatches since the last exchange */
-    double round_weight;          /* Parle: label weight of those minibatches */
-    double gamma, rho;            /* Parle: the couplings last computed */
-};
-void train_replica_init(struct train_replica *r, struct nnet *n,
-                        const struct train_sync_options *o);
-void train_replica_release(struct train_replica *r);
-void train_replica_couple(struct train_replica *r, struct nnet *n,
-                          const struct train_sync_options *o, int size, struct vector *step,
-                          double weight);
-int train_replica_after_step(struct train_replica *r, struct nnet *n,
-                             const struct train_sync_options *o, double weight);
-int train_replica_exchange(struct train_replica *r, struct nnet *n,
-                           const struct train_sync_options *o, const struct train_comm *c,
-                           struct train_sync_stats *st);
-/* The last exchange (if minibatches were taken since the previous one), then the network is set
- * to the centre. Split in two so that the state can be written in between. */
-int train_replica_last_exchange(struct train_replica *r, struct nnet *n,
-                                const struct train_sync_options *o, const struct train_comm *c,
-                                struct train_sync_stats *st);
-void train_replica_finish(struct train_replica *r, struct nnet *n,
-                          const struct train_sync_options *o, const struct train_comm *c,
-                          struct train_sync_stats *st);
-/* This rank's state (train.h: train_sync_options.state_*): 0, or -1 with error_set. Reading
- * sets the network to the stored replica (elastic, Parle) and loads the vectors and t. */
-int train_replica_write_state(struct train_replica *r, struct momentum *m,
-                              struct nnet *n, const char *wxfilename);
-int train_replica_read_state(struct train_replica *r, struct momentum *m,
-                             struct nnet *n, const char *rxfilename);
-
 /* ---- inside train_sync: the state the loop (sync.c) shares with its modes ---- */
 struct sync_run {
     struct nnet *n;
@@ -145,7 +102,6 @@ struct sync_run {
     struct train_sync_stats *st;
     const struct sync_mode_ops *ops;
     struct momentum mom;        /* every mode's last stage (update.h) */
-    struct train_replica rep;   /* elastic, Parle; the state file's vectors in every mode */
     const struct matrix *deriv; /* the minibatch's output derivative, after the scoring */
     float *scratch;             /* the host copy of the parameters that the checks hash */
     void *mode;                 /* the mode's own state: ops->state_size bytes, zeroed (or NULL) */
@@ -155,12 +111,14 @@ struct sync_run {
 /* A synchronous mode as a table (one file each): what train_sync's loop calls. Every operation
  * is collective (the same calls on every rank) and returns 0, or -1 with error_set on every rank.
  * Only minibatch is required; a NULL operation does nothing.
- *   init: after this rank's state file was read (its own state, collective checks);
+ *   init: its own state, collective checks (before this rank's state file is read into it);
  *   minibatch: one minibatch after its forward and scoring (label weight w): the backward, the
  *     update, and the exchanges that fall on it; the local counts in r->st->local;
  *   end: the pass ended at the same minibatch on every rank: the last exchange;
  *   result: after this rank's state was written: set the network to the mode's model;
- *   release: free the mode's state (also after a failure). */
+ *   release: free the mode's state (also after a failure);
+ *   state: what of its state goes into the state file (sync-state.c; NULL: only the velocity). */
+struct sync_state;
 struct sync_mode_ops {
     const char *exchanged; /* what its all-reduces carry, for nnet-train-mpi's summary */
     size_t state_size;
@@ -169,9 +127,31 @@ struct sync_mode_ops {
     int (*end)(struct sync_run *r);
     int (*result)(struct sync_run *r);
     void (*release)(struct sync_run *r);
+    void (*state)(struct sync_run *r, struct sync_state *s);
 };
+
+/* What a mode keeps in a rank's state file besides the momentum's velocity: replica, the network's
+ * parameters (elastic, Parle); Parle's vectors and inner-step counter (NULL: stored empty, or 0). */
+struct sync_state {
+    int replica;
+    struct vector *anchor, *ema, *outer_velocity;
+    long long *t;
+};
+/* This rank's state (train.h: train_sync_options.state_*): 0, or -1 with error_set. Reading
+ * checks the mode and every vector's size, and sets the network to the stored replica. */
+int train_sync_write_state(struct sync_run *r, const char *wxfilename);
+int train_sync_read_state(struct sync_run *r, const char *rxfilename);
+
+/* The minibatch's step after the backward (nnet_delta), with this rank's weight decay (label
+ * weight w). */
+struct vector train_sync_step(struct sync_run *r, double weight);
+/* The result of the replica modes (elastic, Parle): the network set to the centre, the same on
+ * every rank (checked with check_sync). Collective. */
+int train_sync_set_centre(struct sync_run *r, const struct vector *centre);
+/* Apply a local step through momentum (update.h), counted as an update or as skipped. */
+void train_sync_apply(struct sync_run *r, struct vector *step);
 /* sync-params.c (local SGD, block momentum, post-local warm-up, groups), sync-steps.c (summed
- * steps), sync-gaf.c (GAF across ranks), sync-replica.c (EASGD, Parle). */
+ * steps), sync-gaf.c (GAF across ranks), sync-elastic.c (EASGD), sync-parle.c (Parle). */
 extern const struct sync_mode_ops sync_params_ops, sync_steps_ops, sync_gaf_ops,
     sync_elastic_ops, sync_parle_ops;
 

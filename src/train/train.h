@@ -257,8 +257,8 @@ double minibatch_set_forward(struct minibatch_set *s, int b, struct nnet *n,
  * step (steps mode) and fail if the copies differ in any bit.
  *
  * Inside: sync.c is the loop every mode shares; each mode is a table of operations in its own file
- * (train-internal.h: struct sync_mode_ops; sync-params.c, sync-steps.c, sync-gaf.c, and
- * sync-replica.c for EASGD and Parle), the GAF step is shared with train_sgd (gaf-step.c), the
+ * (train-internal.h: struct sync_mode_ops; sync-params.c, sync-steps.c, sync-gaf.c, sync-elastic.c
+ * and sync-parle.c; a rank's state file is sync-state.c), the GAF step is shared with train_sgd (gaf-step.c), the
  * checks and progress of every minibatch are train-internal.h's. The choice between the momentum
  * stage and the network's plain update is update.h's alone.
  */

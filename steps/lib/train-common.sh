@@ -26,6 +26,23 @@ train_read_egs_info() {
     num_iters=$((num_epochs * iters_per_epoch))
 }
 
+# train_combine [METHOD]: DIR/final.mdl from the last max_models_combine models of the run (fewer
+# when it is shorter) with nnet-combine (--method=METHOD when given), or, with --combine false, the
+# last model itself. Uses dir, egs_dir, num_iters, cmd, combine and max_models_combine. Exits 1 on
+# a failure.
+train_combine() {
+    local first=$((num_iters - max_models_combine + 1)) models x
+    [ $first -lt 1 ] && first=1
+    if $combine; then
+        models=$(for x in $(seq $first $num_iters); do echo -n "$dir/$x.mdl "; done)
+        echo "$0: combining the last $((num_iters - first + 1)) models into final.mdl${1:+ ($1)}"
+        $cmd $dir/log/combine.log \
+            nnet-combine ${1:+--method=$1} $models ark:$egs_dir/combine.egs $dir/final.mdl || exit 1
+    else
+        cp $dir/$num_iters.mdl $dir/final.mdl.tmp && mv $dir/final.mdl.tmp $dir/final.mdl
+    fi
+}
+
 # train_cleanup DIR NUM_ITERS KEEP: removes the intermediate models DIR/1.mdl .. DIR/(NUM_ITERS-1).mdl
 # except every 10th and the last KEEP (with their block momentum X.bmuf and running average X.avg.mdl), and the replicas (*.rep.mdl).
 train_cleanup() {

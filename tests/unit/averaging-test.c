@@ -471,8 +471,7 @@ static void test_batch_norm_average(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/averaging-test.XXXXXX");
-    if (!mkdtemp(tmpdir)) return 1;
+    if (test_tmpdir(tmpdir, sizeof tmpdir, "averaging-test")) return 1;
     TEST_RUN(test_cosine_distance);
     TEST_RUN(test_gaf_halving);
     TEST_RUN(test_gaf_mean);
@@ -490,8 +489,6 @@ int main(void) {
     TEST_RUN(test_gram_schmidt);
     TEST_RUN(test_basis_projection);
     TEST_RUN(test_batch_norm_average);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd) != 0) return 1;
+    if (test_tmpdir_remove(tmpdir)) return 1;
     TEST_MAIN_END();
 }

@@ -2,6 +2,7 @@
  * every storage and text mode, quantization error bounds, context cutting, minibatches, and
  * truncated or corrupt input. */
 #include "egs/egs.h"
+#include "bytes.h"
 #include "test.h"
 
 #include <stdlib.h>
@@ -39,25 +40,6 @@ static int read_example_mem(const void *data, size_t size, struct example *eg) {
     return rc;
 }
 
-/* ---- byte builders for the fixture ---- */
-
-struct bytes {
-    unsigned char b[1024];
-    size_t n;
-};
-static void put(struct bytes *s, const void *p, size_t n) {
-    memcpy(s->b + s->n, p, n);
-    s->n += n;
-}
-static void put_str(struct bytes *s, const char *str) { put(s, str, strlen(str)); }
-static void put_raw32(struct bytes *s, int32_t v) { put(s, &v, 4); }
-static void put_int32(struct bytes *s, int32_t v) {
-    put(s, "\x04", 1);
-    put_raw32(s, v);
-}
-static void put_rawf(struct bytes *s, float v) { put(s, &v, 4); }
-static void put_u16(struct bytes *s, uint16_t v) { put(s, &v, 2); }
-
 /* One NnetExample as Kaldi's nnet-get-egs writes it: 3 labelled frames (pdfs 5 7 9) with left
  * context 1, right context 1, so 5 input rows of 2 columns in a CM CompressedMatrix. */
 static void kaldi_fixture(struct bytes *s) {
@@ -65,15 +47,15 @@ static void kaldi_fixture(struct bytes *s) {
     put(s, "\0B", 2);
     put_str(s, "<NnetExample> <Lab1> ");
     put(s, "\x04", 1); /* WriteIntegerVector: size byte, then the raw count */
-    put_raw32(s, 3);
-    put_raw32(s, 5);
-    put_raw32(s, 7);
-    put_raw32(s, 9);
+    put_raw_i32(s, 3);
+    put_raw_i32(s, 5);
+    put_raw_i32(s, 7);
+    put_raw_i32(s, 9);
     put_str(s, "<InputFrames> CM ");
-    put_rawf(s, -1.0f); /* min */
-    put_rawf(s, 2.0f);  /* range */
-    put_raw32(s, 5);    /* rows */
-    put_raw32(s, 2);    /* cols */
+    put_f(s, -1.0f); /* min */
+    put_f(s, 2.0f);  /* range */
+    put_raw_i32(s, 5);    /* rows */
+    put_raw_i32(s, 2);    /* cols */
     /* per-column (p0, p25, p75, p100) */
     put_u16(s, 0), put_u16(s, 16384), put_u16(s, 49151), put_u16(s, 65535);
     put_u16(s, 32768), put_u16(s, 40000), put_u16(s, 50000), put_u16(s, 60000);
@@ -81,9 +63,9 @@ static void kaldi_fixture(struct bytes *s) {
     put(s, col0, 5);
     put(s, col1, 5);
     put_str(s, "<LeftContext> ");
-    put_int32(s, 1);
+    put_i32(s, 1);
     put_str(s, "<SpkInfo> FV ");
-    put_int32(s, 0);
+    put_i32(s, 0);
     put_str(s, "</NnetExample> ");
 }
 
@@ -138,18 +120,18 @@ static void test_kaldi_other_forms(void) {
     s.n = 0;
     put(&s, "\0B", 2);
     put_str(&s, "<NnetExample> <Labels> ");
-    put_int32(&s, 2);
-    put_int32(&s, 3), put(&s, "\x04", 1), put_rawf(&s, 0.25f);
-    put_int32(&s, 4), put(&s, "\x04", 1), put_rawf(&s, 0.75f);
+    put_i32(&s, 2);
+    put_i32(&s, 3), put(&s, "\x04", 1), put_f(&s, 0.25f);
+    put_i32(&s, 4), put(&s, "\x04", 1), put_f(&s, 0.75f);
     put_str(&s, "<InputFrames> FM ");
-    put_int32(&s, 1);
-    put_int32(&s, 2);
-    put_rawf(&s, 1.5f), put_rawf(&s, -2.0f);
+    put_i32(&s, 1);
+    put_i32(&s, 2);
+    put_f(&s, 1.5f), put_f(&s, -2.0f);
     put_str(&s, "<LeftContext> ");
-    put_int32(&s, 0);
+    put_i32(&s, 0);
     put_str(&s, "<SpkInfo> FV ");
-    put_int32(&s, 1);
-    put_rawf(&s, 3.0f);
+    put_i32(&s, 1);
+    put_f(&s, 3.0f);
     put_str(&s, "</NnetExample> ");
     struct example eg;
     example_init(&eg);
@@ -673,8 +655,8 @@ static void test_corrupt(void) {
     s.n = 0;
     put(&s, "\0B", 2);
     put_str(&s, "<NnetExample> <Lab2> ");
-    put_int32(&s, 0x7fffffff);
-    put_int32(&s, 1);
+    put_i32(&s, 0x7fffffff);
+    put_i32(&s, 1);
     CHECK(read_example_mem(s.b, s.n, &eg) == -1);
     CHECK(strstr(error_get(), "count") != NULL);
     /* a ZM claiming an impossible shape, then one with a damaged stream */

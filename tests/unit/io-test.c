@@ -1,31 +1,12 @@
 /* Unit tests for io: byte-level fixtures built by hand from the layouts written out
  * in src/io/io.h, not only round trips. */
 #include "io/io.h"
+#include "bytes.h"
 #include "test.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* ---- a tiny byte builder ---- */
-struct bytes {
-    unsigned char b[8192];
-    size_t n;
-};
-static void put(struct bytes *x, const void *p, size_t n) {
-    memcpy(x->b + x->n, p, n);
-    x->n += n;
-}
-static void put_s(struct bytes *x, const char *s) { put(x, s, strlen(s)); }
-static void put_i32(struct bytes *x, int32_t v) {
-    unsigned char c = 4;
-    put(x, &c, 1);
-    put(x, &v, 4);
-}
-static void put_raw_i32(struct bytes *x, int32_t v) { put(x, &v, 4); }
-static void put_f(struct bytes *x, float v) { put(x, &v, 4); }
-static void put_u16(struct bytes *x, uint16_t v) { put(x, &v, 2); }
-static void put_u8(struct bytes *x, uint8_t v) { put(x, &v, 1); }
 
 static char tmpdir[256];
 static const char *tmp_path(const char *name) {
@@ -78,15 +59,15 @@ static void memout_close(struct memout *m) {
 
 static void test_fm_archive_by_hand(void) {
     struct bytes x = {.n = 0};
-    put_s(&x, "key1 ");
+    put_str(&x, "key1 ");
     put(&x, "\0B", 2);
-    put_s(&x, "FM ");
+    put_str(&x, "FM ");
     put_i32(&x, 2);
     put_i32(&x, 3);
     for (int i = 0; i < 6; i++) put_f(&x, (float)i + 0.5f);
-    put_s(&x, "key2 ");
+    put_str(&x, "key2 ");
     put(&x, "\0B", 2);
-    put_s(&x, "DM ");
+    put_str(&x, "DM ");
     put_i32(&x, 1);
     put_i32(&x, 2);
     double d[2] = {1.25, -3.5};
@@ -128,22 +109,22 @@ static void test_fm_archive_by_hand(void) {
 
 static void test_primitives_by_hand(void) {
     struct bytes x = {.n = 0};
-    put_s(&x, "<Nnet> ");
+    put_str(&x, "<Nnet> ");
     put_i32(&x, -7);
     put_u8(&x, 4);
     put_f(&x, 0.25f);
     put_u8(&x, 8);
     double d = 1.0 / 3;
     put(&x, &d, 8);
-    put_s(&x, "T");
-    put_s(&x, "F");
+    put_str(&x, "T");
+    put_str(&x, "F");
     /* WriteIntegerVector: size byte, RAW count, raw data */
     put_u8(&x, 4);
     put_raw_i32(&x, 3);
     put_raw_i32(&x, -1);
     put_raw_i32(&x, 0);
     put_raw_i32(&x, 9);
-    put_s(&x, "FV ");
+    put_str(&x, "FV ");
     put_i32(&x, 2);
     put_f(&x, 1.5f);
     put_f(&x, 2.5f);
@@ -190,7 +171,7 @@ static void test_primitives_by_hand(void) {
 
     /* A wrong token is reported with what was expected. */
     struct bytes y = {.n = 0};
-    put_s(&y, "<Foo> ");
+    put_str(&y, "<Foo> ");
     f = mem_in(&in, &y);
     CHECK(io_expect_token(&in, 1, "<Nnet>") == -1);
     CHECK(strstr(error_get(), "expected <Nnet>, got <Foo>"));
@@ -201,8 +182,8 @@ static void test_primitives_by_hand(void) {
 static void test_text_mode(void) {
     const char *text = " [\n  1 2 3 \n  4 5 6 ]\n";
     struct bytes x = {.n = 0};
-    put_s(&x, text);
-    put_s(&x, " [ 7 8.5 ]\n [ ]\n<Tok> 12 0.125 T [ 1 2 3 ]\n");
+    put_str(&x, text);
+    put_str(&x, " [ 7 8.5 ]\n [ ]\n<Tok> 12 0.125 T [ 1 2 3 ]\n");
     struct kin in;
     FILE *f = mem_in(&in, &x);
     int binary = 1;
@@ -252,7 +233,7 @@ static void test_text_mode(void) {
 
     /* Ragged rows are an error. */
     struct bytes y = {.n = 0};
-    put_s(&y, " [\n 1 2\n 3 ]\n");
+    put_str(&y, " [\n 1 2\n 3 ]\n");
     f = mem_in(&in, &y);
     CHECK(io_read_matrix(&in, 0, &m) == -1);
     CHECK(strstr(error_get(), "columns"));
@@ -275,7 +256,7 @@ static void decode_fixture(struct bytes *x, struct matrix *m) {
 static void test_compressed_by_hand(void) {
     /* CM2: min 0, range 65535 -> value == u16 exactly. */
     struct bytes x = {.n = 0};
-    put_s(&x, "CM2 ");
+    put_str(&x, "CM2 ");
     put_f(&x, 0);
     put_f(&x, 65535);
     put_raw_i32(&x, 2);
@@ -292,7 +273,7 @@ static void test_compressed_by_hand(void) {
 
     /* CM3: min -1, range 255 -> value == u8 - 1; row-major. */
     x.n = 0;
-    put_s(&x, "CM3 ");
+    put_str(&x, "CM3 ");
     put_f(&x, -1);
     put_f(&x, 255);
     put_raw_i32(&x, 1);
@@ -309,7 +290,7 @@ static void test_compressed_by_hand(void) {
      * three pieces; bytes are column-major. Column 1 has (0, 100, 200, 1000): byte 64 -> 100,
      * 128 -> 150, 192 -> 200, 255 -> 1000. */
     x.n = 0;
-    put_s(&x, "CM ");
+    put_str(&x, "CM ");
     put_f(&x, 0);
     put_f(&x, 65535);
     put_raw_i32(&x, 4);
@@ -330,14 +311,14 @@ static void test_compressed_by_hand(void) {
 
     /* The empty compressed matrix: "CM " + 16 zero bytes. */
     x.n = 0;
-    put_s(&x, "CM ");
+    put_str(&x, "CM ");
     for (int i = 0; i < 16; i++) put_u8(&x, 0);
     decode_fixture(&x, &m);
     CHECK(m.rows == 0 && m.cols == 0);
 
     /* A size field larger than the stream is refused before allocating. */
     x.n = 0;
-    put_s(&x, "CM2 ");
+    put_str(&x, "CM2 ");
     put_f(&x, 0);
     put_f(&x, 1);
     put_raw_i32(&x, 1000);
@@ -362,7 +343,7 @@ static void test_compress_writer(void) {
     CHECK(io_write_compressed_matrix(&mo.out, 1, &cm) == 0);
     memout_close(&mo);
     struct bytes x = {.n = 0};
-    put_s(&x, "CM2 ");
+    put_str(&x, "CM2 ");
     put_f(&x, 0);
     put_f(&x, 1);
     put_raw_i32(&x, 1);
@@ -421,13 +402,13 @@ static void test_compress_writer(void) {
 static void test_int32_vector_holder_by_hand(void) {
     /* BasicVectorHolder<int32> in an archive: every element has a size byte. */
     struct bytes x = {.n = 0};
-    put_s(&x, "utt1 ");
+    put_str(&x, "utt1 ");
     put(&x, "\0B", 2);
     put_i32(&x, 3);
     put_i32(&x, 10);
     put_i32(&x, -2);
     put_i32(&x, 7);
-    put_s(&x, "utt2 ");
+    put_str(&x, "utt2 ");
     put(&x, "\0B", 2);
     put_i32(&x, 0);
     write_file(tmp_path("ali.ark"), x.b, x.n);
@@ -721,8 +702,7 @@ static void test_zlib(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/io-test.XXXXXX");
-    if (!mkdtemp(tmpdir)) return 1;
+    if (test_tmpdir(tmpdir, sizeof tmpdir, "io-test")) return 1;
     TEST_RUN(test_fm_archive_by_hand);
     TEST_RUN(test_primitives_by_hand);
     TEST_RUN(test_text_mode);
@@ -734,8 +714,6 @@ int main(void) {
     TEST_RUN(test_background_reader);
     TEST_RUN(test_streams);
     TEST_RUN(test_zlib);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd)) return 1;
+    if (test_tmpdir_remove(tmpdir)) return 1;
     TEST_MAIN_END();
 }

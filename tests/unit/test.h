@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int test_failures_total, test_failed_now;
@@ -44,5 +45,22 @@ static const char *test_name_now;
     } while (0)
 
 #define TEST_MAIN_END() return test_failures_total ? 1 : 0
+
+/* A test program's scratch directory: test_tmpdir makes /tmp/<name>.XXXXXX into dir (size bytes):
+ * 0, or -1 after a FAIL line; test_tmpdir_remove removes it with everything inside: 0, or -1 after
+ * a warning. */
+static inline int test_tmpdir(char *dir, size_t size, const char *name) {
+    snprintf(dir, size, "/tmp/%s.XXXXXX", name);
+    if (mkdtemp(dir)) return 0;
+    printf("FAIL setup: mkdtemp %s\n", dir);
+    return -1;
+}
+static inline int test_tmpdir_remove(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) == 0) return 0;
+    printf("warning: could not remove %s\n", dir);
+    return -1;
+}
 
 #endif

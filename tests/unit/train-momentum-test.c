@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static char dir[] = "/tmp/train-momentum-test-XXXXXX";
+static char dir[64];
 
 /* Examples: x_i (2-dim), label y_i. */
 static const float xs[6][2] = {{1, 2}, {-1, 0.5f}, {0.5f, -1}, {2, 1}, {-0.5f, -2}, {1, -0.5f}};
@@ -239,17 +239,12 @@ static void test_options_check(void) {
 int main(void) {
     log_set_program("train-momentum-test");
     matrix_set_num_threads(1);
-    if (!mkdtemp(dir)) {
-        printf("FAIL setup: mkdtemp\n");
-        return 1;
-    }
+    if (test_tmpdir(dir, sizeof dir, "train-momentum-test")) return 1;
     TEST_RUN(test_filter_by_hand);
     TEST_RUN(test_first_step_by_hand);
     TEST_RUN(test_three_steps);
     TEST_RUN(test_gaf_under_momentum);
     TEST_RUN(test_options_check);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) printf("warning: could not remove %s\n", dir);
+    test_tmpdir_remove(dir);
     TEST_MAIN_END();
 }

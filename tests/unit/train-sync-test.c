@@ -75,7 +75,7 @@ static int thread_allreduce(void *ctx, void *data, size_t count, enum comm_type 
 
 /* ---- data: 3 Gaussian classes in DIM dimensions, one frame per example ---- */
 static float means[CLASSES][DIM];
-static char dir[] = "/tmp/train-sync-test-XXXXXX";
+static char dir[64];
 
 static void make_means(void) {
     struct rng r;
@@ -998,10 +998,7 @@ static void test_hierarchical(void) {
 int main(void) {
     log_set_program("train-sync-test");
     matrix_set_num_threads(1);
-    if (!mkdtemp(dir)) {
-        printf("FAIL setup: mkdtemp\n");
-        return 1;
-    }
+    if (test_tmpdir(dir, sizeof dir, "train-sync-test")) return 1;
     make_means();
     TEST_RUN(test_params_identical);
     TEST_RUN(test_average_is_mean);
@@ -1017,8 +1014,6 @@ int main(void) {
     TEST_RUN(test_bmuf_blocks);
     TEST_RUN(test_post_local);
     TEST_RUN(test_hierarchical);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) printf("warning: could not remove %s\n", dir);
+    test_tmpdir_remove(dir);
     TEST_MAIN_END();
 }

@@ -48,11 +48,9 @@ dir=exp/claim_bmuf
 # End configuration section.
 . utils/parse_options.sh || exit 1
 set -e -o pipefail
+. local/exp_lib.sh
 mkdir -p $dir
-for f in $data/train_cmvn/feats.scp $data/train/text $data/test_cmvn/feats.scp $data/test/text \
-         $exp/nnet/pdf_counts.vec $data/lang/num_pdfs; do
-    [ -f $f ] || { echo "$0: no $f: run ./run.sh (through stage 5) first" >&2; exit 1; }
-done
+exp_check_data
 num_pdfs=$(cat $data/lang/num_pdfs)
 frames=$(feat-to-len scp:$data/train_cmvn/feats.scp 2>/dev/null)
 sed "s/NUM_PDFS/$num_pdfs/g" conf/nnet.config > $dir/nnet.config
@@ -67,14 +65,7 @@ for j in 1 $n; do
 done
 cmp -s $dir/egs1/valid_uttlist $dir/egs$n/valid_uttlist || \
     { echo "$0: validation utterances differ between egs1 and egs$n" >&2; exit 1; }
-if [ ! -f $dir/test.egs ]; then
-    mkdir -p $dir/valid
-    utils/filter_scp.pl $dir/egs1/valid_uttlist $data/train_cmvn/feats.scp > $dir/valid/feats.scp
-    utils/filter_scp.pl $dir/egs1/valid_uttlist $data/train/text > $dir/valid/text
-    nnet-get-egs --left-context=5 --right-context=5 scp:$data/test_cmvn/feats.scp \
-        scp:$data/test_cmvn/labels.scp ark:$dir/test.egs.tmp 2>$dir/test_egs.log
-    mv $dir/test.egs.tmp $dir/test.egs
-fi
+[ -f $dir/test.egs ] || exp_valid_test $dir/egs1
 { echo "# $0 $(date -u '+%F %T') UTC, $(nproc) cores, seeds $seeds"
   echo "# BMUF vs plain averaging at N=$n vs N=1, NG-SGD, $num_epochs epochs x $iters_per_epoch iterations, minibatch $minibatch_size"; } \
   | tee -a $dir/results.txt
@@ -114,32 +105,9 @@ acc() { grep -o 'accuracy is [0-9.]*' $1 | awk '{ printf "%.2f", $3 * 100 }'; }
 # score <run-dir>: decoder settings chosen on the validation utterances, then the test voices;
 # prints "<test frame acc %> <test %WER> <acoustic scale> <insertion penalty>" (cached)
 score() {
-    local d=$1 m=$1/final.mdl as wip w
+    local d=$1 as wip
     [ -f $d/decode/score ] && { cat $d/decode/score; return; }
-    mkdir -p $d/decode
-    nnet-forward --apply-log=true --class-frame-counts=$exp/nnet/pdf_counts.vec $m \
-        scp:$dir/valid/feats.scp ark:$d/decode/valid_loglikes.ark 2>$d/decode/forward_valid.log
-    : > $d/decode/grid
-    for as in $acoustic_scales; do
-        for wip in $word_insertion_penalties; do
-            decode-word-loop --acoustic-scale=$as --beam=$beam --word-insertion-penalty=$wip \
-                $data/lang ark:$d/decode/valid_loglikes.ark ark,t:- 2>>$d/decode/decode_valid.log | \
-                utils/int2sym.pl -f 2- $data/lang/words.txt > $d/decode/valid_hyp.txt
-            w=$(compute-wer --text --mode=present ark:$dir/valid/text ark:$d/decode/valid_hyp.txt \
-                2>/dev/null | awk '/^%WER/ {print $2}')
-            echo "$as $wip $w" >> $d/decode/grid
-        done
-    done
-    rm $d/decode/valid_loglikes.ark $d/decode/valid_hyp.txt
-    read as wip w < <(sort -g -k3 -s $d/decode/grid | head -1)
-    nnet-forward --apply-log=true --class-frame-counts=$exp/nnet/pdf_counts.vec $m \
-        scp:$data/test_cmvn/feats.scp ark:- 2>$d/decode/forward_test.log | \
-    decode-word-loop --acoustic-scale=$as --beam=$beam --word-insertion-penalty=$wip $data/lang \
-        ark:- ark,t:- 2>$d/decode/decode_test.log | \
-        utils/int2sym.pl -f 2- $data/lang/words.txt > $d/decode/hyp.txt
-    compute-wer --text --mode=present ark:$data/test/text ark:$d/decode/hyp.txt \
-        > $d/decode/wer 2>/dev/null
-    nnet-compute-prob $m ark:$dir/test.egs 2>$d/decode/compute_prob_test.log >/dev/null
+    exp_decode $d
     echo "$(acc $d/decode/compute_prob_test.log) $(awk '/^%WER/ {print $2}' $d/decode/wer) $as $wip" \
         | tee $d/decode/score
 }

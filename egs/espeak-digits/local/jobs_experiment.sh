@@ -58,11 +58,9 @@ Options:
   --num-utts-subset <n>      validation utterances (default: 40; run.sh --size tiny uses 6)"
 . utils/parse_options.sh || exit 1
 set -e -o pipefail
+. local/exp_lib.sh
 mkdir -p $dir
-for f in $data/train_cmvn/feats.scp $data/train/text $data/test_cmvn/feats.scp $data/test/text \
-         $exp/nnet/pdf_counts.vec $data/lang/num_pdfs; do
-    [ -f $f ] || { echo "$0: no $f: run ./run.sh (through stage 5) first" >&2; exit 1; }
-done
+exp_check_data
 num_pdfs=$(cat $data/lang/num_pdfs)
 frames=$(feat-to-len scp:$data/train_cmvn/feats.scp 2>/dev/null)
 first_n=${jobs%% *}
@@ -80,11 +78,7 @@ if [ $stage -le 0 ]; then
         cmp -s $dir/egs$first_n/valid_uttlist $dir/egs$n/valid_uttlist || \
             { echo "$0: validation utterances differ between egs$first_n and egs$n" >&2; exit 1; }
     done
-    mkdir -p $dir/valid
-    utils/filter_scp.pl $dir/egs$first_n/valid_uttlist $data/train_cmvn/feats.scp > $dir/valid/feats.scp
-    utils/filter_scp.pl $dir/egs$first_n/valid_uttlist $data/train/text > $dir/valid/text
-    nnet-get-egs --left-context=5 --right-context=5 scp:$data/test_cmvn/feats.scp \
-        scp:$data/test_cmvn/labels.scp ark:$dir/test.egs 2>$dir/test_egs.log
+    exp_valid_test $dir/egs$first_n
 fi
 
 # acc LOG: accuracy in % from a nnet-compute-prob log.
@@ -109,31 +103,8 @@ train_one() {
 # Prints "<test frame acc of final.mdl> <test WER> <test frame acc of the last averaged model>
 # <validation objective of final.mdl> <acoustic scale> <insertion penalty>".
 score_one() {
-    local d=$1 m=$1/final.mdl last=$1/$(cat $1/num_iters).mdl as wip w best=
-    mkdir -p $d/decode
-    nnet-forward --apply-log=true --class-frame-counts=$exp/nnet/pdf_counts.vec $m \
-        scp:$dir/valid/feats.scp ark:$d/decode/valid_loglikes.ark 2>$d/decode/forward_valid.log
-    : > $d/decode/grid
-    for as in $acoustic_scales; do
-        for wip in $word_insertion_penalties; do
-            decode-word-loop --acoustic-scale=$as --beam=$beam --word-insertion-penalty=$wip \
-                $data/lang ark:$d/decode/valid_loglikes.ark ark,t:- 2>>$d/decode/decode_valid.log | \
-                utils/int2sym.pl -f 2- $data/lang/words.txt > $d/decode/valid_hyp.txt
-            w=$(compute-wer --text --mode=present ark:$dir/valid/text ark:$d/decode/valid_hyp.txt \
-                2>/dev/null | awk '/^%WER/ {print $2}')
-            echo "$as $wip $w" >> $d/decode/grid
-        done
-    done
-    rm $d/decode/valid_loglikes.ark $d/decode/valid_hyp.txt
-    read as wip w < <(sort -g -k3 -s $d/decode/grid | head -1)
-    nnet-forward --apply-log=true --class-frame-counts=$exp/nnet/pdf_counts.vec $m \
-        scp:$data/test_cmvn/feats.scp ark:- 2>$d/decode/forward_test.log | \
-    decode-word-loop --acoustic-scale=$as --beam=$beam --word-insertion-penalty=$wip $data/lang \
-        ark:- ark,t:- 2>$d/decode/decode_test.log | \
-        utils/int2sym.pl -f 2- $data/lang/words.txt > $d/decode/hyp.txt
-    compute-wer --text --mode=present ark:$data/test/text ark:$d/decode/hyp.txt \
-        > $d/decode/wer 2>/dev/null
-    nnet-compute-prob $m ark:$dir/test.egs 2>$d/decode/compute_prob_test.log >/dev/null
+    local d=$1 last=$1/$(cat $1/num_iters).mdl as wip
+    exp_decode $d
     nnet-compute-prob $last ark:$dir/test.egs 2>$d/decode/compute_prob_test_last.log >/dev/null
     echo "$(acc $d/decode/compute_prob_test.log) $(awk '/^%WER/ {print $2}' $d/decode/wer)" \
         "$(acc $d/decode/compute_prob_test_last.log) $(objf $d/log/compute_prob_valid.final.log) $as $wip"

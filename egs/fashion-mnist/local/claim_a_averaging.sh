@@ -34,14 +34,12 @@ exp_header "averaging vs large batch: N x {sgd, ng}, $num_epochs epochs, minibat
 
 # avg <dir> <lr> <seed>: N averaged jobs (N, net from the caller's variables)
 avg() {
-    steps/train.sh --num-jobs $n --num-epochs $num_epochs --minibatch-size $minibatch_size \
-        --initial-learning-rate $2 --final-learning-rate $(awk -v r=$2 'BEGIN { print r / 10 }') \
-        --srand $3 --combine false --cleanup true $dir/egs$n conf/nnet_small_$net.config $1
+    exp_train train.sh $1 $2 $3 $n $dir/egs$n conf/nnet_small_$net.config \
+        --minibatch-size $minibatch_size --cleanup true
 }
 big() {
-    steps/train.sh --num-jobs 1 --num-epochs $num_epochs --minibatch-size $((n * minibatch_size)) \
-        --initial-learning-rate $2 --final-learning-rate $(awk -v r=$2 'BEGIN { print r / 10 }') \
-        --srand $3 --combine false --cleanup true $dir/egs1 conf/nnet_small_$net.config $1
+    exp_train train.sh $1 $2 $3 1 $dir/egs1 conf/nnet_small_$net.config \
+        --minibatch-size $((n * minibatch_size)) --cleanup true
 }
 grid_for() { # <n> <base>
     awk -v n=$1 -v b=$2 'BEGIN { if (n == 1) printf "%g %g %g", b / 2, b, 2 * b;

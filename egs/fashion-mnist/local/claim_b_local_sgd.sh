@@ -33,10 +33,8 @@ exp_header "local SGD over MPI: $ranks ranks, K in {$ks} (0: once per epoch) x {
 
 # mpi_run <dir> <lr> <seed> (mode, k, net from the caller)
 mpi_run() {
-    steps/train_mpi.sh --num-jobs $ranks --num-epochs $num_epochs --mode $mode --average-every $k \
-        --minibatch-size $minibatch_size --initial-learning-rate $2 \
-        --final-learning-rate $(awk -v r=$2 'BEGIN { print r / 10 }') --srand $3 \
-        --combine false --cleanup true $dir/egs$ranks conf/nnet_small_$net.config $1
+    exp_train train_mpi.sh $1 $2 $3 $ranks $dir/egs$ranks conf/nnet_small_$net.config \
+        --mode $mode --average-every $k --minibatch-size $minibatch_size --cleanup true
 }
 for net in $nets; do
     grid=$sgd_grid

@@ -36,11 +36,9 @@ exp_header "Parle vs sync SGD vs local SGD (K=$local_k) vs EASGD (tau=$elastic_t
 
 # mpi_run <dir> <lr> <seed> (mode, k from the caller)
 mpi_run() {
-    steps/train_mpi.sh --num-jobs $ranks --num-epochs $num_epochs --mode $mode --average-every $k \
-        --parle-inner-steps $parle_l --momentum $momentum --nesterov true \
-        --minibatch-size $minibatch_size --initial-learning-rate $2 \
-        --final-learning-rate $(awk -v r=$2 'BEGIN { print r / 10 }') --srand $3 \
-        --combine false --cleanup true $dir/egs$ranks $config $1
+    exp_train train_mpi.sh $1 $2 $3 $ranks $dir/egs$ranks $config --mode $mode \
+        --average-every $k --parle-inner-steps $parle_l --momentum $momentum --nesterov true \
+        --minibatch-size $minibatch_size --cleanup true
 }
 mode=gradients k=1;           tune "synchronous SGD" sync "$grid" mpi_run
 mode=params k=$local_k;       tune "local SGD K=$local_k" local "$grid" mpi_run

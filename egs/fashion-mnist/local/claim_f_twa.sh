@@ -34,9 +34,8 @@ exp_egs $num_jobs $samples_per_iter egs
 exp_header "TWA-t head stage (first $head_fraction of training) vs full training vs SWA of the same checkpoints; $num_jobs jobs, $num_epochs epochs"
 
 train_run() {
-    steps/train.sh --num-jobs $num_jobs --num-epochs $num_epochs --minibatch-size $minibatch_size \
-        --initial-learning-rate $2 --final-learning-rate $(awk -v r=$2 'BEGIN { print r / 10 }') \
-        --srand $3 --combine false --cleanup false $dir/egs $config $1
+    exp_train train.sh $1 $2 $3 $num_jobs $dir/egs $config --minibatch-size $minibatch_size \
+        --cleanup false
     local n=$(cat $1/num_iters)
     local head=$(awk -v n=$n -v f=$head_fraction 'BEGIN { h = int(n * f + 0.5); print h < 2 ? 2 : h }')
     steps/twa_head.sh --first 1 --last $head --num-fit $num_fit --twa-epochs $twa_epochs \

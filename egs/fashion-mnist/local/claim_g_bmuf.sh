@@ -51,10 +51,8 @@ exp_header "BMUF vs plain averaging at N=$n vs N=1, NG-SGD, $num_epochs epochs x
 # train <dir> <lr> <seed> <jobs> <egs> <minibatch> [train.sh options]
 train() {
     local d=$1 lr=$2 seed=$3 jobs=$4 egs=$5 mb=$6; shift 6
-    steps/train.sh --num-jobs $jobs --num-epochs $num_epochs --minibatch-size $mb \
-        --initial-learning-rate $lr --final-learning-rate $(awk -v r=$lr 'BEGIN { print r / 10 }') \
-        --srand $seed --combine false --cleanup false --average-period 1 --average-start $half \
-        --average-best 5 "$@" $dir/$egs conf/nnet_small_ng.config $d
+    exp_train train.sh $d $lr $seed $jobs $dir/$egs conf/nnet_small_ng.config --minibatch-size $mb \
+        --cleanup false --average-period 1 --average-start $half --average-best 5 "$@"
 }
 single() { train $1 $2 $3 1 egs1 $minibatch_size; }
 avg() { train $1 $2 $3 $n egs$n $minibatch_size; }

@@ -48,10 +48,8 @@ exp_header "post-local and hierarchical averaging over MPI: $ranks ranks, K=$k, 
 
 # mpi_run <dir> <lr> <seed> (mode and opts from the caller)
 mpi_run() {
-    steps/train_mpi.sh --num-jobs $ranks --num-epochs $num_epochs --mode $mode $opts \
-        --minibatch-size $minibatch_size --initial-learning-rate $2 \
-        --final-learning-rate $(awk -v r=$2 'BEGIN { print r / 10 }') --srand $3 \
-        --combine false --cleanup true $dir/egs$ranks conf/nnet_small_$net.config $1
+    exp_train train_mpi.sh $1 $2 $3 $ranks $dir/egs$ranks conf/nnet_small_$net.config \
+        --mode $mode $opts --minibatch-size $minibatch_size --cleanup true
 }
 for net in $nets; do
     grid=$sgd_grid

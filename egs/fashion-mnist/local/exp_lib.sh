@@ -10,6 +10,10 @@
 #   exp_setup                 data in $dir/data, $dir/valid.egs and $dir/test.egs
 #   exp_egs <n>               examples cut for n jobs in $dir/egs<n> (one archive per job per epoch)
 #   exp_acc <model> <egs>     accuracy in percent
+#   exp_train <script> <run-dir> <lr> <seed> <jobs> <egs-dir> <config> [options]
+#                             steps/<script> (train.sh or train_mpi.sh) for num_epochs epochs, the
+#                             rate falling from <lr> to a tenth of it, without the final
+#                             combination; the options go to the script
 #   mean_sd <x...>            "m ± s" (s = 0 for one value)
 #   tune <arm> <run> "<grid>" <fn> [<model>]
 #                             fn <run-dir> <lr> <seed> trains into <run-dir>; the arm's model is
@@ -50,6 +54,14 @@ exp_egs() {
     steps/get_egs.sh --num-jobs $n --samples-per-iter $per_job --valid-data-dir $dir/data/valid \
         --num-utts-subset 1000 $dir/data/train $dir/$name > $dir/$name.log 2>&1 \
         || { echo "$0: get_egs.sh for $n jobs failed, see $dir/$name.log"; return 1; }
+}
+
+exp_train() {
+    local script=$1 d=$2 lr=$3 seed=$4 jobs=$5 egs=$6 config=$7
+    shift 7
+    steps/$script --num-jobs $jobs --num-epochs $num_epochs --initial-learning-rate $lr \
+        --final-learning-rate $(awk -v r=$lr 'BEGIN { print r / 10 }') --srand $seed \
+        --combine false "$@" $egs $config $d
 }
 
 exp_acc() {
