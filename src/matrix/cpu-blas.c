@@ -50,15 +50,13 @@ struct gemm_job {
     const float *a, *b;
     float *c;
     int lda, ldb, ldc, by_rows;
+    int part; /* cpu_gemm_parts: rows (columns) per part; 0: one share per thread */
 };
 enum { GEMM_SPLIT_ALIGN = 16 };
 #define GEMM_SPLIT_MIN_MNK (1 << 20)
 
-static void gemm_share(void *p, int t, int num) {
-    const struct gemm_job *g = p;
-    int lo, hi;
-    parallel_part(g->by_rows ? g->m : g->n, t, num, GEMM_SPLIT_ALIGN, &lo, &hi);
-    if (lo >= hi) return;
+/* One sgemm on rows (columns) [lo, hi) of C. */
+static void gemm_range(const struct gemm_job *g, int lo, int hi) {
     if (g->by_rows) { /* rows lo..hi of C are those of op(A) */
         const float *a = g->ta == CblasNoTrans ? g->a + (long)lo * g->lda : g->a + lo;
         cblas_sgemm(CblasRowMajor, g->ta, g->tb, hi - lo, g->n, g->k, g->alpha, a, g->lda, g->b,
@@ -70,6 +68,40 @@ static void gemm_share(void *p, int t, int num) {
     }
 }
 
+static void gemm_share(void *p, int t, int num) {
+    const struct gemm_job *g = p;
+    int lo, hi;
+    parallel_part(g->by_rows ? g->m : g->n, t, num, GEMM_SPLIT_ALIGN, &lo, &hi);
+    if (lo < hi) gemm_range(g, lo, hi);
+}
+
+/* Share t of num of cpu_gemm_parts: whole parts, one sgemm each. */
+static void gemm_parts_share(void *p, int t, int num) {
+    const struct gemm_job *g = p;
+    int len = g->by_rows ? g->m : g->n, parts = (len + g->part - 1) / g->part, lo, hi;
+    parallel_part(parts, t, num, 1, &lo, &hi);
+    for (int q = lo; q < hi; q++) {
+        int end = (q + 1) * g->part;
+        gemm_range(g, q * g->part, end < len ? end : len);
+    }
+}
+
+void cpu_gemm_parts(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, struct cpu_mat b,
+                    int trans_b, float beta, int part) {
+    int m = c.rows, n = c.cols, k = trans_a ? a.rows : a.cols;
+    ASSERT(part >= 1);
+    if (m == 0 || n == 0 || k == 0) {
+        cpu_gemm(c, alpha, a, trans_a, b, trans_b, beta);
+        return;
+    }
+    struct gemm_job g = {cblas_trans(trans_a), cblas_trans(trans_b), m, n, k, alpha, beta,
+                         a.data, b.data, c.data, ld_of(a), ld_of(b), ld_of(c), m >= n, part};
+    if ((g.by_rows ? m : n) > part)
+        parallel_run(gemm_parts_share, &g);
+    else
+        gemm_range(&g, 0, g.by_rows ? m : n);
+}
+
 void cpu_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, struct cpu_mat b,
               int trans_b, float beta) {
     int m = c.rows, n = c.cols, k = trans_a ? a.rows : a.cols;
@@ -79,7 +111,7 @@ void cpu_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, stru
         return;
     }
     struct gemm_job g = {cblas_trans(trans_a), cblas_trans(trans_b), m, n, k, alpha, beta,
-                         a.data, b.data, c.data, ld_of(a), ld_of(b), ld_of(c), m >= n};
+                         a.data, b.data, c.data, ld_of(a), ld_of(b), ld_of(c), m >= n, 0};
     if (parallel_threads() > 1 && (double)m * n * k >= GEMM_SPLIT_MIN_MNK &&
         (g.by_rows ? m : n) >= 2 * GEMM_SPLIT_ALIGN)
         parallel_run(gemm_share, &g);

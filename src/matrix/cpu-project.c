@@ -255,7 +255,7 @@ void cpu_project_out(struct cpu_mat x, struct cpu_mat h, struct cpu_mat w, int h
 /* ---- with J = H^T X0 (cpu_project_out_j) ---- */
 
 /* Measured (docs/BENCHMARKS.md, "Natural gradient's products"): against OpenBLAS's H and J this pass
- * wins on AVX-512 at rank 20 (5-6% on 1 thread, 22-28% on 2) and loses at rank 80 (up to 12%:
+ * wins on Intel's AVX-512 at rank 20 (5-6% on 1 thread, 22-28% on 2) and loses at rank 80 (up to 12%:
  * pass 1 streams the R x D W from L2 for every 4 rows, OpenBLAS packs it) and on AVX2 at
  * every rank (6-20%: pass 1's 16 accumulators spill there). So it is preferred below this rank
  * on AVX-512 only; a build may set it (-DCPU_PROJECT_J_MAX_RANK=1000: always). */
@@ -267,7 +267,19 @@ void cpu_project_out(struct cpu_mat x, struct cpu_mat h, struct cpu_mat w, int h
 #endif
 #endif
 
-int cpu_project_j_preferred(int rank) { return rank < CPU_PROJECT_J_MAX_RANK; }
+/* The fused passes are measured faster where 512-bit FMAs run at full width (Intel's AVX-512
+ * cores); on AMD's Zen 4, which runs them as two 256-bit halves, the products one by one were
+ * 1.25-1.45x faster at every rank (bench/project-rate.c), the fused pass 1's register blocks
+ * gaining nothing over OpenBLAS's packed kernels. A fact about the CPU, never a timing. */
+int cpu_project_fused_preferred(void) {
+    static int preferred = -1;
+    if (preferred < 0) preferred = VL == 16 && __builtin_cpu_is("intel");
+    return preferred;
+}
+
+int cpu_project_j_preferred(int rank) {
+    return rank < CPU_PROJECT_J_MAX_RANK && cpu_project_fused_preferred();
+}
 
 #define PART_ROWS 64 /* rows per part of J's sum, up to MAX_PARTS parts */
 #define MAX_PARTS 8

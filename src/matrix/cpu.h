@@ -73,6 +73,12 @@ void cpu_set_num_threads(int n);
  * pool along c's longer side when each part is still a good product. */
 void cpu_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, struct cpu_mat b,
               int trans_b, float beta);
+/* cpu_gemm cut along C's longer side into parts of `part` rows (columns), one sgemm each, the
+ * parts shared out over the pool: the same calls whatever the threads, so the same bits
+ * (OpenBLAS picks its kernels by a call's shape, so a share that changes with the thread count
+ * can change an element's rounding). For products whose result must not depend on the threads. */
+void cpu_gemm_parts(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, struct cpu_mat b,
+                    int trans_b, float beta, int part);
 /* The layer products (matrix_layer_affine, matrix_layer_backprop, matrix_layer_weight_grad,
  * matrix_add_mat_mat_layer): the one place that picks their engine, by a table of rules on the
  * precision (cpu_set_layer_bf16, from matrix_set_precision), the shape and the CPU: under bf16,
@@ -175,6 +181,10 @@ int cpu_project_parts(int n);
 /* 1 where cpu_project_out_j is faster than its products one by one (cpu_gemm for h and j, then
  * cpu_project_out with have_h): measured, per build and rank; matrix_project_out_j's choice. */
 int cpu_project_j_preferred(int rank);
+/* 1 where cpu_project_out's fused pass (h and x - h w together) is faster than h by cpu_gemm and
+ * then cpu_project_out with have_h: on Intel's AVX-512 cores (a fact about the CPU, measured
+ * there); matrix_project_out's choice. */
+int cpu_project_fused_preferred(void);
 void cpu_project_out_j(struct cpu_mat x, struct cpu_mat h, struct cpu_mat j, struct cpu_mat w,
                        struct cpu_mat src, float *in_sq, float *out_sq, struct cpu_mat scratch);
 

@@ -108,6 +108,9 @@ static inline struct cuda_mat cuda_vec_of(const struct vector *v) {
  * default: the fused kernel where cpu_project_j_preferred says so, else the products one by one;
  * 1: always the fused kernel; 0: always the products. matrix_project_out_j_scratch follows it. */
 extern int matrix_project_j_path;
+/* The same for matrix_project_out (without have_h): -1 the fused pass where
+ * cpu_project_fused_preferred says so; 1 always; 0 never (H by BLAS, then the pass with have_h). */
+extern int matrix_project_path;
 
 /* The shape checks of a product c = alpha op(a) op(b) + beta c (BLAS: c aliases neither). */
 static inline void matrix_check_product(const struct matrix *c, const struct matrix *a,

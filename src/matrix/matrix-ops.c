@@ -54,6 +54,15 @@ static inline void project_out_residual(struct matrix *x, const struct matrix *h
     if (out_sq) vector_row_sq_norms(out_sq, x);
 }
 
+/* c = op(a) op(b) of the composed projection; on the CPU in fixed parts of 64 rows or columns
+ * (cpu_gemm_parts), so that it does not depend on the threads, as the fused pass does not. */
+static void project_product(struct matrix *c, const struct matrix *a, int trans_a,
+                            const struct matrix *b, int trans_b) {
+    matrix_check_product(c, a, trans_a, b, trans_b);
+    DISPATCH(GPU3(c, a, b), cuda_gemm(CM(c), 1, CM(a), trans_a, CM(b), trans_b, 0),
+             cpu_gemm_parts(KM(c), 1, KM(a), trans_a, KM(b), trans_b, 0, 64));
+}
+
 /* matrix_project_out(_j) composed of the ordinary operations: x = x0 (copied from src), h = x w^T
  * (unless have_h), j = h^T x (if j), then x - h w with the norms; on the CPU that last step is
  * cpu_project_out with h given (one pass, the norms from its registers). The GPU's way, and the
@@ -71,8 +80,8 @@ static void project_out_composed(struct matrix *x, struct matrix *h, struct matr
             matrix_set_const(&one, 1.0f);
         }
     }
-    if (!have_h) matrix_add_mat_mat(h, 1.0f, x, MATRIX_NO_TRANS, w, MATRIX_TRANS, 0.0f);
-    if (j) matrix_add_mat_mat(j, 1.0f, h, MATRIX_TRANS, x, MATRIX_NO_TRANS, 0.0f);
+    if (!have_h) project_product(h, x, MATRIX_NO_TRANS, w, MATRIX_TRANS);
+    if (j) project_product(j, h, MATRIX_TRANS, x, MATRIX_NO_TRANS);
     struct cpu_mat none = {0};
     DISPATCH(GPU3(x, h, w), project_out_residual(x, h, w, in_sq, out_sq),
              cpu_project_out(KM(x), KM(h), KM(w), 1, none, in_sq ? in_sq->data : NULL,
@@ -94,19 +103,33 @@ static void project_out_check(const struct matrix *x, const struct matrix *h,
     }
 }
 
+/* On the CPU: the fused pass where it is the faster (cpu_project_fused_preferred), else the
+ * products one by one. */
+static void project_out_cpu(struct matrix *x, struct matrix *h, const struct matrix *w, int have_h,
+                            const struct matrix *src, struct vector *in_sq,
+                            struct vector *out_sq) {
+    int fused = matrix_project_path < 0 ? cpu_project_fused_preferred() : matrix_project_path;
+    if (!have_h && !fused) {
+        project_out_composed(x, h, NULL, w, 0, src, in_sq, out_sq);
+        return;
+    }
+    struct cpu_mat none = {0};
+    cpu_project_out(KM(x), KM(h), KM(w), have_h, src ? KM(src) : none,
+                    in_sq ? in_sq->data : NULL, out_sq ? out_sq->data : NULL);
+}
+
 void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix *w, int have_h,
                         const struct matrix *src, struct vector *in_sq, struct vector *out_sq) {
     project_out_check(x, h, w, src, in_sq, out_sq);
     ASSERT(!have_h || !src);
-    struct cpu_mat none = {0}; /* no fused kernel on the GPU */
     DISPATCH(GPU3(x, h, w), project_out_composed(x, h, NULL, w, have_h, src, in_sq, out_sq),
-             cpu_project_out(KM(x), KM(h), KM(w), have_h, src ? KM(src) : none,
-                             in_sq ? in_sq->data : NULL, out_sq ? out_sq->data : NULL));
+             project_out_cpu(x, h, w, have_h, src, in_sq, out_sq));
 }
 
 int matrix_project_out_fused(const struct matrix *x) { return DISPATCH_VALUE(GPU1(x), 0, 1); }
 
 int matrix_project_j_path = -1;
+int matrix_project_path = -1;
 
 /* 1 if matrix_project_out_j runs the fused kernel on the CPU for this rank. */
 static int project_j_fused(int rank) {

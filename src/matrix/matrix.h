@@ -272,13 +272,15 @@ void matrix_add_vec_vec(struct matrix *m, float alpha, const struct vector *a,
  * holding it already (then only read). x: N x D; w: R x D, R >= 1; x0 = src when src is not NULL
  * (N x D, or N x (D - 1) and then a last column of ones that is never stored: x receives its
  * residual too), else x itself (in place). in_sq, out_sq (dim N, may be NULL): squared row norms
- * of x0 and of x after. src must not overlap x unless it is x. On the CPU one fused pass over
- * the rows split over the pool (cpu.h cpu_project_out); on the GPU the ordinary operations. */
+ * of x0 and of x after. src must not overlap x unless it is x. On the CPU, where it is the
+ * faster way (cpu.h cpu_project_fused_preferred: Intel's AVX-512 cores), one fused pass over the
+ * rows split over the pool (cpu_project_out), else h by BLAS and then that pass with h given;
+ * on the GPU the ordinary operations. The ways agree to float roundoff, not bit for bit. */
 void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix *w, int have_h,
                         const struct matrix *src, struct vector *in_sq, struct vector *out_sq);
 /* matrix_project_out (h computed) for an update call of the natural gradient: also
  * j = h^T x0 (R x D; the implicit ones give its last column h's column sums). On the CPU, where
- * it is the faster way (measured per build and rank: cpu.h cpu_project_j_preferred), one fused
+ * it is the faster way (per CPU, build and rank: cpu.h cpu_project_j_preferred), one fused
  * pass whose sum over the rows is taken in fixed parts of the rows whatever the thread count (so
  * the result does not depend on it), parts after the first summed in scratch; elsewhere, and on
  * the GPU, the products one by one (h = x0 w^T and j = h^T x0 by BLAS, x0 copied into x first
@@ -287,8 +289,8 @@ void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix 
  * rows of D columns, or NULL if that is 0 (the GPU, the products one by one). j must not overlap
  * x, h, w or src. */
 int matrix_project_out_j_scratch(const struct matrix *x, int rank);
-/* 1 when matrix_project_out(_j) with src fuses the copy into x, the products and both norms in one
- * pass over the rows (the CPU backend), in_sq and out_sq then readable by the caller on the host
+/* 1 when matrix_project_out(_j) with src takes the copy into x, the products and both norms in
+ * one call with host norms (the CPU backend, fused or not), in_sq and out_sq then readable by the caller on the host
  * (host vectors of x's device); 0 where they are composed of the ordinary operations (the GPU), when
  * the caller does as well to copy first and call them with src NULL. */
 int matrix_project_out_fused(const struct matrix *x);

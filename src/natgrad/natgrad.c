@@ -448,7 +448,7 @@ static void natgrad_project(struct natgrad *p, struct matrix *x, const struct ma
     struct matrix wj = p->wj[p->cur];
     struct matrix w = matrix_rows(&wj, 0, R), j = matrix_rows(&wj, R, R);
     struct matrix h = natgrad_rows(p, &p->h, N, R);
-    if (!update) { /* H = X W^T, Xhat = X - H W: one pass (on the CPU a fused kernel) */
+    if (!update) { /* H = X W^T, Xhat = X - H W (on some CPUs one fused pass) */
         matrix_project_out(x, &h, &w, 0, src, in_sq, row_sq);
         return;
     }

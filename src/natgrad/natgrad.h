@@ -17,9 +17,9 @@
  * also initializes the estimate (3 update passes from a fixed orthonormal R_0, §1.5).
  *
  * Cost. About 3 N D R multiply-adds on update steps and 2 N D R otherwise, all through matrix.h
- * (so on the GPU when X lives there; on the CPU H = X W^T and X - H W are one fused pass,
- * matrix_project_out; on update calls matrix_project_out_j, where J = H^T X joins that pass when
- * the matrix layer finds it faster), plus an R x R eigenproblem on the host in double. That
+ * (so on the GPU when X lives there; on the CPU H = X W^T and X - H W are matrix_project_out,
+ * one fused pass where the matrix layer finds it faster; on update calls matrix_project_out_j,
+ * where J = H^T X joins that pass likewise), plus an R x R eigenproblem on the host in double. That
  * eigenproblem and the rest of an update's host work are needed only by the next call (Xhat
  * uses the old W), so on the CPU, for R >= 40, they run on a helper thread started by the update
  * call and joined by the next call on the same object, which then forms the new W: the same

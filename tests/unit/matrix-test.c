@@ -1100,8 +1100,17 @@ static void test_split_gemm(void) {
 }
 
 /* matrix_project_out against a double loop: every mode (in place, from a copy, from a copy a
- * column short with implicit ones, with H given), views, norms; 1 and 3 threads bitwise equal. */
+ * column short with implicit ones, with H given), views, norms; 1 and 3 threads bitwise equal;
+ * the fused pass and the products one by one (matrix_project_path), whichever this CPU prefers. */
+static void check_project_out(void);
 static void test_project_out(void) {
+    for (int path = 1; path >= 0 && !test_failed_now; path--) {
+        matrix_project_path = path;
+        check_project_out();
+    }
+    matrix_project_path = -1;
+}
+static void check_project_out(void) {
     const int shapes[][3] = {{1, 1, 1}, {3, 7, 2}, {4, 16, 4}, {5, 33, 5}, {17, 64, 3},
                              {130, 785, 20}, {37, 441, 80}, {9, 10, 5}, {600, 130, 9}};
     for (int k = 0; k < 9; k++)
@@ -1272,7 +1281,8 @@ static void test_project_out_j(void) {
             }
             vector_init(&vir, n);
             vector_init(&vor, n);
-            matrix_project_j_path = 1;
+            matrix_project_j_path = 1; /* both fused: the reference xr is matrix_project_out's */
+            matrix_project_path = 1;
             struct matrix scratch;
             int srows = matrix_project_out_j_scratch(&x[0].m, r);
             CHECK(n <= 64 || srows > 0); /* scratch follows the forced path */
@@ -1330,6 +1340,7 @@ static void test_project_out_j(void) {
                     CALL(check_project_j(&x[0].m, &h[0].m, &j[0].m, &vi[0], &vo[0], x0, &w.m));
                 }
             matrix_project_j_path = -1;
+            matrix_project_path = -1;
             for (int t = 0; t < 3; t++) {
                 vector_release(&vi[t]);
                 vector_release(&vo[t]);
