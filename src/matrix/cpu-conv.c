@@ -10,6 +10,7 @@
 
 #include "matrix/cpu-internal.h"
 #include "matrix/matrix.h"
+#include "matrix/onednn-internal.h"
 #include "matrix/onednn.h"
 
 #define CONV_BF16_MIN_CHANNELS 16
@@ -57,20 +58,24 @@ static int block_images(const struct matrix_conv *g) {
     return b < 1 ? 1 : b > 4096 ? 4096 : (int)b;
 }
 
-static _Thread_local struct {
-    float *p;
-    size_t n;
-} scratch;
+/* The calling thread's patch matrix: on the heap and registered, so that it is freed at exit
+ * even when a pool thread ends first. */
+static _Thread_local struct grow_buf *scratch;
+
+static void scratch_release(void *p) {
+    struct grow_buf *b = p;
+    free(b->p);
+    free(b);
+}
 
 static struct cpu_mat block_patches(int nn, const struct matrix_conv *g) {
     int rows = nn * g->out_h * g->out_w, cols = g->k_h * g->k_w * g->in_c;
-    size_t need = (size_t)rows * cols;
-    if (need > scratch.n) {
-        free(scratch.p);
-        scratch.n = need;
-        scratch.p = xmalloc(need * sizeof *scratch.p);
+    if (!scratch) {
+        scratch = xcalloc(1, sizeof *scratch);
+        onednn_thread_register(scratch, scratch_release);
     }
-    struct cpu_mat p = {scratch.p, rows, cols, cols};
+    struct cpu_mat p = {grow_buf_get(scratch, (size_t)rows * cols * sizeof(float)), rows, cols,
+                        cols};
     return p;
 }
 

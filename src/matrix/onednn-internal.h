@@ -1,12 +1,13 @@
 /* onednn-internal: what onednn.c (matmuls) and onednn-conv.c (convolution, pooling, batch norm)
- * share; for those two files only.
+ * share, and cpu-conv.c the registry; for those files only.
  *
  * grow_buf: a grow-only buffer, at least `bytes` of room, kept for the next call (contents are
  * not kept when it grows). With oneDNN: DNNL_CHECK, which reports a failed oneDNN call (a broken
  * library or a programmer bug on shapes already checked, onednn.h) with the call and its status
- * and aborts; and the registry of per-thread state: onednn_thread_register(obj, release) hands
- * obj (one thread's primitive cache) to release(obj) at exit, every registered object before the
- * engine is destroyed, so a cache never outlives the engine its primitives belong to. */
+ * and aborts. In both builds, the registry of per-thread state: onednn_thread_register(obj,
+ * release) hands obj (one thread's buffers or primitive cache, on the heap) to release(obj) at
+ * exit, every registered object before the engine is destroyed, so a cache never outlives the
+ * engine its primitives belong to and a pool thread's buffers are not lost with the thread. */
 #ifndef PARNET_MATRIX_ONEDNN_INTERNAL_H
 #define PARNET_MATRIX_ONEDNN_INTERNAL_H
 
@@ -17,6 +18,8 @@ struct grow_buf {
     size_t bytes;
 };
 void *grow_buf_get(struct grow_buf *b, size_t bytes);
+
+void onednn_thread_register(void *obj, void (*release)(void *obj));
 
 #if HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -32,8 +35,6 @@ void *grow_buf_get(struct grow_buf *b, size_t bytes);
             abort();                                                                         \
         }                                                                                    \
     } while (0)
-
-void onednn_thread_register(void *obj, void (*release)(void *obj));
 #endif
 
 #endif

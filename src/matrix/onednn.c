@@ -5,6 +5,7 @@
 
 #include "matrix/onednn.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,57 @@ void onednn_from_bf16(struct cpu_mat dst, const uint16_t *src, int ld) {
     }
 }
 
+/* ---- every thread's state, freed at exit (onednn-internal.h) ---- */
+
+#if HAVE_DNNL
+static dnnl_engine_t engine;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+
+static void engine_create(void) { DNNL_CHECK(dnnl_engine_create(&engine, dnnl_cpu, 0)); }
+#endif
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct registered {
+    void *obj;
+    void (*release)(void *);
+    struct registered *next;
+} *registry;
+
+/* Every registered object, then the engine its primitives belong to. */
+static void registry_free(void) {
+    pthread_mutex_lock(&registry_lock);
+    for (struct registered *r = registry, *next; r; r = next) {
+        next = r->next;
+        r->release(r->obj);
+        free(r);
+    }
+    registry = NULL;
+    pthread_mutex_unlock(&registry_lock);
+#if HAVE_DNNL
+    if (engine) dnnl_engine_destroy(engine);
+    engine = NULL;
+#endif
+}
+
+void onednn_thread_register(void *obj, void (*release)(void *obj)) {
+#if HAVE_DNNL
+    /* the engine first: its library's exit handlers then run after registry_free */
+    pthread_once(&engine_once, engine_create);
+#endif
+    struct registered *r = xmalloc(sizeof *r);
+    r->obj = obj;
+    r->release = release;
+    pthread_mutex_lock(&registry_lock);
+    static int registered;
+    if (!registered) {
+        registered = 1;
+        atexit(registry_free);
+    }
+    r->next = registry;
+    registry = r;
+    pthread_mutex_unlock(&registry_lock);
+}
+
 /* ---- the bf16 layer product: kept copies, conversion, the split ---- */
 
 void *grow_buf_get(struct grow_buf *b, size_t bytes) {
@@ -136,30 +188,58 @@ struct kept {
     struct grow_buf buf;
 };
 enum { MAX_KEPT = 64 };
-static _Thread_local struct {
+
+/* The calling thread's buffers: on the heap and registered (onednn_thread_register), so that a
+ * pool thread's copies are freed at exit however the thread ended (a _Thread_local buffer's
+ * memory would be lost with its thread). */
+struct thread_bufs {
     unsigned epoch;
     int backward; /* a backward product ran in this epoch */
     int next;     /* the slot to take when every one holds a copy of this epoch */
     struct grow_buf scratch_a, scratch_b;
+    struct grow_buf share_copies; /* a transposed A's shares made dense (split_run) */
+    struct grow_buf f32_scaled;   /* a thin fp32 operand scaled by alpha (onednn_gemm_f32) */
     struct kept k[MAX_KEPT];
-} lp;
+};
 
-void onednn_layer_forward(void) {
-    if (!lp.backward) return;
-    lp.epoch++;
-    lp.backward = 0;
+static _Thread_local struct thread_bufs *my_bufs;
+
+static void bufs_release(void *p) {
+    struct thread_bufs *t = p;
+    free(t->scratch_a.p);
+    free(t->scratch_b.p);
+    free(t->share_copies.p);
+    free(t->f32_scaled.p);
+    for (int i = 0; i < MAX_KEPT; i++) free(t->k[i].buf.p);
+    free(t);
 }
 
-void onednn_layer_backward(void) { lp.backward = 1; }
+static struct thread_bufs *bufs(void) {
+    if (!my_bufs) {
+        my_bufs = xcalloc(1, sizeof *my_bufs);
+        onednn_thread_register(my_bufs, bufs_release);
+    }
+    return my_bufs;
+}
 
-static int kept_live(const struct kept *k) { return k->used && k->epoch == lp.epoch; }
+void onednn_layer_forward(void) {
+    struct thread_bufs *t = bufs();
+    if (!t->backward) return;
+    t->epoch++;
+    t->backward = 0;
+}
+
+void onednn_layer_backward(void) { bufs()->backward = 1; }
+
+static int kept_live(const struct kept *k) { return k->used && k->epoch == bufs()->epoch; }
 
 /* Forget kept copies whose memory c's rows overlap (c is about to be written). */
 void onednn_forget(struct cpu_mat c) {
     if (c.rows < 1 || c.cols < 1) return;
     const float *lo = c.data, *hi = c.data + (long)(c.rows - 1) * c.stride + c.cols;
+    struct thread_bufs *t = bufs();
     for (int i = 0; i < MAX_KEPT; i++) {
-        struct kept *k = &lp.k[i];
+        struct kept *k = &t->k[i];
         if (!kept_live(k)) continue;
         const float *klo = k->data, *khi = k->data + (long)(k->rows - 1) * k->stride + k->cols;
         if (klo < hi && lo < khi) k->used = 0;
@@ -173,8 +253,9 @@ static int kept_is(const struct kept *k, struct cpu_mat m) {
 
 /* This epoch's copy of m, or NULL. */
 static struct kept *kept_find(struct cpu_mat m) {
+    struct thread_bufs *t = bufs();
     for (int i = 0; i < MAX_KEPT; i++)
-        if (kept_is(&lp.k[i], m)) return &lp.k[i];
+        if (kept_is(&t->k[i], m)) return &t->k[i];
     return NULL;
 }
 
@@ -182,19 +263,20 @@ static struct kept *kept_find(struct cpu_mat m) {
  * turn but not the one holding `avoid` (the other operand's copy): a copy dropped early costs a
  * conversion, never a wrong result. */
 static struct kept *kept_slot(struct cpu_mat m, const void *avoid) {
+    struct thread_bufs *t = bufs();
     struct kept *k = kept_find(m);
     for (int i = 0; !k && i < MAX_KEPT; i++)
-        if (!kept_live(&lp.k[i])) k = &lp.k[i];
+        if (!kept_live(&t->k[i])) k = &t->k[i];
     while (!k || (k->buf.p && k->buf.p == avoid && !kept_is(k, m))) {
-        k = &lp.k[lp.next];
-        lp.next = (lp.next + 1) % MAX_KEPT;
+        k = &t->k[t->next];
+        t->next = (t->next + 1) % MAX_KEPT;
     }
     k->data = m.data;
     k->rows = m.rows;
     k->cols = m.cols;
     k->stride = m.stride;
     k->used = 1;
-    k->epoch = lp.epoch;
+    k->epoch = t->epoch;
     return k;
 }
 
@@ -246,10 +328,6 @@ struct split_job {
     char *a_dense;     /* a transposed A split over the pool: room for its shares' dense copies */
 };
 
-/* The calling thread's room for the dense copies of a transposed A's shares (split_run), grown
- * as needed and kept: owned by the caller, not by the pool's threads, which come and go. */
-static _Thread_local struct grow_buf share_copies;
-
 /* Share t of num: rows of C. oneDNN 2.6 runs its AMX (and AVX-512 brgemm) kernels only on dense
  * operands, so shares are by rows (a share by columns would have a C whose rows are longer than
  * its own: gemm:jit, measured 2-6x slower at these shapes), and a transposed A (the weight
@@ -284,7 +362,7 @@ static void split_run(struct split_job *j) {
         return;
     }
     if (j->trans_a)
-        j->a_dense = grow_buf_get(&share_copies, (size_t)j->k * j->c.rows * type_size(j->type));
+        j->a_dense = grow_buf_get(&bufs()->share_copies, (size_t)j->k * j->c.rows * type_size(j->type));
     parallel_run(split_part, j);
 }
 
@@ -295,12 +373,9 @@ void onednn_gemm_split(struct cpu_mat c, float alpha, int type, const void *a, i
     split_run(&j);
 }
 
-/* The calling thread's scaled copy of a thin fp32 operand (onednn_gemm_f32). */
-static _Thread_local struct grow_buf f32_scaled;
-
 /* m scaled by alpha into the calling thread's scratch, dense (ld = m.cols). */
 static struct cpu_mat scaled_copy(struct cpu_mat m, float alpha) {
-    float *p = grow_buf_get(&f32_scaled, (size_t)m.rows * m.cols * sizeof(float));
+    float *p = grow_buf_get(&bufs()->f32_scaled, (size_t)m.rows * m.cols * sizeof(float));
     struct cpu_mat d = {p, m.rows, m.cols, m.cols};
     for (int r = 0; r < m.rows; r++)
         for (int i = 0; i < m.cols; i++)
@@ -353,8 +428,9 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
     struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f};
     onednn_forget(c);
-    j.a16 = operand(a, keep_a, &lp.scratch_a, NULL, &j.conv_a);
-    j.b16 = operand(b, keep_b, &lp.scratch_b, j.a16, &j.conv_b);
+    struct thread_bufs *t = bufs();
+    j.a16 = operand(a, keep_a, &t->scratch_a, NULL, &j.conv_a);
+    j.b16 = operand(b, keep_b, &t->scratch_b, j.a16, &j.conv_b);
     /* alpha is a constant of a oneDNN primitive (below): one that changes every call (natural
      * gradient's scale) goes into the conversion of an operand made for this call only, the
      * smaller one, so the primitive stays cached. A kept copy is never scaled. */
@@ -374,15 +450,10 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
 }
 
 #if HAVE_DNNL
-#include <pthread.h>
 
 /* libgomp's, which oneDNN (Debian's build uses OpenMP) reads for its thread count. */
 void omp_set_num_threads(int n);
 
-static dnnl_engine_t engine;
-static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
-
-static void engine_create(void) { DNNL_CHECK(dnnl_engine_create(&engine, dnnl_cpu, 0)); }
 
 static const char *isa_name(dnnl_cpu_isa_t isa) {
     switch (isa) {
@@ -446,14 +517,7 @@ struct thread_cache {
 };
 
 static _Thread_local struct thread_cache *my_cache;
-static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER; /* the registry, the count */
-
-/* Every thread's registered state (onednn-internal.h), freed at exit before the engine. */
-static struct registered {
-    void *obj;
-    void (*release)(void *);
-    struct registered *next;
-} *registry;
+static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER; /* primitives_created */
 
 static void entry_release(struct gemm_entry *e) {
     dnnl_primitive_destroy(e->prim);
@@ -463,35 +527,6 @@ static void entry_release(struct gemm_entry *e) {
     if (e->bias) dnnl_memory_destroy(e->bias);
     dnnl_memory_destroy(e->scratch);
     memset(e, 0, sizeof *e);
-}
-
-static void registry_free(void) {
-    pthread_mutex_lock(&caches_lock);
-    for (struct registered *r = registry, *next; r; r = next) {
-        next = r->next;
-        r->release(r->obj);
-        free(r);
-    }
-    registry = NULL;
-    pthread_mutex_unlock(&caches_lock);
-    if (engine) dnnl_engine_destroy(engine);
-    engine = NULL;
-}
-
-void onednn_thread_register(void *obj, void (*release)(void *obj)) {
-    pthread_once(&engine_once, engine_create);
-    struct registered *r = xmalloc(sizeof *r);
-    r->obj = obj;
-    r->release = release;
-    pthread_mutex_lock(&caches_lock);
-    static int registered;
-    if (!registered) {
-        registered = 1;
-        atexit(registry_free);
-    }
-    r->next = registry;
-    registry = r;
-    pthread_mutex_unlock(&caches_lock);
 }
 
 static void cache_release(void *p) {
