@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # CNN training throughput, side by side in one run: samples/s of nnet-train on the Fashion-MNIST
-# CNN of egs/fashion-mnist/conf/cnn.config (plain SGD and natural gradient), of the same network in
-# PyTorch at its fastest setting (bench/torch_cnn.py), and the oneDNN bound of its convolutions
-# (bench/conv-bound.c: the convolution passes of one step alone, in oneDNN's preferred layouts).
+# CNN of bench/conf/cnn-small.config (plain SGD and natural gradient; the recipe's
+# egs/fashion-mnist/conf/cnn.config of 2026-12-02, frozen so that its twin stays a match), of the
+# same network in PyTorch at its fastest setting (bench/torch_cnn.py), and the oneDNN bound of its
+# convolutions (bench/conv-bound.c: the convolution passes of one step alone, in oneDNN's
+# preferred layouts).
 # fp32, and bf16 where the CPU has AVX512-BF16 or AMX (n/a otherwise).
 # Every figure is the median of --repeats rounds; within a round the configurations run one after
 # another, so load from other jobs spreads over all of them; ratios are the median over rounds of
@@ -30,17 +32,17 @@ make -s -C "$top" all >/dev/null
 cc -std=c11 -D_GNU_SOURCE -O2 "$top/bench/conv-bound.c" -ldnnl -o "$top/build/bench/conv-bound"
 /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "$0: needs python3-torch" >&2; exit 1; }
 
-# The recipe's network, max-change off (the step itself is measured, as PyTorch's plain SGD), and
+# The benchmark's network, max-change off (the step itself is measured, as PyTorch's plain SGD), and
 # its plain-SGD twin (no natural gradient anywhere).
 sed -e '/^#/d' -e 's/$/ max-change=0/' -e '/^RectifiedLinear\|^MaxPooling\|^BatchNorm\|^Softmax/s/ max-change=0//' \
-    "$top/egs/fashion-mnist/conf/cnn.config" >$work/ng.config
+    "$top/bench/conf/cnn-small.config" >$work/ng.config
 sed -e 's/NaturalGradientAffineComponent/AffineComponent/' \
     -e '/^ConvolutionComponent/s/$/ use-natural-gradient=false/' $work/ng.config >$work/plain.config
 nnet-init $work/ng.config $work/ng.mdl 2>/dev/null
 nnet-init $work/plain.config $work/plain.mdl 2>/dev/null
 count=4000
 make_egs 784 10 $count $work/data
-# The convolutions of conf/cnn.config as conv-bound layers (H,W,C,F,KH,KW,PAD)
+# The convolutions of cnn-small.config as conv-bound layers (H,W,C,F,KH,KW,PAD)
 layers="28,28,1,32,3,3,1 14,14,32,64,3,3,1"
 bf16=true
 bf16_runs $work/plain.mdl $work/data.egs || bf16=false
@@ -118,7 +120,7 @@ for mb in $mbs; do
 done
 head="| mb | threads | parnet fp32 | parnet fp32 NG | PyTorch fp32 | conv bound fp32 | parnet bf16 | parnet bf16 NG | PyTorch bf16 autocast | conv bound bf16 | fp32/PyTorch | fp32/bound | NG/plain fp32 | bf16/PyTorch | bf16/bound | PyTorch setting fp32 bf16 |
 |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-echo "Fashion-MNIST CNN (egs/fashion-mnist/conf/cnn.config), wall-clock samples/s:"; echo; echo "$head"
+echo "Fashion-MNIST CNN (bench/conf/cnn-small.config), wall-clock samples/s:"; echo; echo "$head"
 printf '%s\n' "${rows_wall[@]}"; echo
 echo "CPU-time samples/s (per threads x CPU-second):"; echo; echo "$head"
 printf '%s\n' "${rows_cpu[@]}"; echo

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The PyTorch peer for bench/cnn-throughput.sh: SGD training throughput of the Fashion-MNIST CNN
-of egs/fashion-mnist/conf/cnn.config on random 28 x 28 images, CPU only. Prints one line:
+of bench/conf/cnn-small.config on random 28 x 28 images, CPU only. Prints one line:
 "samples_per_sec=X cpu_samples_per_sec=Y".
 
 Usage: torch_cnn.py --minibatch 128 --threads 1 [--seconds 5] [--autocast bf16]
