@@ -121,10 +121,9 @@ void cuda_row_argmax(struct cuda_mat m, int *out);
 
 /* ---- row-wise (rowwise.cu): softmax and normalize; dst may alias src ---- */
 void cuda_softmax_rows(struct cuda_mat dst, struct cuda_mat src, int log_softmax);
+/* in_deriv from the forward output and out_deriv; log_softmax: out_value is log-softmax's */
 void cuda_diff_softmax(struct cuda_mat in_deriv, struct cuda_mat out_value,
-                       struct cuda_mat out_deriv);
-void cuda_diff_log_softmax(struct cuda_mat in_deriv, struct cuda_mat out_value,
-                           struct cuda_mat out_deriv);
+                       struct cuda_mat out_deriv, int log_softmax);
 void cuda_normalize_rows(struct cuda_mat dst, struct cuda_mat src);
 void cuda_diff_normalize_rows(struct cuda_mat in_deriv, struct cuda_mat in_value,
                               struct cuda_mat out_deriv);
