@@ -175,6 +175,8 @@ struct minibatch_set {
     struct egs_minibatch *mbs; /* (num) host copies */
     int num, num_egs;
     double total_weight; /* sum of label weights */
+    struct matrix dev_input, deriv; /* minibatch_set_forward's: the input on the device, and
+                                     * d objective / d output of the last minibatch forwarded */
 };
 /* Read up to max_examples examples of rspec in minibatches of minibatch_size, trimmed to n's
  * context, checked by minibatch_check. 0, or -1 with error_set (the set is then still released
@@ -183,9 +185,8 @@ int minibatch_set_load(struct minibatch_set *s, const char *rspec, int minibatch
                        int max_examples, struct nnet *n);
 void minibatch_set_release(struct minibatch_set *s);
 /* Forward minibatch b of the set through n (copied to the device when there is one); returns the
- * objective sum and leaves d objective / d output in deriv. */
-double minibatch_set_forward(struct minibatch_set *s, int b, struct nnet *n,
-                             struct matrix *dev_input, struct matrix *deriv);
+ * objective sum and leaves d objective / d output in s->deriv (for nnet_backward). */
+double minibatch_set_forward(struct minibatch_set *s, int b, struct nnet *n);
 
 /* ======== sync: synchronous data-parallel training (nnet-train-mpi) ======== */
 /* sync: synchronous data-parallel training (nnet-train-mpi), a training loop beside train_sgd.
