@@ -150,12 +150,15 @@ int matrix_cli_apply_ranks(const struct matrix_cli *mc, int rank, int local_rank
  * GPUs (NCCL with make CUDA=1; the program links -lnccl). matrix_device_comm_new is collective
  * (after matrix_cli_apply_ranks): rank 0 draws the communicator's id, bcast(ctx, buf, bytes)
  * hands it to the others. *out is NULL where the ranks compute on the CPU (their buffers are on
- * the host: the caller sums them itself). 0, or -1 with error_set. matrix_device_comm_sum: data
- * (on the compute device) summed over the processes in place. */
+ * the host: the caller sums them itself). 0, or -1 with error_set. matrix_device_comm_sum: count
+ * floats at data, which live on `device` (the ->device of the vector or matrix they belong to),
+ * summed over the processes in place where that is the GPU: 0, or -1 with error_set; 1 where it
+ * is the host, which the caller then sums itself (c may be NULL there). The choice by device is
+ * this layer's (docs/STYLE.md §4): a caller never tests it. */
 struct matrix_device_comm;
 int matrix_device_comm_new(struct matrix_device_comm **out, int rank, int size,
                            void (*bcast)(void *ctx, void *buf, int bytes), void *ctx);
-int matrix_device_comm_sum(struct matrix_device_comm *c, float *data, size_t count);
+int matrix_device_comm_sum(struct matrix_device_comm *c, float *data, size_t count, int device);
 void matrix_device_comm_free(struct matrix_device_comm *c);
 int matrix_get_precision(void); /* enum matrix_precision */
 /* 0 when --precision=bf16 can run here, else -1 with error_set saying why (see above). */

@@ -271,8 +271,9 @@ struct train_comm {
     int rank, size;
     void *ctx;
     /* In place over all ranks: data[i] = op over ranks of data[i], count elements of type.
-     * device: where data lives (MATRIX_GPU only for COMM_FLOAT). Every rank must receive bitwise
-     * the same result. Returns 0, or -1 (error_set). */
+     * device: where data lives (MATRIX_GPU only for COMM_FLOAT and COMM_SUM); pass it on to
+     * matrix_device_comm_sum, which sums device data there and leaves host data to the caller.
+     * Every rank must receive bitwise the same result. Returns 0, or -1 (error_set). */
     int (*allreduce)(void *ctx, void *data, size_t count, enum comm_type type, enum comm_op op,
                      int device);
     /* The ranks of this rank's group for hierarchical averaging (train_sync_options.group_size:
