@@ -36,8 +36,7 @@
 typedef float vf __attribute__((vector_size(VL * sizeof(float))));
 #define UNROLL _Pragma("GCC unroll 16")
 
-/* a + b c, fused where the target has FMA (ISO C mode does not contract a + b * c itself); a - b c
- * is vfma(a, -b, c), the same to the bit (negation is exact, signed zeros included). */
+/* a + b c, fused where the target has FMA (ISO C mode does not contract a + b * c itself). */
 static inline vf vfma(vf a, vf b, vf c) {
 #if defined(__AVX512F__)
     return (vf)_mm512_fmadd_ps((__m512)b, (__m512)c, (__m512)a);
@@ -45,6 +44,16 @@ static inline vf vfma(vf a, vf b, vf c) {
     return (vf)_mm256_fmadd_ps((__m256)b, (__m256)c, (__m256)a);
 #else
     return a + b * c;
+#endif
+}
+/* a - b c */
+static inline vf vfnma(vf a, vf b, vf c) {
+#if defined(__AVX512F__)
+    return (vf)_mm512_fnmadd_ps((__m512)b, (__m512)c, (__m512)a);
+#elif defined(__FMA__)
+    return (vf)_mm256_fnmadd_ps((__m256)b, (__m256)c, (__m256)a);
+#else
+    return a - b * c;
 #endif
 }
 
@@ -150,9 +159,9 @@ static inline __attribute__((always_inline)) void pass_x(const struct project *p
             for (int c = 0; c < CV; c++) wv[c] = vload(wr + c * VL);
             UNROLL
             for (int i = 0; i < nr; i++) {
-                vf nh = -vsplat(h[i][r]); /* x -= h w */
+                vf hv = vsplat(h[i][r]);
                 UNROLL
-                for (int c = 0; c < CV; c++) acc[i][c] = vfma(acc[i][c], nh, wv[c]);
+                for (int c = 0; c < CV; c++) acc[i][c] = vfnma(acc[i][c], hv, wv[c]);
             }
         }
         UNROLL
@@ -173,7 +182,7 @@ static inline __attribute__((always_inline)) void pass_x(const struct project *p
         for (int r = 0; r < R; r++) {
             vf wv = vload(cpu_row(p->w, r) + k);
             UNROLL
-            for (int i = 0; i < nr; i++) acc[i] = vfma(acc[i], -vsplat(h[i][r]), wv);
+            for (int i = 0; i < nr; i++) acc[i] = vfnma(acc[i], vsplat(h[i][r]), wv);
         }
         UNROLL
         for (int i = 0; i < nr; i++) {
