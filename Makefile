@@ -5,7 +5,7 @@
 #   make fuzz             libFuzzer targets for every reader (clang), in build/fuzz/
 #   make fuzz-long FUZZ_SECONDS=3600   run each target that long (tests/fuzz/fuzz-long.sh)
 #   make ARCH=x86-64-v2   portable code (no AVX-512): what valgrind can run (make valgrind-test)
-#   make CUDA=1           adds the GPU backend (nvcc, cuBLAS) from src/cuda/
+#   make CUDA=1           adds the GPU backend (nvcc, cuBLAS, cuDNN) from src/cuda/
 #   make DEBUG=1          -O0 -g
 #   make DNNL=0           without oneDNN (found and used by default: --precision=bf16)
 CUDA ?= 0
@@ -55,8 +55,8 @@ endif
 
 ifeq ($(CUDA),1)
   CFLAGS_CUDA := -DHAVE_CUDA=1 -I$(CUDA_HOME)/include
-  # The rpath lets programs find libcudart/libcublas without LD_LIBRARY_PATH.
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+  # The rpath lets programs find libcudart/libcublas/libcudnn without LD_LIBRARY_PATH.
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart -lstdc++
   BUILD := $(BUILD)-cuda
 endif
 # Machine code for Turing (T4), Ampere (A100) and Hopper (H100/H200), plus PTX that newer GPUs

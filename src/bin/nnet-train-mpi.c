@@ -63,9 +63,9 @@ struct mpi_ctx {
 
 static int mpi_allreduce_now(struct mpi_ctx *c, void *data, size_t count, enum comm_type type,
                              enum comm_op op, int device) {
-    if (device != MATRIX_CPU) {
-        ASSERT(type == COMM_FLOAT && op == COMM_SUM);
-        return matrix_device_comm_sum(c->device, data, count);
+    if (type == COMM_FLOAT && op == COMM_SUM) { /* where data is on the GPU, summed there */
+        int rc = matrix_device_comm_sum(c->device, data, count, device);
+        if (rc != 1) return rc;
     }
     MPI_Datatype t = type == COMM_FLOAT    ? MPI_FLOAT
                      : type == COMM_DOUBLE ? MPI_DOUBLE

@@ -6,7 +6,8 @@
  *
  * Plain C, no CUDA types: the .cu files implement it with the CUDA runtime and cuBLAS, one file
  * per family (device.cu: device choice, allocator, copies; blas.cu: cuBLAS; elementwise.cu;
- * reduce.cu; rowwise.cu: softmax and normalize; splice.cu: splicing and sparse access).
+ * reduce.cu; rowwise.cu: softmax and normalize; splice.cu: splicing and sparse access; conv.c
+ * and conv.cu: convolution, pooling and batch norm on cuDNN).
  *
  * Matrices are passed as struct cuda_mat, a row-major strided view of device memory: element
  * (r, c) at data[r * stride + c]. A vector is the 1 x dim matrix {data, 1, dim, dim}; a
@@ -25,6 +26,8 @@
 #define PARNET_CUDA_CUDA_H
 
 #include <stddef.h>
+
+#include "matrix/conv-geometry.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -121,10 +124,9 @@ void cuda_row_argmax(struct cuda_mat m, int *out);
 
 /* ---- row-wise (rowwise.cu): softmax and normalize; dst may alias src ---- */
 void cuda_softmax_rows(struct cuda_mat dst, struct cuda_mat src, int log_softmax);
+/* in_deriv from the forward output and out_deriv; log_softmax: out_value is log-softmax's */
 void cuda_diff_softmax(struct cuda_mat in_deriv, struct cuda_mat out_value,
-                       struct cuda_mat out_deriv);
-void cuda_diff_log_softmax(struct cuda_mat in_deriv, struct cuda_mat out_value,
-                           struct cuda_mat out_deriv);
+                       struct cuda_mat out_deriv, int log_softmax);
 void cuda_normalize_rows(struct cuda_mat dst, struct cuda_mat src);
 void cuda_diff_normalize_rows(struct cuda_mat in_deriv, struct cuda_mat in_value,
                               struct cuda_mat out_deriv);
@@ -136,6 +138,35 @@ void cuda_add_splice_backward(struct cuda_mat src_deriv, struct cuda_mat dst_der
 void cuda_add_at(struct cuda_mat m, float alpha, int n, const int *rows, const int *cols,
                  const float *values);
 void cuda_get_at(struct cuda_mat m, int n, const int *rows, const int *cols, float *out);
+
+/* ---- images in rows (conv.c: cuDNN; conv.cu: the patch matrix and a per-channel scale) ----
+ * Shapes as matrix.h's "images in rows" (NHWC, filters OHWI), g already checked by
+ * matrix_conv_setup, every image matrix dense (stride == cols). cuDNN runs in fp32 arithmetic
+ * (CUDNN_FMA_MATH: no TF32) and picks deterministic algorithms only. */
+void cuda_conv_forward(struct cuda_mat out, struct cuda_mat in, struct cuda_mat w, const float *b,
+                       const struct matrix_conv *g);
+void cuda_conv_backward_data(struct cuda_mat in_deriv, struct cuda_mat out_deriv,
+                             struct cuda_mat w, const struct matrix_conv *g);
+/* dw = alpha dL/dw + beta dw, db likewise (beta 0 or 1) */
+void cuda_conv_backward_weights(struct cuda_mat dw, float *db, float alpha, struct cuda_mat in,
+                                struct cuda_mat out_deriv, const struct matrix_conv *g,
+                                float beta);
+void cuda_conv_patches(struct cuda_mat patches, struct cuda_mat in, const struct matrix_conv *g);
+void cuda_max_pool_forward(struct cuda_mat out, struct cuda_mat in, const struct matrix_conv *g);
+void cuda_max_pool_backward(struct cuda_mat in_deriv, struct cuda_mat in,
+                            struct cuda_mat out_deriv, const struct matrix_conv *g);
+/* Batch norm without scale and offset over `channels` (every column c % channels one channel):
+ * train: mean and var (biased) of the batch written, then used; else the given ones used. */
+void cuda_batch_norm_forward(struct cuda_mat out, struct cuda_mat in, int channels, float eps,
+                             float *mean, float *var, int train);
+void cuda_batch_norm_backward(struct cuda_mat in_deriv, struct cuda_mat in,
+                              struct cuda_mat out_deriv, int channels, float eps,
+                              const float *mean, const float *var, int train);
+/* m's column c times (var[c % channels] + eps)^-1/2 (conv.cu; batch norm with fixed statistics) */
+void cuda_scale_by_inv_std(struct cuda_mat dst, struct cuda_mat src, int channels,
+                           const float *var, float eps);
+/* Destroy the cuDNN handle (cuda_device_release calls it). */
+void cuda_dnn_release(void);
 
 /* ---- sums across processes (comm.c: NCCL; only nnet-train-mpi links it, with -lnccl) ----
  * cuda_comm_new is collective over the size processes: rank 0 draws the communicator's id and

@@ -224,6 +224,7 @@ void cuda_device_release(void) {
     }
     cublasDestroy(g_blas);
     g_blas = NULL;
+    cuda_dnn_release();
     /* Blocks still live belong to matrices never released; the context's end frees them. */
     g_device = -1;
 }

@@ -64,18 +64,10 @@ __global__ void k_diff_softmax(struct cuda_mat d, struct cuda_mat y, struct cuda
 }
 
 void cuda_diff_softmax(struct cuda_mat in_deriv, struct cuda_mat out_value,
-                       struct cuda_mat out_deriv) {
+                       struct cuda_mat out_deriv, int log_softmax) {
     if (mat_empty(out_value)) return;
     k_diff_softmax<<<row_blocks(out_value.rows), row_threads(out_value.cols)>>>(
-        in_deriv, out_value, out_deriv, 0);
-    LAUNCH_CHECK();
-}
-
-void cuda_diff_log_softmax(struct cuda_mat in_deriv, struct cuda_mat out_value,
-                           struct cuda_mat out_deriv) {
-    if (mat_empty(out_value)) return;
-    k_diff_softmax<<<row_blocks(out_value.rows), row_threads(out_value.cols)>>>(
-        in_deriv, out_value, out_deriv, 1);
+        in_deriv, out_value, out_deriv, log_softmax);
     LAUNCH_CHECK();
 }
 

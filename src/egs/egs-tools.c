@@ -337,6 +337,15 @@ static int open_pair(struct table_reader *r, const char *in_rspec, struct table_
     return 0;
 }
 
+/* The start of a pass of the tools below: the counts zeroed, the draws seeded, the archives
+ * opened (open_pair). */
+static int open_pass(struct egs_stats *st, struct rng *g, uint64_t srand, struct table_reader *r,
+                     const char *in_rspec, struct table_writer *w, const char *out_wspec) {
+    memset(st, 0, sizeof *st);
+    rng_seed(g, srand);
+    return open_pair(r, in_rspec, w, out_wspec);
+}
+
 /* Read every example of r into a new array *items (*n of them; the caller releases them): 0, or -1
  * (error_set) on a read error or, with need_label, at the first example without a first label. */
 static int read_items(struct table_reader *r, const char *in_rspec, int need_label,
@@ -367,12 +376,10 @@ static int read_items(struct table_reader *r, const char *in_rspec, int need_lab
 int egs_shuffle(const char *in_rspec, const char *out_wspec, int buffer_size, uint64_t srand,
                 struct egs_stats *st) {
     ASSERT(buffer_size >= 0);
-    memset(st, 0, sizeof *st);
     struct table_reader r;
     struct table_writer w;
-    if (open_pair(&r, in_rspec, &w, out_wspec)) return -1;
     struct rng g;
-    rng_seed(&g, srand);
+    if (open_pass(st, &g, srand, &r, in_rspec, &w, out_wspec)) return -1;
     struct example eg;
     example_init(&eg);
     struct item *items = NULL;
@@ -432,12 +439,10 @@ int egs_shuffle(const char *in_rspec, const char *out_wspec, int buffer_size, ui
 int egs_shuffle_balanced(const char *in_rspec, const char *out_wspec, int per_class, int group,
                          uint64_t srand, struct egs_stats *st) {
     ASSERT(per_class >= 1 && group >= 1);
-    memset(st, 0, sizeof *st);
     struct table_reader r;
     struct table_writer w;
-    if (open_pair(&r, in_rspec, &w, out_wspec)) return -1;
     struct rng g;
-    rng_seed(&g, srand);
+    if (open_pass(st, &g, srand, &r, in_rspec, &w, out_wspec)) return -1;
     struct item *items;
     size_t n;
     int rc = read_items(&r, in_rspec, 1, &items, &n), max_class = -1;
@@ -599,10 +604,10 @@ int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, i
              uint64_t srand, double keep_proportion, int compress, int frame,
              struct egs_stats *st) {
     ASSERT(num_out >= 1 && keep_proportion >= 0 && frame >= EGS_FRAME_RANDOM);
-    memset(st, 0, sizeof *st);
     struct table_reader r;
     struct table_writer dummy;
-    if (open_pair(&r, in_rspec, &dummy, NULL)) return -1;
+    struct rng g;
+    if (open_pass(st, &g, srand, &r, in_rspec, &dummy, NULL)) return -1;
     struct table_writer *w = xcalloc((size_t)num_out, sizeof *w);
     int rc = 0, got = 0, opened = 0;
     for (; opened < num_out; opened++)
@@ -610,8 +615,6 @@ int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, i
             rc = error_wrap("cannot open '%s': ", out_wspecs[opened]);
             break;
         }
-    struct rng g;
-    rng_seed(&g, srand);
     struct copy_ctx c = {w, compress,
                          compress == EGS_COMPRESS_8BIT || compress == EGS_COMPRESS_16BIT ||
                              compress == EGS_COMPRESS_KALDI,
@@ -682,12 +685,10 @@ int egs_copy(const char *in_rspec, const char *const *out_wspecs, int num_out, i
 int egs_subset(const char *in_rspec, const char *out_wspec, int n, uint64_t srand,
                int randomize_order, struct egs_stats *st) {
     ASSERT(n >= 0);
-    memset(st, 0, sizeof *st);
     struct table_reader r;
     struct table_writer w;
-    if (open_pair(&r, in_rspec, &w, out_wspec)) return -1;
     struct rng g;
-    rng_seed(&g, srand);
+    if (open_pass(st, &g, srand, &r, in_rspec, &w, out_wspec)) return -1;
     /* The reservoir grows as examples arrive: --n far above the archive's size costs nothing. */
     int cap = n < 1024 ? (n ? n : 1) : 1024;
     struct item *items = xcalloc((size_t)cap, sizeof *items);

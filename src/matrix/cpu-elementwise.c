@@ -362,6 +362,8 @@ void cpu_diff_pnorm(struct cpu_mat in_deriv, struct cpu_mat in_value, struct cpu
 
 /* ---- row-wise: softmax, log-softmax, normalize ---- */
 
+/* Each row less its maximum, y = x - max(x); then softmax: exp(y) / sum(exp(y)), or log-softmax
+ * (a->which): y - log(sum(exp(y))). */
 static double softmax_k(const struct cpu_args *a) {
     struct cpu_mat dst = a->m[0], src = a->m[1];
     int n = src.cols;
@@ -369,68 +371,47 @@ static double softmax_k(const struct cpu_args *a) {
         const float *x = cpu_row(src, r);
         float *y = cpu_row(dst, r);
         float mx = row_max(x, n);
-        for (int c = 0; c < n; c++) y[c] = exp_f(x[c] - mx);
-        float inv = (float)(1.0 / sum_f64(y, n)); /* >= 1 term equals 1, so no division by 0 */
-        for (int c = 0; c < n; c++) y[c] *= inv;
-    }
-    return 0;
-}
-
-static double log_softmax_k(const struct cpu_args *a) {
-    struct cpu_mat dst = a->m[0], src = a->m[1];
-    int n = src.cols;
-    for (int r = 0; r < src.rows; r++) {
-        const float *x = cpu_row(src, r);
-        float *y = cpu_row(dst, r);
-        float mx = row_max(x, n);
-        for (int c = 0; c < n; c++) y[c] = x[c] - mx;
-        float lse = (float)log(sum_exp(y, n));
-        for (int c = 0; c < n; c++) y[c] -= lse;
+        if (a->which) {
+            for (int c = 0; c < n; c++) y[c] = x[c] - mx;
+            float lse = (float)log(sum_exp(y, n));
+            for (int c = 0; c < n; c++) y[c] -= lse;
+        } else {
+            for (int c = 0; c < n; c++) y[c] = exp_f(x[c] - mx);
+            float inv = (float)(1.0 / sum_f64(y, n)); /* >= 1 term equals 1: no division by 0 */
+            for (int c = 0; c < n; c++) y[c] *= inv;
+        }
     }
     return 0;
 }
 
 void cpu_softmax_rows(struct cpu_mat dst, struct cpu_mat src, int log_softmax) {
-    struct cpu_args a = {.m = {dst, src}, .n = 2};
-    cpu_split_rows(log_softmax ? log_softmax_k : softmax_k, &a);
+    struct cpu_args a = {.m = {dst, src}, .n = 2, .which = log_softmax};
+    cpu_split_rows(softmax_k, &a);
 }
 
-/* in_deriv[r] = y[r] .* (g[r] - <g[r], y[r]>) */
+/* softmax: in_deriv[r] = y[r] .* (g[r] - <g[r], y[r]>);
+ * log-softmax (a->which; y = z, the log-probabilities): in_deriv[r] = g[r] - exp(z[r]) sum(g[r]) */
 static double diff_softmax_k(const struct cpu_args *a) {
     struct cpu_mat out_value = a->m[1];
     int n = out_value.cols;
     for (int r = 0; r < out_value.rows; r++) {
         const float *y = cpu_row(out_value, r), *g = cpu_row(a->m[2], r);
         float *d = cpu_row(a->m[0], r);
-        float dot = (float)dot_f64(g, y, n);
-        for (int c = 0; c < n; c++) d[c] = y[c] * (g[c] - dot);
+        if (a->which) {
+            float sum = (float)sum_f64(g, n);
+            for (int c = 0; c < n; c++) d[c] = g[c] - exp_f(y[c]) * sum;
+        } else {
+            float dot = (float)dot_f64(g, y, n);
+            for (int c = 0; c < n; c++) d[c] = y[c] * (g[c] - dot);
+        }
     }
     return 0;
 }
 
-void cpu_diff_softmax(struct cpu_mat in_deriv, struct cpu_mat out_value,
-                      struct cpu_mat out_deriv) {
-    struct cpu_args a = {.m = {in_deriv, out_value, out_deriv}, .n = 3};
+void cpu_diff_softmax(struct cpu_mat in_deriv, struct cpu_mat out_value, struct cpu_mat out_deriv,
+                      int log_softmax) {
+    struct cpu_args a = {.m = {in_deriv, out_value, out_deriv}, .n = 3, .which = log_softmax};
     cpu_split_rows(diff_softmax_k, &a);
-}
-
-/* in_deriv[r] = g[r] - exp(z[r]) * sum(g[r]) */
-static double diff_log_softmax_k(const struct cpu_args *a) {
-    struct cpu_mat out_value = a->m[1];
-    int n = out_value.cols;
-    for (int r = 0; r < out_value.rows; r++) {
-        const float *z = cpu_row(out_value, r), *g = cpu_row(a->m[2], r);
-        float *d = cpu_row(a->m[0], r);
-        float sum = (float)sum_f64(g, n);
-        for (int c = 0; c < n; c++) d[c] = g[c] - exp_f(z[c]) * sum;
-    }
-    return 0;
-}
-
-void cpu_diff_log_softmax(struct cpu_mat in_deriv, struct cpu_mat out_value,
-                          struct cpu_mat out_deriv) {
-    struct cpu_args a = {.m = {in_deriv, out_value, out_deriv}, .n = 3};
-    cpu_split_rows(diff_log_softmax_k, &a);
 }
 
 /* Kaldi's kNormFloor: 2^-66 on the mean square, whose square root 2^-33 is exact in float. */

@@ -36,26 +36,21 @@
 typedef float vf __attribute__((vector_size(VL * sizeof(float))));
 #define UNROLL _Pragma("GCC unroll 16")
 
-/* a + b c, fused where the target has FMA (ISO C mode does not contract a + b * c itself). */
-static inline vf vfma(vf a, vf b, vf c) {
+/* a + b c, or a - b c when `minus` (a constant wherever it is inlined), fused where the target has
+ * FMA (ISO C mode does not contract a + b * c itself). */
+static inline vf vfma_pm(vf a, vf b, vf c, int minus) {
 #if defined(__AVX512F__)
-    return (vf)_mm512_fmadd_ps((__m512)b, (__m512)c, (__m512)a);
+    return minus ? (vf)_mm512_fnmadd_ps((__m512)b, (__m512)c, (__m512)a)
+                 : (vf)_mm512_fmadd_ps((__m512)b, (__m512)c, (__m512)a);
 #elif defined(__FMA__)
-    return (vf)_mm256_fmadd_ps((__m256)b, (__m256)c, (__m256)a);
+    return minus ? (vf)_mm256_fnmadd_ps((__m256)b, (__m256)c, (__m256)a)
+                 : (vf)_mm256_fmadd_ps((__m256)b, (__m256)c, (__m256)a);
 #else
-    return a + b * c;
+    return minus ? a - b * c : a + b * c;
 #endif
 }
-/* a - b c */
-static inline vf vfnma(vf a, vf b, vf c) {
-#if defined(__AVX512F__)
-    return (vf)_mm512_fnmadd_ps((__m512)b, (__m512)c, (__m512)a);
-#elif defined(__FMA__)
-    return (vf)_mm256_fnmadd_ps((__m256)b, (__m256)c, (__m256)a);
-#else
-    return a - b * c;
-#endif
-}
+static inline vf vfma(vf a, vf b, vf c) { return vfma_pm(a, b, c, 0); }
+static inline vf vfnma(vf a, vf b, vf c) { return vfma_pm(a, b, c, 1); }
 
 #define RB 4 /* rows of X per block */
 #define RW 4 /* rows of W per register block of pass 1 */

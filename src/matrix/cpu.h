@@ -140,10 +140,9 @@ void cpu_diff_pnorm(struct cpu_mat in_deriv, struct cpu_mat in_value, struct cpu
                     struct cpu_mat out_deriv, int group, float p);
 /* row-wise; dst may alias src */
 void cpu_softmax_rows(struct cpu_mat dst, struct cpu_mat src, int log_softmax);
-void cpu_diff_softmax(struct cpu_mat in_deriv, struct cpu_mat out_value,
-                      struct cpu_mat out_deriv);
-void cpu_diff_log_softmax(struct cpu_mat in_deriv, struct cpu_mat out_value,
-                          struct cpu_mat out_deriv);
+/* in_deriv from the forward output and out_deriv; log_softmax: out_value is log-softmax's */
+void cpu_diff_softmax(struct cpu_mat in_deriv, struct cpu_mat out_value, struct cpu_mat out_deriv,
+                      int log_softmax);
 void cpu_normalize_rows(struct cpu_mat dst, struct cpu_mat src);
 void cpu_diff_normalize_rows(struct cpu_mat in_deriv, struct cpu_mat in_value,
                              struct cpu_mat out_deriv);

@@ -6,8 +6,10 @@
  *   2. one dispatch line, handing the operands to the GPU backend (src/cuda/cuda.h) or the CPU
  *      backend (src/matrix/cpu.h), which have a kernel of the same name each:
  *          DISPATCH(GPU2(m, a), cuda_add(CM(m), alpha, CM(a)), cpu_add(KM(m), alpha, KM(a)));
- *          return DISPATCH_VALUE(GPU1(m), cuda_reduce(CUDA_SUM, CM(m), CM(m)),
- *                                cpu_reduce(CPU_SUM, KM(m), KM(m)));
+ *          return DISPATCH_VALUE(GPU2(a, b), cuda_reduce(op, CM(a), CM(b)),
+ *                                cpu_reduce(op, KM(a), KM(b)));
+ * A family of operations that differ only in a kernel's kind (the nonlinearities, softmax and
+ * log-softmax, the reductions) shares one static helper holding that line, which takes the kind.
  * Threading, loops and BLAS calls live in the kernels. Built without CUDA the first call
  * vanishes (cuda.h is not even included), so no operation carries an #if HAVE_CUDA of its own;
  * the only ones left are storage (matrix.c alloc_on/free_on). A GPU path composed of several
@@ -79,29 +81,36 @@ static inline int matrix_either_on_gpu(int d0, int d1) {
 #define GPU3(a, b, c) matrix_on_gpu((a)->device, (b)->device, (c)->device, -1)
 #define GPU4(a, b, c, d) matrix_on_gpu((a)->device, (b)->device, (c)->device, (d)->device)
 
-/* The backends' views of a matrix, and of a vector as a 1 x dim matrix: CM/CV for cuda.h,
- * KM/KV for cpu.h. */
-static inline struct cpu_mat cpu_mat_of(const struct matrix *m) {
-    struct cpu_mat c = {m->data, m->rows, m->cols, m->stride};
-    return c;
+/* A vector as a 1 x dim matrix (a view): a vector operation that a matrix one covers goes through
+ * it (matrix.c: the reductions), and so do the backends' views of a vector. */
+static inline struct matrix vector_as_row(const struct vector *v) {
+    struct matrix m = {v->data, 1, v->dim, v->dim, v->device, 0};
+    return m;
 }
-static inline struct cpu_mat cpu_vec_of(const struct vector *v) {
-    struct cpu_mat c = {v->data, 1, v->dim, v->dim};
-    return c;
+
+/* The backends' views of a matrix, and of a vector (its row): CM/CV for cuda.h, KM/KV for cpu.h. */
+static inline struct cpu_mat cpu_mat_of(struct matrix m) {
+    return (struct cpu_mat){m.data, m.rows, m.cols, m.stride};
 }
-#define KM(m) cpu_mat_of(m)
-#define KV(v) cpu_vec_of(v)
+#define KM(m) cpu_mat_of(*(m))
+#define KV(v) cpu_mat_of(vector_as_row(v))
 #if HAVE_CUDA
-static inline struct cuda_mat cuda_mat_of(const struct matrix *m) {
-    struct cuda_mat c = {m->data, m->rows, m->cols, m->stride};
-    return c;
+static inline struct cuda_mat cuda_mat_of(struct matrix m) {
+    return (struct cuda_mat){m.data, m.rows, m.cols, m.stride};
 }
-static inline struct cuda_mat cuda_vec_of(const struct vector *v) {
-    struct cuda_mat c = {v->data, 1, v->dim, v->dim};
-    return c;
-}
-#define CM(m) cuda_mat_of(m)
-#define CV(v) cuda_vec_of(v)
+#define CM(m) cuda_mat_of(*(m))
+#define CV(v) cuda_mat_of(vector_as_row(v))
+/* The backends number their nonlinearities and reductions alike, so that one kind (cpu.h's
+ * name) fills both slots of a dispatch (matrix-ops.c nonlin, matrix.c reduce). */
+#define SAME_KIND(a, b) ((int)(a) == (int)(b))
+_Static_assert(SAME_KIND(CPU_SIGMOID, CUDA_SIGMOID) && SAME_KIND(CPU_TANH, CUDA_TANH) &&
+                   SAME_KIND(CPU_RELU, CUDA_RELU),
+               "enum cpu_nonlin and enum cuda_nonlin differ");
+_Static_assert(SAME_KIND(CPU_SUM, CUDA_SUM) && SAME_KIND(CPU_SUM_SQ, CUDA_SUM_SQ) &&
+                   SAME_KIND(CPU_DOT, CUDA_DOT) && SAME_KIND(CPU_DOT_TRANS, CUDA_DOT_TRANS) &&
+                   SAME_KIND(CPU_TRACE, CUDA_TRACE) && SAME_KIND(CPU_NONFINITE, CUDA_NONFINITE),
+               "enum cpu_reduce_op and enum cuda_reduce_op differ");
+#undef SAME_KIND
 #endif
 
 /* For tests and benchmarks (matrix-ops.c): how matrix_project_out_j goes on the CPU. -1, the

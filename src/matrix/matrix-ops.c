@@ -169,83 +169,77 @@ void matrix_project_out_j(struct matrix *x, struct matrix *h, struct matrix *j,
              project_out_j_cpu(x, h, j, w, src, in_sq, out_sq, scratch));
 }
 
-/* ---- nonlinearities ---- */
+/* ---- nonlinearities ----
+ * The backends number the nonlinearities alike (cpu.h enum cpu_nonlin, cuda.h enum cuda_nonlin:
+ * checked in matrix-internal.h), so one kind serves both dispatch slots. */
 
-void matrix_sigmoid(struct matrix *dst, const struct matrix *src) {
+static void nonlin(int which, struct matrix *dst, const struct matrix *src) {
     SAME_SHAPE(dst, src);
-    DISPATCH(GPU2(dst, src), cuda_nonlin(CUDA_SIGMOID, CM(dst), CM(src)),
-             cpu_nonlin(CPU_SIGMOID, KM(dst), KM(src)));
+    DISPATCH(GPU2(dst, src), cuda_nonlin(which, CM(dst), CM(src)),
+             cpu_nonlin(which, KM(dst), KM(src)));
 }
 
-void matrix_tanh(struct matrix *dst, const struct matrix *src) {
-    SAME_SHAPE(dst, src);
-    DISPATCH(GPU2(dst, src), cuda_nonlin(CUDA_TANH, CM(dst), CM(src)),
-             cpu_nonlin(CPU_TANH, KM(dst), KM(src)));
-}
+void matrix_sigmoid(struct matrix *dst, const struct matrix *src) { nonlin(CPU_SIGMOID, dst, src); }
+void matrix_tanh(struct matrix *dst, const struct matrix *src) { nonlin(CPU_TANH, dst, src); }
+void matrix_relu(struct matrix *dst, const struct matrix *src) { nonlin(CPU_RELU, dst, src); }
 
-void matrix_relu(struct matrix *dst, const struct matrix *src) {
-    SAME_SHAPE(dst, src);
-    DISPATCH(GPU2(dst, src), cuda_nonlin(CUDA_RELU, CM(dst), CM(src)),
-             cpu_nonlin(CPU_RELU, KM(dst), KM(src)));
-}
-
-/* The three derivatives from the forward output share their checks. */
+/* The derivatives (from the forward output) share their checks. */
 static void check_diff(const struct matrix *in_deriv, const struct matrix *out_value,
                        const struct matrix *out_deriv) {
     SAME_SHAPE(in_deriv, out_value);
     SAME_SHAPE(in_deriv, out_deriv);
 }
 
-void matrix_diff_sigmoid(struct matrix *in_deriv, const struct matrix *out_value,
-                         const struct matrix *out_deriv) {
+/* in_deriv = f'(.) .* out_deriv */
+static void diff_nonlin(int which, struct matrix *in_deriv, const struct matrix *out_value,
+                        const struct matrix *out_deriv) {
     check_diff(in_deriv, out_value, out_deriv);
     DISPATCH(GPU3(in_deriv, out_value, out_deriv),
-             cuda_diff_nonlin(CUDA_SIGMOID, CM(in_deriv), CM(out_value), CM(out_deriv)),
-             cpu_diff_nonlin(CPU_SIGMOID, KM(in_deriv), KM(out_value), KM(out_deriv)));
+             cuda_diff_nonlin(which, CM(in_deriv), CM(out_value), CM(out_deriv)),
+             cpu_diff_nonlin(which, KM(in_deriv), KM(out_value), KM(out_deriv)));
+}
+
+void matrix_diff_sigmoid(struct matrix *in_deriv, const struct matrix *out_value,
+                         const struct matrix *out_deriv) {
+    diff_nonlin(CPU_SIGMOID, in_deriv, out_value, out_deriv);
 }
 
 void matrix_diff_tanh(struct matrix *in_deriv, const struct matrix *out_value,
                       const struct matrix *out_deriv) {
-    check_diff(in_deriv, out_value, out_deriv);
-    DISPATCH(GPU3(in_deriv, out_value, out_deriv),
-             cuda_diff_nonlin(CUDA_TANH, CM(in_deriv), CM(out_value), CM(out_deriv)),
-             cpu_diff_nonlin(CPU_TANH, KM(in_deriv), KM(out_value), KM(out_deriv)));
+    diff_nonlin(CPU_TANH, in_deriv, out_value, out_deriv);
 }
 
 void matrix_diff_relu(struct matrix *in_deriv, const struct matrix *out_value,
                       const struct matrix *out_deriv) {
+    diff_nonlin(CPU_RELU, in_deriv, out_value, out_deriv);
+}
+
+/* log_softmax: 0 for softmax, 1 for log-softmax, in both backends. */
+static void softmax(int log_softmax, struct matrix *dst, const struct matrix *src) {
+    SAME_SHAPE(dst, src);
+    DISPATCH(GPU2(dst, src), cuda_softmax_rows(CM(dst), CM(src), log_softmax),
+             cpu_softmax_rows(KM(dst), KM(src), log_softmax));
+}
+
+void matrix_softmax_rows(struct matrix *dst, const struct matrix *src) { softmax(0, dst, src); }
+void matrix_log_softmax_rows(struct matrix *dst, const struct matrix *src) { softmax(1, dst, src); }
+
+static void diff_softmax(int log_softmax, struct matrix *in_deriv, const struct matrix *out_value,
+                         const struct matrix *out_deriv) {
     check_diff(in_deriv, out_value, out_deriv);
     DISPATCH(GPU3(in_deriv, out_value, out_deriv),
-             cuda_diff_nonlin(CUDA_RELU, CM(in_deriv), CM(out_value), CM(out_deriv)),
-             cpu_diff_nonlin(CPU_RELU, KM(in_deriv), KM(out_value), KM(out_deriv)));
-}
-
-void matrix_softmax_rows(struct matrix *dst, const struct matrix *src) {
-    SAME_SHAPE(dst, src);
-    DISPATCH(GPU2(dst, src), cuda_softmax_rows(CM(dst), CM(src), 0),
-             cpu_softmax_rows(KM(dst), KM(src), 0));
-}
-
-void matrix_log_softmax_rows(struct matrix *dst, const struct matrix *src) {
-    SAME_SHAPE(dst, src);
-    DISPATCH(GPU2(dst, src), cuda_softmax_rows(CM(dst), CM(src), 1),
-             cpu_softmax_rows(KM(dst), KM(src), 1));
+             cuda_diff_softmax(CM(in_deriv), CM(out_value), CM(out_deriv), log_softmax),
+             cpu_diff_softmax(KM(in_deriv), KM(out_value), KM(out_deriv), log_softmax));
 }
 
 void matrix_diff_softmax(struct matrix *in_deriv, const struct matrix *out_value,
                          const struct matrix *out_deriv) {
-    check_diff(in_deriv, out_value, out_deriv);
-    DISPATCH(GPU3(in_deriv, out_value, out_deriv),
-             cuda_diff_softmax(CM(in_deriv), CM(out_value), CM(out_deriv)),
-             cpu_diff_softmax(KM(in_deriv), KM(out_value), KM(out_deriv)));
+    diff_softmax(0, in_deriv, out_value, out_deriv);
 }
 
 void matrix_diff_log_softmax(struct matrix *in_deriv, const struct matrix *out_value,
                              const struct matrix *out_deriv) {
-    check_diff(in_deriv, out_value, out_deriv);
-    DISPATCH(GPU3(in_deriv, out_value, out_deriv),
-             cuda_diff_log_softmax(CM(in_deriv), CM(out_value), CM(out_deriv)),
-             cpu_diff_log_softmax(KM(in_deriv), KM(out_value), KM(out_deriv)));
+    diff_softmax(1, in_deriv, out_value, out_deriv);
 }
 
 /* Group size of a p-norm, or 0 when both sides are empty. */

@@ -339,58 +339,53 @@ void vector_add(struct vector *v, float alpha, const struct vector *a) {
     DISPATCH(GPU2(v, a), cuda_add(CV(v), alpha, CV(a)), cpu_add(KV(v), alpha, KV(a)));
 }
 
+/* ---- reductions: one dispatch for all, the backends numbering them alike (matrix-internal.h);
+ * a vector reduces as its 1 x dim view ---- */
+
+static double reduce(int op, const struct matrix *a, const struct matrix *b) {
+    return DISPATCH_VALUE(GPU2(a, b), cuda_reduce(op, CM(a), CM(b)), cpu_reduce(op, KM(a), KM(b)));
+}
+
 double vector_dot(const struct vector *a, const struct vector *b) {
     ASSERT(a->dim == b->dim);
-    return DISPATCH_VALUE(GPU2(a, b), cuda_reduce(CUDA_DOT, CV(a), CV(b)),
-                          cpu_reduce(CPU_DOT, KV(a), KV(b)));
+    struct matrix ra = vector_as_row(a), rb = vector_as_row(b);
+    return reduce(CPU_DOT, &ra, &rb);
 }
 
 double vector_sum(const struct vector *v) {
-    return DISPATCH_VALUE(GPU1(v), cuda_reduce(CUDA_SUM, CV(v), CV(v)),
-                          cpu_reduce(CPU_SUM, KV(v), KV(v)));
+    struct matrix r = vector_as_row(v);
+    return matrix_sum(&r);
 }
 
 double vector_norm2(const struct vector *v) {
-    return sqrt(DISPATCH_VALUE(GPU1(v), cuda_reduce(CUDA_SUM_SQ, CV(v), CV(v)),
-                               cpu_reduce(CPU_SUM_SQ, KV(v), KV(v))));
+    struct matrix r = vector_as_row(v);
+    return matrix_frobenius_norm(&r);
 }
 
-double matrix_sum(const struct matrix *m) {
-    return DISPATCH_VALUE(GPU1(m), cuda_reduce(CUDA_SUM, CM(m), CM(m)),
-                          cpu_reduce(CPU_SUM, KM(m), KM(m)));
+int vector_is_finite(const struct vector *v) {
+    struct matrix r = vector_as_row(v);
+    return matrix_is_finite(&r);
 }
 
-double matrix_frobenius_norm(const struct matrix *m) {
-    return sqrt(DISPATCH_VALUE(GPU1(m), cuda_reduce(CUDA_SUM_SQ, CM(m), CM(m)),
-                               cpu_reduce(CPU_SUM_SQ, KM(m), KM(m))));
-}
+double matrix_sum(const struct matrix *m) { return reduce(CPU_SUM, m, m); }
+
+double matrix_frobenius_norm(const struct matrix *m) { return sqrt(reduce(CPU_SUM_SQ, m, m)); }
 
 double matrix_trace_mat_mat(const struct matrix *a, const struct matrix *b, int trans_b) {
     if (trans_b == MATRIX_TRANS) { /* tr(A B^T) = sum_ij A_ij B_ij */
         SAME_SHAPE(a, b);
-        return DISPATCH_VALUE(GPU2(a, b), cuda_reduce(CUDA_DOT, CM(a), CM(b)),
-                              cpu_reduce(CPU_DOT, KM(a), KM(b)));
+        return reduce(CPU_DOT, a, b);
     }
     ASSERT(a->rows == b->cols && a->cols == b->rows);
-    return DISPATCH_VALUE(GPU2(a, b), cuda_reduce(CUDA_DOT_TRANS, CM(a), CM(b)),
-                          cpu_reduce(CPU_DOT_TRANS, KM(a), KM(b)));
+    return reduce(CPU_DOT_TRANS, a, b);
 }
 
 double matrix_trace(const struct matrix *m) {
     ASSERT(m->rows == m->cols);
-    return DISPATCH_VALUE(GPU1(m), cuda_reduce(CUDA_TRACE, CM(m), CM(m)),
-                          cpu_reduce(CPU_TRACE, KM(m), KM(m)));
+    return reduce(CPU_TRACE, m, m);
 }
 
-int matrix_is_finite(const struct matrix *m) {
-    return DISPATCH_VALUE(GPU1(m), cuda_reduce(CUDA_NONFINITE, CM(m), CM(m)),
-                          cpu_reduce(CPU_NONFINITE, KM(m), KM(m))) == 0.0;
-}
-
-int vector_is_finite(const struct vector *v) {
-    return DISPATCH_VALUE(GPU1(v), cuda_reduce(CUDA_NONFINITE, CV(v), CV(v)),
-                          cpu_reduce(CPU_NONFINITE, KV(v), KV(v))) == 0.0;
-}
+int matrix_is_finite(const struct matrix *m) { return reduce(CPU_NONFINITE, m, m) == 0.0; }
 
 /* ---- BLAS level 2 and 3 ---- */
 

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "matrix/conv-geometry.h"
 
 enum matrix_device { MATRIX_CPU = 0, MATRIX_GPU = 1 };
 enum matrix_trans { MATRIX_NO_TRANS = 0, MATRIX_TRANS = 1 };
@@ -149,12 +150,15 @@ int matrix_cli_apply_ranks(const struct matrix_cli *mc, int rank, int local_rank
  * GPUs (NCCL with make CUDA=1; the program links -lnccl). matrix_device_comm_new is collective
  * (after matrix_cli_apply_ranks): rank 0 draws the communicator's id, bcast(ctx, buf, bytes)
  * hands it to the others. *out is NULL where the ranks compute on the CPU (their buffers are on
- * the host: the caller sums them itself). 0, or -1 with error_set. matrix_device_comm_sum: data
- * (on the compute device) summed over the processes in place. */
+ * the host: the caller sums them itself). 0, or -1 with error_set. matrix_device_comm_sum: count
+ * floats at data, which live on `device` (the ->device of the vector or matrix they belong to),
+ * summed over the processes in place where that is the GPU: 0, or -1 with error_set; 1 where it
+ * is the host, which the caller then sums itself (c may be NULL there). The choice by device is
+ * this layer's (docs/STYLE.md §4): a caller never tests it. */
 struct matrix_device_comm;
 int matrix_device_comm_new(struct matrix_device_comm **out, int rank, int size,
                            void (*bcast)(void *ctx, void *buf, int bytes), void *ctx);
-int matrix_device_comm_sum(struct matrix_device_comm *c, float *data, size_t count);
+int matrix_device_comm_sum(struct matrix_device_comm *c, float *data, size_t count, int device);
 void matrix_device_comm_free(struct matrix_device_comm *c);
 int matrix_get_precision(void); /* enum matrix_precision */
 /* 0 when --precision=bf16 can run here, else -1 with error_set saying why (see above). */
@@ -364,16 +368,9 @@ void matrix_diff_normalize_rows(struct matrix *in_deriv, const struct matrix *in
  * On the CPU these run on oneDNN's convolution and pooling primitives (fp32; the convolution's
  * products in bf16 with fp32 accumulation under --precision=bf16 where in_c, out_c >= 16), or,
  * built without oneDNN (DNNL=0), as patch matrices and OpenBLAS products, and pooling loops.
- * They have no GPU kernel yet: called on GPU matrices they stop the program with that message.
+ * On the GPU they run on cuDNN (fp32 arithmetic, no TF32), the patch matrix on a gather kernel.
  * matrix_conv_setup checks g and fills out_h, out_w: 0, or -1 with error_set naming the field. */
-struct matrix_conv {
-    int in_h, in_w, in_c;   /* the input image */
-    int out_c;              /* filters (convolution); pooling: set to in_c by matrix_conv_setup */
-    int k_h, k_w;           /* filter or pooling window */
-    int stride_h, stride_w; /* >= 1 */
-    int pad_h, pad_w;       /* >= 0, less than the window */
-    int out_h, out_w;       /* set by matrix_conv_setup */
-};
+/* struct matrix_conv: matrix/conv-geometry.h (shared with the CUDA backend) */
 int matrix_conv_setup(struct matrix_conv *g, int pooling);
 /* out (N x out_h*out_w*out_c) = in (N x in_h*in_w*in_c) conv w (out_c x k_h*k_w*in_c) + b. */
 void matrix_conv_forward(struct matrix *out, const struct matrix *in, const struct matrix *w,
@@ -405,8 +402,8 @@ void matrix_max_pool_backward(struct matrix *in_deriv, const struct matrix *in,
  * (channels each) are outputs, the batch's mean and biased variance; train = 0: they are inputs
  * (stored statistics). Backward: in_deriv (overwritten) from out_deriv with the forward's mean
  * and var; train = 1 through the batch statistics, train = 0 with them constant. On the CPU,
- * oneDNN's batch-normalisation primitive (fp32 whatever the precision), or loops with DNNL=0; no
- * GPU kernel yet (stops the program with that message). */
+ * oneDNN's batch-normalisation primitive (fp32 whatever the precision), or loops with DNNL=0; on
+ * the GPU, cuDNN's spatial batch norm (scale 1, offset 0). */
 void matrix_batch_norm_forward(struct matrix *out, const struct matrix *in, int channels,
                                float eps, struct vector *mean, struct vector *var, int train);
 void matrix_batch_norm_backward(struct matrix *in_deriv, const struct matrix *in,

@@ -223,14 +223,9 @@ static struct entry *entry_get_eps(struct conv_cache *t, int kind, int n, int bf
     k.eps = eps;
     for (int i = 0; i < t->used; i++)
         if (!memcmp(&t->e[i].key, &k, sizeof k)) return &t->e[i];
-    struct entry *e;
-    if (t->used < CONV_CACHE_SIZE) {
-        e = &t->e[t->used++];
-    } else {
-        e = &t->e[t->next];
-        t->next = (t->next + 1) % CONV_CACHE_SIZE;
-        entry_release(e);
-    }
+    int evict;
+    struct entry *e = &t->e[onednn_cache_slot(&t->used, &t->next, CONV_CACHE_SIZE, &evict)];
+    if (evict) entry_release(e);
     entry_create(e, &k);
     return e;
 }

@@ -21,6 +21,17 @@ void *grow_buf_get(struct grow_buf *b, size_t bytes);
 
 void onednn_thread_register(void *obj, void (*release)(void *obj));
 
+/* The replacement of a thread's primitive cache (size entries, used of them filled, next the
+ * oldest once all are): the slot for a new entry, the next unused one or else the oldest, round
+ * robin. *evict: the slot holds an entry, to be released first. */
+static inline int onednn_cache_slot(int *used, int *next, int size, int *evict) {
+    *evict = *used == size;
+    if (!*evict) return (*used)++;
+    int slot = *next;
+    *next = (slot + 1) % size;
+    return slot;
+}
+
 #if HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>

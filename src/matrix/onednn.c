@@ -511,7 +511,7 @@ enum { CACHE_SIZE = 48 };
 struct thread_cache {
     dnnl_stream_t stream;
     struct gemm_entry e[CACHE_SIZE];
-    int used, next; /* entries in use; the next one to replace when full */
+    int used, next; /* entries in use; the next one to replace when full (onednn_cache_slot) */
     void *scratch;
     size_t scratch_bytes;
 };
@@ -608,14 +608,9 @@ static void entry_create(struct gemm_entry *e, const struct gemm_key *key) {
 static struct gemm_entry *entry_get(struct thread_cache *t, const struct gemm_key *key) {
     for (int i = 0; i < t->used; i++)
         if (!memcmp(&t->e[i].key, key, sizeof *key)) return &t->e[i];
-    struct gemm_entry *e;
-    if (t->used < CACHE_SIZE) {
-        e = &t->e[t->used++];
-    } else {
-        e = &t->e[t->next];
-        t->next = (t->next + 1) % CACHE_SIZE;
-        entry_release(e);
-    }
+    int evict;
+    struct gemm_entry *e = &t->e[onednn_cache_slot(&t->used, &t->next, CACHE_SIZE, &evict)];
+    if (evict) entry_release(e);
     entry_create(e, key);
     if (e->scratch_bytes > t->scratch_bytes) {
         free(t->scratch);

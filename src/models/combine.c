@@ -22,7 +22,6 @@ struct combiner {
     struct nnet *work;              /* the combined network */
     struct minibatch_set set;              /* validation minibatches, host */
     struct vector grad;             /* summed gradient over the validation set */
-    struct matrix deriv, dev_input;
     int num_evals;
 };
 
@@ -48,9 +47,9 @@ static double evaluate(struct combiner *c, const double *alpha, double *grad) {
     if (grad) vector_set_zero(&c->grad);
     struct vector delta = nnet_delta(c->work);
     for (int b = 0; b < c->set.num; b++) {
-        objf += minibatch_set_forward(&c->set, b, c->work, &c->dev_input, &c->deriv);
+        objf += minibatch_set_forward(&c->set, b, c->work);
         if (grad) {
-            nnet_backward(c->work, &c->deriv, NNET_GRADIENT);
+            nnet_backward(c->work, &c->set.deriv, NNET_GRADIENT);
             vector_add(&c->grad, 1.0f, &delta);
         }
     }
@@ -229,8 +228,6 @@ done:
     free(alpha);
     free(best_alpha);
     vector_release(&c.grad);
-    matrix_release(&c.deriv);
-    matrix_release(&c.dev_input);
     nnet_free(c.work);
     return result;
 }

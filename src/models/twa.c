@@ -72,7 +72,6 @@ struct twa {
     double *w; /* (dim) scratch */
     float *wf; /* (dim) scratch */
     struct nnet *work;
-    struct matrix deriv, dev_input;
 };
 
 static void set_alpha(struct twa *t, const double *alpha) {
@@ -87,7 +86,7 @@ static void set_alpha(struct twa *t, const double *alpha) {
 static double objective(struct twa *t, struct minibatch_set *s) {
     double objf = 0;
     for (int b = 0; b < s->num; b++)
-        objf += minibatch_set_forward(s, b, t->work, &t->dev_input, &t->deriv);
+        objf += minibatch_set_forward(s, b, t->work);
     return objf / s->total_weight;
 }
 
@@ -109,9 +108,9 @@ static void fit_coefficients(struct twa *t, struct minibatch_set *fit, const str
             const struct egs_minibatch *mb = &fit->mbs[b];
             for (int i = 0; i < mb->num_labels; i++)
                 wsum += mb->label_weight[i];
-            objf += minibatch_set_forward(fit, b, t->work, &t->dev_input, &t->deriv);
+            objf += minibatch_set_forward(fit, b, t->work);
             if (!(wsum > 0)) continue;
-            nnet_backward(t->work, &t->deriv, NNET_GRADIENT);
+            nnet_backward(t->work, &fit->deriv, NNET_GRADIENT);
             vector_to_host(&delta, gf);
             for (int i = 0; i < t->dim; i++)
                 g[i] = gf[i] / wsum;
@@ -203,8 +202,6 @@ done:
     free(t.wf);
     free(alpha);
     free(mean_alpha);
-    matrix_release(&t.deriv);
-    matrix_release(&t.dev_input);
     nnet_free(t.work);
     return result;
 }

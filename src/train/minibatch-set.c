@@ -47,13 +47,14 @@ void minibatch_set_release(struct minibatch_set *s) {
     for (int b = 0; b < s->num; b++)
         egs_minibatch_release(&s->mbs[b]);
     free(s->mbs);
+    matrix_release(&s->dev_input);
+    matrix_release(&s->deriv);
     memset(s, 0, sizeof *s);
 }
 
-double minibatch_set_forward(struct minibatch_set *s, int b, struct nnet *n,
-                             struct matrix *dev_input, struct matrix *deriv) {
+double minibatch_set_forward(struct minibatch_set *s, int b, struct nnet *n) {
     const struct egs_minibatch *mb = &s->mbs[b];
-    nnet_forward(n, minibatch_input_on_device(mb, dev_input), mb->num_egs, 0);
+    nnet_forward(n, minibatch_input_on_device(mb, &s->dev_input), mb->num_egs, 0);
     return nnet_objective_xent(n, mb->num_labels, mb->label_row, (const int *)mb->label_index,
-                               mb->label_weight, deriv);
+                               mb->label_weight, &s->deriv);
 }

@@ -175,6 +175,8 @@ struct minibatch_set {
     struct egs_minibatch *mbs; /* (num) host copies */
     int num, num_egs;
     double total_weight; /* sum of label weights */
+    struct matrix dev_input, deriv; /* minibatch_set_forward's: the input on the device, and
+                                     * d objective / d output of the last minibatch forwarded */
 };
 /* Read up to max_examples examples of rspec in minibatches of minibatch_size, trimmed to n's
  * context, checked by minibatch_check. 0, or -1 with error_set (the set is then still released
@@ -183,9 +185,8 @@ int minibatch_set_load(struct minibatch_set *s, const char *rspec, int minibatch
                        int max_examples, struct nnet *n);
 void minibatch_set_release(struct minibatch_set *s);
 /* Forward minibatch b of the set through n (copied to the device when there is one); returns the
- * objective sum and leaves d objective / d output in deriv. */
-double minibatch_set_forward(struct minibatch_set *s, int b, struct nnet *n,
-                             struct matrix *dev_input, struct matrix *deriv);
+ * objective sum and leaves d objective / d output in s->deriv (for nnet_backward). */
+double minibatch_set_forward(struct minibatch_set *s, int b, struct nnet *n);
 
 /* ======== sync: synchronous data-parallel training (nnet-train-mpi) ======== */
 /* sync: synchronous data-parallel training (nnet-train-mpi), a training loop beside train_sgd.
@@ -270,8 +271,9 @@ struct train_comm {
     int rank, size;
     void *ctx;
     /* In place over all ranks: data[i] = op over ranks of data[i], count elements of type.
-     * device: where data lives (MATRIX_GPU only for COMM_FLOAT). Every rank must receive bitwise
-     * the same result. Returns 0, or -1 (error_set). */
+     * device: where data lives (MATRIX_GPU only for COMM_FLOAT and COMM_SUM); pass it on to
+     * matrix_device_comm_sum, which sums device data there and leaves host data to the caller.
+     * Every rank must receive bitwise the same result. Returns 0, or -1 (error_set). */
     int (*allreduce)(void *ctx, void *data, size_t count, enum comm_type type, enum comm_op op,
                      int device);
     /* The ranks of this rank's group for hierarchical averaging (train_sync_options.group_size:

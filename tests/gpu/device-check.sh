@@ -2,7 +2,8 @@
 # Device check for the GPU backend, for a machine with an NVIDIA GPU (about 10 minutes; the main
 # job alone is cut at MAIN_JOB_SECONDS, default 240):
 #   1. build with CUDA=1 (for this machine's GPU only: CUDA_ARCH=-arch=native, faster);
-#   2. run matrix-gpu-test (every matrix op and natgrad, CPU vs GPU, rel err <= 1e-4) and
+#   2. run matrix-gpu-test (every matrix op, cuDNN convolution, pooling and batch norm included,
+#      and natgrad, CPU vs GPU, rel err <= 1e-4) and
 #      nnet-gpu-test (networks with every component), then t0610 against the CUDA
 #      build (t0610 compares the programs' --use-gpu=yes results with the CPU's); a SKIP there
 #      is a failure here;

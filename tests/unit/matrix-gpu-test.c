@@ -679,6 +679,127 @@ static void test_sparse(void) {
  * N x D x R products, so the two differ by float rounding passed through the eigensolver. On the
  * CPU, inputs perturbed by 1e-6 relative moved the outputs by 4e-6 and W by 3e-7 at most over
  * these 30 minibatches, so TOL leaves a wide margin. */
+/* ---- images in rows: convolution, pooling, batch norm (cuDNN against oneDNN) ---- */
+
+/* A random geometry that matrix_conv_setup accepts (pooling: out_c = in_c). */
+static struct matrix_conv rand_geometry(int pooling) {
+    for (;;) {
+        struct matrix_conv g = {0};
+        g.in_h = 1 + (int)rng_below(&rng, 7);
+        g.in_w = 1 + (int)rng_below(&rng, 7);
+        g.in_c = 1 + (int)rng_below(&rng, 5);
+        g.out_c = 1 + (int)rng_below(&rng, 6);
+        g.k_h = 1 + (int)rng_below(&rng, 3);
+        g.k_w = 1 + (int)rng_below(&rng, 3);
+        g.stride_h = 1 + (int)rng_below(&rng, 2);
+        g.stride_w = 1 + (int)rng_below(&rng, 2);
+        g.pad_h = (int)rng_below(&rng, g.k_h);
+        g.pad_w = (int)rng_below(&rng, g.k_w);
+        if (matrix_conv_setup(&g, pooling) == 0) return g;
+    }
+}
+
+static const int image_rows[] = {1, 3, 17};
+
+static void test_conv(void) {
+    for (int trial = 0; trial < 40; trial++) {
+        struct matrix_conv g = rand_geometry(0);
+        int n = image_rows[trial % 3], in_dim = g.in_h * g.in_w * g.in_c;
+        int out_dim = g.out_h * g.out_w * g.out_c, k = g.k_h * g.k_w * g.in_c;
+        struct mpair x, w, y, dy, dx, dw, p;
+        struct vpair b, db;
+        mpair_init(&x, n, in_dim, 0);
+        mpair_init(&w, g.out_c, k, 0);
+        mpair_init(&y, n, out_dim, 0);
+        mpair_init(&dy, n, out_dim, 0);
+        mpair_init(&dx, n, in_dim, 0);
+        mpair_init(&dw, g.out_c, k, 0);
+        mpair_init(&p, n * g.out_h * g.out_w, k, 0);
+        vpair_init(&b, g.out_c);
+        vpair_init(&db, g.out_c);
+        matrix_conv_forward(&y.c, &x.c, &w.c, &b.c, &g);
+        matrix_conv_forward(&y.g, &x.g, &w.g, &b.g, &g);
+        CHECK_PAIR(&y, TOL);
+        matrix_conv_backward_data(&dx.c, &dy.c, &w.c, &g);
+        matrix_conv_backward_data(&dx.g, &dy.g, &w.g, &g);
+        CHECK_PAIR(&dx, TOL);
+        float alpha = rand_coef(), beta = (float)(trial & 1);
+        matrix_conv_backward_weights(&dw.c, &db.c, alpha, &x.c, &dy.c, &g, beta);
+        matrix_conv_backward_weights(&dw.g, &db.g, alpha, &x.g, &dy.g, &g, beta);
+        CHECK_PAIR(&dw, TOL);
+        CHECK_VPAIR(&db, TOL);
+        matrix_conv_patches(&p.c, &x.c, &g);
+        matrix_conv_patches(&p.g, &x.g, &g);
+        CHECK_PAIR(&p, 0);
+        mpair_release(&x);
+        mpair_release(&w);
+        mpair_release(&y);
+        mpair_release(&dy);
+        mpair_release(&dx);
+        mpair_release(&dw);
+        mpair_release(&p);
+        vpair_release(&b);
+        vpair_release(&db);
+    }
+}
+
+static void test_max_pool(void) {
+    for (int trial = 0; trial < 40; trial++) {
+        struct matrix_conv g = rand_geometry(1);
+        int n = image_rows[trial % 3], in_dim = g.in_h * g.in_w * g.in_c;
+        int out_dim = g.out_h * g.out_w * g.out_c;
+        struct mpair x, y, dy, dx;
+        mpair_init(&x, n, in_dim, 0); /* random values: no ties */
+        mpair_init(&y, n, out_dim, 0);
+        mpair_init(&dy, n, out_dim, 0);
+        mpair_init(&dx, n, in_dim, 0);
+        matrix_max_pool_forward(&y.c, &x.c, &g);
+        matrix_max_pool_forward(&y.g, &x.g, &g);
+        CHECK_PAIR(&y, 0);
+        matrix_max_pool_backward(&dx.c, &x.c, &dy.c, &g);
+        matrix_max_pool_backward(&dx.g, &x.g, &dy.g, &g);
+        CHECK_PAIR(&dx, TOL);
+        mpair_release(&x);
+        mpair_release(&y);
+        mpair_release(&dy);
+        mpair_release(&dx);
+    }
+}
+
+static void test_batch_norm(void) {
+    for (int trial = 0; trial < 24; trial++) {
+        int channels = 1 + (int)rng_below(&rng, 6), positions = 1 + (int)rng_below(&rng, 9);
+        int rows = image_rows[trial % 3], cols = channels * positions, train = trial & 1;
+        if (rows * positions == 1) rows = 2; /* a variance needs two values */
+        struct mpair x, y, dy, dx;
+        struct vpair mean, var;
+        mpair_init(&x, rows, cols, 0);
+        mpair_init(&y, rows, cols, 0);
+        mpair_init(&dy, rows, cols, 0);
+        mpair_init(&dx, rows, cols, 0);
+        vpair_init(&mean, channels);
+        vpair_init(&var, channels);
+        if (!train) { /* stored statistics: a positive variance */
+            vector_set_const(&var.c, 0.5f + (float)rng_uniform(&rng));
+            vector_copy(&var.g, &var.c);
+        }
+        matrix_batch_norm_forward(&y.c, &x.c, channels, 1e-3f, &mean.c, &var.c, train);
+        matrix_batch_norm_forward(&y.g, &x.g, channels, 1e-3f, &mean.g, &var.g, train);
+        CHECK_PAIR(&y, TOL);
+        CHECK_VPAIR(&mean, TOL);
+        CHECK_VPAIR(&var, TOL);
+        matrix_batch_norm_backward(&dx.c, &x.c, &dy.c, channels, 1e-3f, &mean.c, &var.c, train);
+        matrix_batch_norm_backward(&dx.g, &x.g, &dy.g, channels, 1e-3f, &mean.g, &var.g, train);
+        CHECK_PAIR(&dx, TOL);
+        mpair_release(&x);
+        mpair_release(&y);
+        mpair_release(&dy);
+        mpair_release(&dx);
+        vpair_release(&mean);
+        vpair_release(&var);
+    }
+}
+
 static void test_natgrad(void) {
     struct natgrad_options o;
     natgrad_options_default(&o);
@@ -727,6 +848,9 @@ int main(void) {
     TEST_RUN(test_pnorm);
     TEST_RUN(test_splice);
     TEST_RUN(test_sparse);
+    TEST_RUN(test_conv);
+    TEST_RUN(test_max_pool);
+    TEST_RUN(test_batch_norm);
     TEST_RUN(test_natgrad);
     TEST_MAIN_END();
 }

@@ -43,6 +43,20 @@ static const char *configs[] = {
     "NormalizeComponent\n"
     "AffineComponent output-dim=300 learning-rate=0.002\n"
     "LogSoftmaxComponent\n",
+    /* a small CNN: convolutions with and without natural gradient, overlapping max-pooling after
+     * ReLU (ties among zeros send the derivative to different cells, which ReLU's derivative
+     * zeroes alike), batch norm in training and inference mode */
+    "ConvolutionComponent input-height=4 input-width=3 input-channels=2 num-filters=4 "
+    "filter-height=3 filter-width=3 pad-height=1 pad-width=1 learning-rate=0.01\n"
+    "RectifiedLinearComponent\n"
+    "MaxPoolingComponent input-height=4 input-width=3 input-channels=4 pool-height=2 "
+    "pool-width=2 stride-width=1\n"
+    "BatchNormComponent block-dim=4\n"
+    "ConvolutionComponent input-height=2 input-width=2 input-channels=4 num-filters=8 "
+    "filter-height=2 filter-width=2 use-natural-gradient=false learning-rate=0.01\n"
+    "RectifiedLinearComponent\n"
+    "NaturalGradientAffineComponent output-dim=4 learning-rate=0.01\n"
+    "SoftmaxComponent\n",
 };
 
 static struct rng rng;

@@ -487,7 +487,6 @@ static struct nnet *make_unclipped(void) {
 struct replica_ref {
     struct nnet *net[REPL];
     struct minibatch_set set[REPL];
-    struct matrix deriv, dev;
     int dim;
 };
 
@@ -506,15 +505,13 @@ static void ref_close(struct replica_ref *f) {
         minibatch_set_release(&f->set[r]);
         nnet_free(f->net[r]);
     }
-    matrix_release(&f->deriv);
-    matrix_release(&f->dev);
 }
 
 /* The step of replica r on minibatch k at its current parameters (NNET_STEP: lr x gradient
  * here, every component's learning rate being 0.02), into s; returns the minibatch's weight. */
 static double ref_step(struct replica_ref *f, int r, int k, double *s) {
-    minibatch_set_forward(&f->set[r], k, f->net[r], &f->dev, &f->deriv);
-    nnet_backward(f->net[r], &f->deriv, NNET_STEP);
+    minibatch_set_forward(&f->set[r], k, f->net[r]);
+    nnet_backward(f->net[r], &f->set[r].deriv, NNET_STEP);
     float *h = xmalloc(sizeof(float) * f->dim);
     struct vector d = nnet_delta(f->net[r]);
     vector_to_host(&d, h);
