@@ -33,7 +33,7 @@ initial_learning_rate=0.008
 final_learning_rate=0.0008
 train_opts=          # extra options for steps/train.sh (e.g. "--averaging agreement"; its own
                      # --train-opts there would replace the one that carries --precision)
-config=conf/nnet.config   # or conf/nnet_tdnn.config: a time-delay network (docs/COMPONENTS.md)
+nnet_config=conf/nnet.config   # or conf/nnet_tdnn.config: a time-delay network (docs/COMPONENTS.md)
 acoustic_scales="0.05 0.1 0.2"     # decoder settings tried on the validation utterances
 word_insertion_penalties="0 2 4 6 8"
 acoustic_scale=0.1                 # used when stage 6 (tuning) has not run
@@ -66,6 +66,8 @@ Options:
   --seed <n>           of the corpus synthesis, stage 0 (default: 0)
   --srand <n>          of training, stage 4 (default: 0)
   --precision <p>      fp32 | bf16: of the layer products in training (default: fp32)
+  --nnet-config <f>    the network (default: conf/nnet.config; conf/nnet_tdnn.config: a
+                       time-delay network). Not --config: parse_options.sh reads that as shell
   --dir <dir>          model and decoding directory (default: \$exp/nnet)
   --model <m>          final | avg | best: decode with final.mdl, the running average
                        final.avg.mdl or the best-N average final.best.mdl (train.sh's
@@ -163,7 +165,7 @@ if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
     echo "$0: stage 4: NG-SGD with $num_jobs jobs and parameter averaging"
     num_pdfs=$(cat $data/lang/num_pdfs)
     mkdir -p $dir
-    sed "s/NUM_PDFS/$num_pdfs/g" $config > $dir/nnet.config
+    sed "s/NUM_PDFS/$num_pdfs/g" $nnet_config > $dir/nnet.config
     steps/train.sh --cmd "$cmd" --num-jobs $num_jobs --num-epochs $num_epochs \
         --minibatch-size $minibatch_size --initial-learning-rate $initial_learning_rate \
         --final-learning-rate $final_learning_rate --srand $srand \
