@@ -231,7 +231,10 @@ void onednn_layer_forward(void) {
 
 void onednn_layer_backward(void) { bufs()->backward = 1; }
 
-static int kept_live(const struct kept *k) { return k->used && k->epoch == bufs()->epoch; }
+/* k holds a copy of t's current epoch */
+static int kept_live(const struct thread_bufs *t, const struct kept *k) {
+    return k->used && k->epoch == t->epoch;
+}
 
 /* Forget kept copies whose memory c's rows overlap (c is about to be written). */
 void onednn_forget(struct cpu_mat c) {
@@ -240,14 +243,14 @@ void onednn_forget(struct cpu_mat c) {
     struct thread_bufs *t = bufs();
     for (int i = 0; i < MAX_KEPT; i++) {
         struct kept *k = &t->k[i];
-        if (!kept_live(k)) continue;
+        if (!kept_live(t, k)) continue;
         const float *klo = k->data, *khi = k->data + (long)(k->rows - 1) * k->stride + k->cols;
         if (klo < hi && lo < khi) k->used = 0;
     }
 }
 
-static int kept_is(const struct kept *k, struct cpu_mat m) {
-    return kept_live(k) && k->data == m.data && k->rows == m.rows && k->cols == m.cols &&
+static int kept_is(const struct thread_bufs *t, const struct kept *k, struct cpu_mat m) {
+    return kept_live(t, k) && k->data == m.data && k->rows == m.rows && k->cols == m.cols &&
            k->stride == m.stride;
 }
 
@@ -255,7 +258,7 @@ static int kept_is(const struct kept *k, struct cpu_mat m) {
 static struct kept *kept_find(struct cpu_mat m) {
     struct thread_bufs *t = bufs();
     for (int i = 0; i < MAX_KEPT; i++)
-        if (kept_is(&t->k[i], m)) return &t->k[i];
+        if (kept_is(t, &t->k[i], m)) return &t->k[i];
     return NULL;
 }
 
@@ -266,8 +269,8 @@ static struct kept *kept_slot(struct cpu_mat m, const void *avoid) {
     struct thread_bufs *t = bufs();
     struct kept *k = kept_find(m);
     for (int i = 0; !k && i < MAX_KEPT; i++)
-        if (!kept_live(&t->k[i])) k = &t->k[i];
-    while (!k || (k->buf.p && k->buf.p == avoid && !kept_is(k, m))) {
+        if (!kept_live(t, &t->k[i])) k = &t->k[i];
+    while (!k || (k->buf.p && k->buf.p == avoid && !kept_is(t, k, m))) {
         k = &t->k[t->next];
         t->next = (t->next + 1) % MAX_KEPT;
     }
