@@ -52,22 +52,14 @@ int main(int argc, char **argv) {
     t.max_examples = o.max_examples;
     if (*twa_train) t.train_rspec = twa_train;
     if (matrix_cli_apply(&mc)) die("%s", error_get());
-    int num = argc - 3;
-    struct nnet **models = xcalloc(num, sizeof *models);
-    for (int i = 0; i < num; i++)
-        if (!(models[i] = nnet_read_file(argv[i + 1])))
-            die("cannot read model '%s': %s", argv[i + 1], error_get());
-    for (int i = 1; i < num; i++)
-        if (nnet_check_same_structure(models[0], models[i]))
-            die("model '%s' does not have the structure of '%s': %s", argv[i + 1], argv[1],
-                error_get());
-    struct nnet *out = *method == 't' ? twa_combine(models, num, argv[argc - 2], &t)
-                                      : combine_models(models, num, argv[argc - 2], &o);
+    struct model_set models;
+    if (model_set_read(&models, argv + 1, argc - 3)) die("%s", error_get());
+    struct nnet *out = *method == 't' ? twa_combine(&models, argv[argc - 2], &t)
+                                      : combine_models(&models, argv[argc - 2], &o);
     if (!out) die("%s", error_get());
     if (nnet_write_file(out, argv[argc - 1], binary))
         die("cannot write '%s': %s", argv[argc - 1], error_get());
-    for (int i = 0; i < num; i++) nnet_free(models[i]);
-    free(models);
+    model_set_release(&models);
     nnet_free(out);
     return 0;
 }

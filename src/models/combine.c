@@ -16,7 +16,7 @@ void combine_options_default(struct combine_options *o) {
 }
 
 struct combiner {
-    struct nnet *const *models;
+    const struct vector *params;    /* (num_models) the models' parameter blocks */
     int num_models, num_comps;
     int *offset, *size;             /* (num_comps) slices of the parameter block */
     struct nnet *work;              /* the combined network */
@@ -32,8 +32,7 @@ static void set_params(struct combiner *c, const double *alpha) {
         struct vector dst = vector_range(&p, c->offset[k], c->size[k]);
         vector_set_zero(&dst);
         for (int m = 0; m < c->num_models; m++) {
-            struct vector mp = nnet_params(c->models[m]);
-            struct vector src = vector_range(&mp, c->offset[k], c->size[k]);
+            struct vector src = vector_range(&c->params[m], c->offset[k], c->size[k]);
             vector_add(&dst, (float)alpha[m * c->num_comps + k], &src);
         }
     }
@@ -55,10 +54,9 @@ static double evaluate(struct combiner *c, const double *alpha, double *grad) {
     }
     if (grad) {
         for (int m = 0; m < c->num_models; m++) {
-            struct vector mp = nnet_params(c->models[m]);
             for (int k = 0; k < c->num_comps; k++) {
                 struct vector g = vector_range(&c->grad, c->offset[k], c->size[k]);
-                struct vector p = vector_range(&mp, c->offset[k], c->size[k]);
+                struct vector p = vector_range(&c->params[m], c->offset[k], c->size[k]);
                 grad[m * c->num_comps + k] = vector_dot(&g, &p) / c->set.total_weight;
             }
         }
@@ -148,11 +146,36 @@ static double lbfgs_maximise(struct combiner *c, double *x, int dim, int num_ite
     return -f;
 }
 
-int models_check_same_structure(struct nnet *const *models, int num) {
-    for (int m = 1; m < num; m++)
-        if (nnet_check_same_structure(models[0], models[m]))
-            return error_wrap("model %d does not have the structure of model 1: ", m + 1);
+int model_set_read(struct model_set *s, char *const *paths, int num) {
+    ASSERT(num >= 1);
+    *s = (struct model_set){.params = xcalloc(num, sizeof *s->params)};
+    for (int m = 0; m < num; m++) {
+        struct nnet *n = nnet_read_file(paths[m]);
+        if (!n) {
+            model_set_release(s);
+            return error_wrap("cannot read model '%s': ", paths[m]);
+        }
+        if (m > 0 && nnet_check_same_structure(s->first, n)) {
+            nnet_free(n);
+            model_set_release(s);
+            return error_wrap("model '%s' does not have the structure of '%s': ", paths[m],
+                              paths[0]);
+        }
+        struct vector p = nnet_params(n);
+        vector_init_like(&s->params[m], p.dim, &p);
+        vector_copy(&s->params[m], &p);
+        s->num = m + 1;
+        if (m == 0) s->first = n;
+        else nnet_free(n);
+    }
     return 0;
+}
+
+void model_set_release(struct model_set *s) {
+    for (int m = 0; m < s->num; m++) vector_release(&s->params[m]);
+    free(s->params);
+    nnet_free(s->first);
+    *s = (struct model_set){0};
 }
 
 struct nnet *models_take_finite(struct nnet **work, const char *what) {
@@ -166,12 +189,12 @@ struct nnet *models_take_finite(struct nnet **work, const char *what) {
     return result;
 }
 
-struct nnet *combine_models(struct nnet *const *models, int num, const char *valid_rspec,
+struct nnet *combine_models(const struct model_set *models, const char *valid_rspec,
                             const struct combine_options *o) {
+    int num = models->num;
     ASSERT(num >= 1);
-    if (models_check_same_structure(models, num)) return NULL;
-    struct combiner c = {.models = models, .num_models = num};
-    c.work = nnet_copy(models[0]);
+    struct combiner c = {.params = models->params, .num_models = num};
+    c.work = nnet_copy(models->first);
     int nc = nnet_num_components(c.work);
     c.offset = xmalloc(sizeof(int) * nc);
     c.size = xmalloc(sizeof(int) * nc);

@@ -4,9 +4,6 @@
 
 #include "models/models.h"
 
-/* The start of a combination of num models in memory: 0, or -1 (error_set naming the first model
- * whose structure differs from the first's). */
-int models_check_same_structure(struct nnet *const *models, int num);
 /* The end of a combination (nnet-combine, TWA): *work handed to the caller (*work becomes NULL)
  * when its parameters are finite, else NULL with error_set("<what> is not finite"). */
 struct nnet *models_take_finite(struct nnet **work, const char *what);

@@ -82,6 +82,21 @@ extern const struct average_method *const average_methods[];
 const struct average_method *average_method_select(const struct average_request *r);
 
 /* ======== combine: nnet-combine-fast ======== */
+/* model_set: the models a combination reads (nnet-combine: the per-layer combination, TWA). The
+ * first network whole (the structure, and where the result is built), and of every model its
+ * parameter block alone: N models cost N parameter blocks, not N networks with their gradient
+ * blocks and natural-gradient state (the combination's memory must not grow by more than that
+ * with the number of models it combines). model_set_read reads the files one at a time; 0, or -1
+ * with error_set naming the file that cannot be read or whose structure differs from the first's.
+ * model_set_release frees everything (a zeroed set too). */
+struct model_set {
+    struct nnet *first;       /* owned */
+    struct vector *params;    /* (num) owned copies of each model's nnet_params */
+    int num;
+};
+int model_set_read(struct model_set *s, char *const *paths, int num);
+void model_set_release(struct model_set *s);
+
 /* combine: model-level combination as Kaldi nnet2's nnet-combine-fast (nnet-combine): one weight
  * per (model, updatable component) found by L-BFGS on validation examples, without Kaldi's Fisher
  * preconditioning; the weights are not constrained to sum to 1. Errors: NULL with error_set. */
@@ -96,7 +111,7 @@ void combine_options_default(struct combine_options *o);
  * log-probability on the validation examples, starting from the plain average. The result is never
  * worse on that objective than the best of the inputs and their average (the best of these is
  * returned if the search does not beat it). Logs the weights and the objective. */
-struct nnet *combine_models(struct nnet *const *models, int num, const char *valid_rspec,
+struct nnet *combine_models(const struct model_set *models, const char *valid_rspec,
                             const struct combine_options *o);
 
 /* ======== twa: trainable weight averaging ======== */
@@ -127,7 +142,7 @@ void twa_options_default(struct twa_options *o);
  * mean, then gradient ascent on the coefficients alpha with the projected gradient P g; returns
  * the best of (mean, trained) on the validation examples (always the trained one when fitting on
  * the validation examples and it improved). */
-struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_rspec,
+struct nnet *twa_combine(const struct model_set *models, const char *valid_rspec,
                          const struct twa_options *o);
 
 #endif

@@ -128,12 +128,12 @@ static void fit_coefficients(struct twa *t, struct minibatch_set *fit, const str
     free(ga);
 }
 
-struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_rspec,
+struct nnet *twa_combine(const struct model_set *models, const char *valid_rspec,
                          const struct twa_options *o) {
+    int num = models->num;
     ASSERT(num >= 1);
-    if (models_check_same_structure(models, num)) return NULL;
     struct twa t = {0};
-    t.work = nnet_copy(models[0]);
+    t.work = nnet_copy(models->first);
     t.dim = nnet_num_params(t.work);
     struct minibatch_set valid = {0}, train = {0};
     struct nnet *result = NULL;
@@ -142,8 +142,7 @@ struct nnet *twa_combine(struct nnet *const *models, int num, const char *valid_
     t.w = xmalloc(sizeof(double) * (t.dim ? t.dim : 1));
     t.wf = xmalloc(sizeof(float) * (t.dim ? t.dim : 1));
     for (int m = 0; m < num; m++) {
-        struct vector mp = nnet_params(models[m]);
-        vector_to_host(&mp, t.wf);
+        vector_to_host(&models->params[m], t.wf);
         for (int i = 0; i < t.dim; i++)
             t.p[(size_t)m * t.dim + i] = t.wf[i];
     }
