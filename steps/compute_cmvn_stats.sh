@@ -28,7 +28,14 @@ if $fake; then
         copy-feats --print-args=false ark,t:- ark,scp:$cmvndir/cmvn_$name.ark,$cmvndir/cmvn_$name.scp \
             2>$logdir/cmvn_$name.log || { echo "$0: failed (log $logdir/cmvn_$name.log)"; exit 1; }
 else
-    compute-cmvn-stats --spk2utt=ark:$data/spk2utt scp:$data/feats.scp \
+    # Where spk2utt lists the utterances in sorted order (Kaldi's data directories: sorted, each
+    # utterance id starting with its speaker's), the features are read forward ("s,cs"), not
+    # indexed: memory that does not grow with the corpus. Else they are indexed.
+    feats=scp:$data/feats.scp
+    LC_ALL=C sort -c $data/feats.scp 2>/dev/null && \
+        awk '{ for (i = 2; i <= NF; i++) print $i }' $data/spk2utt | LC_ALL=C sort -c 2>/dev/null && \
+        feats=scp,s,cs:$data/feats.scp
+    compute-cmvn-stats --spk2utt=ark:$data/spk2utt $feats \
         ark,scp:$cmvndir/cmvn_$name.ark,$cmvndir/cmvn_$name.scp 2>$logdir/cmvn_$name.log || \
         { echo "$0: compute-cmvn-stats failed (log $logdir/cmvn_$name.log)"; exit 1; }
 fi

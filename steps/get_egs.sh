@@ -18,9 +18,11 @@
 # instead of once per frame (bytes per labelled frame: docs/BENCHMARKS.md "Speech at scale").
 # --samples-per-iter counts labelled frames, so an archive holds what one job trains on in one
 # iteration whatever the corpus size (Kaldi's frames_per_iter). Nothing holds the corpus in memory:
-# --nj nnet-get-egs jobs each cut a shuffled share of the utterances and deal their examples at
-# random over all archives; each archive is then shuffled through a buffer of
-# --shuffle-buffer-size examples (nnet-shuffle-egs --buffer-size). Everything is drawn from
+# --nj nnet-get-egs jobs each read a share of the utterances in sorted order (their labels from a
+# sorted stream, as Kaldi's "ark,s,cs:") and deal their examples at random over all archives; each
+# archive is then shuffled through a buffer of --shuffle-buffer-size examples (nnet-shuffle-egs
+# --buffer-size); the validation and training-subset utterances are drawn by reservoir sampling.
+# No program's memory grows with the corpus. Everything is drawn from
 # --srand: the same inputs and options give byte-identical archives.
 
 # Begin configuration section.
@@ -150,15 +152,15 @@ pdf_opt=
 
 if [ $stage -le 0 ]; then
     echo "$0: choosing validation and training-subset utterances"
-    awk '{print $1}' $data/feats.scp | utils/shuffle_list.pl --srand $srand > $dir/all_utts
+    # drawn by reservoir sampling: memory for the lists drawn, not for the corpus
     if [ -n "$valid_data_dir" ]; then
         awk '{print $1}' $valid_data_dir/feats.scp > $dir/valid_uttlist
     else
-        head -n $num_utts_subset $dir/all_utts > $dir/valid_uttlist
+        awk '{print $1}' $data/feats.scp | utils/sample_lines.pl --srand $srand $num_utts_subset \
+            > $dir/valid_uttlist
     fi
-    grep -v -x -F -f $dir/valid_uttlist $dir/all_utts | head -n $num_utts_subset \
-        > $dir/train_subset_uttlist
-    rm $dir/all_utts
+    awk '{print $1}' $data/feats.scp | utils/sample_lines.pl --srand $((srand + 1)) \
+        --exclude $dir/valid_uttlist $num_utts_subset > $dir/train_subset_uttlist
 fi
 
 valid_src=$data
@@ -166,14 +168,17 @@ valid_src=$data
 
 if [ $stage -le 1 ]; then
     echo "$0: writing diagnostic and combination examples"
+    # the subsets' own label lists, so that nnet-get-egs indexes those, not the corpus's
     $cmd $dir/log/create_valid_subset.log \
         utils/filter_scp.pl $dir/valid_uttlist $valid_src/feats.scp \> $dir/valid_feats.scp '&&' \
-        nnet-get-egs $ctx $pdf_opt --compress=$compress scp:$dir/valid_feats.scp scp:$valid_src/labels.scp \
+        utils/filter_scp.pl $dir/valid_uttlist $valid_src/labels.scp \> $dir/valid_labels.scp '&&' \
+        nnet-get-egs $ctx $pdf_opt --compress=$compress scp:$dir/valid_feats.scp scp:$dir/valid_labels.scp \
             ark:$dir/valid_all.egs || exit 1
     $cmd $dir/log/create_train_subset.log \
         utils/filter_scp.pl $dir/train_subset_uttlist $data/feats.scp \> $dir/train_subset_feats.scp '&&' \
-        nnet-get-egs $ctx $pdf_opt --compress=$compress scp:$dir/train_subset_feats.scp scp:$data/labels.scp \
-            ark:$dir/train_subset_all.egs || exit 1
+        utils/filter_scp.pl $dir/train_subset_uttlist $data/labels.scp \> $dir/train_subset_labels.scp '&&' \
+        nnet-get-egs $ctx $pdf_opt --compress=$compress scp:$dir/train_subset_feats.scp \
+            scp:$dir/train_subset_labels.scp ark:$dir/train_subset_all.egs || exit 1
     $cmd $dir/log/create_diagnostic.log \
         nnet-subset-egs --n=$num_frames_diagnostic --srand=$srand ark:$dir/valid_all.egs \
             ark:$dir/valid_diagnostic.egs '&&' \
@@ -181,7 +186,7 @@ if [ $stage -le 1 ]; then
             ark:$dir/train_diagnostic.egs '&&' \
         cat $dir/valid_all.egs $dir/train_subset_all.egs \| \
         nnet-subset-egs --n=$num_frames_combine --srand=$srand ark:- ark:$dir/combine.egs || exit 1
-    rm $dir/valid_all.egs $dir/train_subset_all.egs $dir/valid_feats.scp $dir/train_subset_feats.scp
+    rm $dir/valid_all.egs $dir/train_subset_all.egs $dir/{valid,train_subset}_{feats,labels}.scp
 fi
 
 if [ $stage -le 2 ]; then
@@ -232,8 +237,13 @@ if [ $stage -le 3 ]; then
     echo "$0: making examples of $frames_per_eg frames in $nj jobs, dealt over $num_archives archives"
     # Archive a = 1..num_archives is egs.JOB.ITER.ark with JOB = (a-1) % num_jobs + 1 and
     # ITER = (a-1) / num_jobs; job k writes its share of archive a to egs_orig.k.a.ark.
+    # Streaming, as Kaldi's get_egs2.sh: each job reads its utterances in sorted order and their
+    # labels from a sorted stream ("s,cs": one object in memory), so no program holds an index of
+    # the corpus. The order carries no bias: nnet-copy-egs deals the examples at random over all
+    # archives, and each archive is shuffled below.
     utils/filter_scp.pl --exclude $dir/valid_uttlist $data/feats.scp | \
-        utils/shuffle_list.pl --srand $srand > $dir/train_feats.scp
+        LC_ALL=C sort -S 4M -T $dir > $dir/train_feats.scp
+    LC_ALL=C sort -S 4M -T $dir $data/labels.scp > $dir/labels.scp
     mkdir -p $dir/split$nj
     for k in $(seq $nj); do
         awk -v k=$k -v n=$nj '(NR - 1) % n == k - 1' $dir/train_feats.scp > $dir/split$nj/feats.$k.scp
@@ -243,9 +253,9 @@ if [ $stage -le 3 ]; then
     for a in $(seq $num_archives); do orig_list="$orig_list ark:$dir/egs_orig.JOB.$a.ark"; done
     $cmd JOB=1:$nj $dir/log/get_egs.JOB.log \
         nnet-get-egs $ctx $pdf_opt --num-frames=$frames_per_eg --compress=$compress \
-            scp:$dir/split$nj/feats.JOB.scp scp:$data/labels.scp ark:- \| \
+            scp:$dir/split$nj/feats.JOB.scp "ark,s,cs:copy-post scp:$dir/labels.scp ark:- |" ark:- \| \
         nnet-copy-egs --random=true --srand=\$[JOB+$srand] ark:- $orig_list || exit 1
-    rm -r $dir/train_feats.scp $dir/split$nj
+    rm -r $dir/train_feats.scp $dir/labels.scp $dir/split$nj
 fi
 
 if [ $stage -le 4 ]; then

@@ -123,8 +123,10 @@ if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
     for x in train test; do
         mkdir -p $data/${x}_cmvn
         cp $data/$x/{text,utt2spk,spk2utt} $data/${x}_cmvn/
+        # utt2spk read forward ("s,cs": feats.scp and utt2spk are sorted, stage 1 validated
+        # them), not held: no program's memory grows with the corpus
         $cmd $exp/make_fbank/apply_cmvn_$x.log \
-            apply-cmvn --utt2spk=ark:$data/$x/utt2spk scp:$data/$x/cmvn.scp \
+            apply-cmvn --utt2spk=ark,s,cs:$data/$x/utt2spk scp:$data/$x/cmvn.scp \
                 scp:$data/$x/feats.scp ark,scp:$feat_dir/fbank_cmvn_$x.ark,$data/${x}_cmvn/feats.scp
         copy-int-vector ark,t:$data/$x/labels.txt \
             ark,scp:$feat_dir/labels_$x.ark,$data/${x}_cmvn/labels.scp 2>$exp/make_fbank/labels_$x.log
@@ -133,8 +135,8 @@ if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
         # labels, or whose label count differs from its frame count is left out of ${x}_cmvn,
         # named once here; the rest go on.
         d=$data/${x}_cmvn
-        feat-to-len scp:$d/feats.scp ark,t:- 2>/dev/null | sort > $d/feat_lens
-        join -a 1 -a 2 -e none -o 0,1.2,2.2 <(sort $data/$x/num_frames) $d/feat_lens | \
+        feat-to-len scp:$d/feats.scp ark,t:- 2>/dev/null | sort -S 4M > $d/feat_lens
+        join -a 1 -a 2 -e none -o 0,1.2,2.2 <(sort -S 4M $data/$x/num_frames) $d/feat_lens | \
             awk -v p="$0" -v x=$x -v out=$d/dropped '
                 $2 != $3 { n++; print p ": WARNING: leaving out " x " utterance " $1 ": " \
                     ($3 == "none" ? "no features (unreadable audio?)" : $2 == "none" ? \

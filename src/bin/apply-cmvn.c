@@ -13,7 +13,8 @@ static const char *usage =
 
 struct cmvn {
     const char *feats_in, *stats_in;
-    const struct token_map *utt2spk; /* NULL: the stats are per utterance */
+    struct table_reader *utt2spk;    /* NULL: the stats are per utterance */
+    char *spk;                       /* utt2spk's object (holder_token) */
     struct table_reader *table;      /* NULL: global stats */
     struct feat_dmatrix *stats;
     int norm_means, norm_vars;
@@ -24,7 +25,12 @@ static int normalize(void *c_, const char *utt, void *m, const void **out) {
     struct cmvn *c = c_;
     if (io_check_finite(m)) return error_wrap("'%s': key '%s': ", c->feats_in, utt);
     if (c->table) {
-        const char *key = c->utt2spk ? token_map_find(c->utt2spk, utt) : utt;
+        const char *key = utt;
+        if (c->utt2spk) {
+            int found = table_reader_lookup(c->utt2spk, utt, &c->spk);
+            if (found < 0) return -1;
+            key = found ? c->spk : NULL;
+        }
         int got = key ? table_reader_lookup(c->table, key, c->stats) : 0;
         if (got < 0) return error_wrap("cannot read '%s': ", c->stats_in);
         if (got == 0) {
@@ -44,7 +50,8 @@ int main(int argc, char **argv) {
     int norm_means = 1, norm_vars = 0;
     const struct option_spec specs[] = {
         {"utt2spk", OPT_STRING, &utt2spk,
-         "rspecifier for utterance to speaker map (the stats are per speaker)"},
+         "rspecifier for utterance to speaker map (the stats are per speaker; ark,s,cs: read "
+         "forward, not held, when the features come in sorted order)"},
         {"norm-means", OPT_BOOL, &norm_means, "If true, do mean normalization (note: you can't "
          "normalize the variance but not the mean)"},
         {"norm-vars", OPT_BOOL, &norm_vars, "If true, normalize variance to one."},
@@ -53,8 +60,8 @@ int main(int argc, char **argv) {
     options_parse_args(&argc, argv, usage, specs, nspecs, 3, 3);
     if (norm_vars && !norm_means) die("You cannot normalize the variance but not the mean.");
     const char *stats_in = argv[1], *feats_in = argv[2], *feats_out = argv[3];
-    struct token_map spk = {0};
-    if (*utt2spk && token_map_read(&spk, utt2spk)) die("%s", error_get());
+    struct table_reader spk;
+    if (*utt2spk && table_reader_open(&spk, utt2spk, &holder_token)) die("%s", error_get());
     int global = !io_is_table_specifier(stats_in);
     struct table_reader stats_table;
     struct feat_dmatrix stats = {0};
@@ -66,15 +73,16 @@ int main(int argc, char **argv) {
     } else if (table_reader_open(&stats_table, stats_in, &holder_double_matrix)) {
         die("%s", error_get());
     }
-    struct cmvn c = {feats_in, stats_in, *utt2spk ? &spk : NULL, global ? NULL : &stats_table,
-                     &stats, norm_means, norm_vars, 0};
+    struct cmvn c = {feats_in, stats_in, *utt2spk ? &spk : NULL, NULL,
+                     global ? NULL : &stats_table, &stats, norm_means, norm_vars, 0};
     struct matrix m = {0};
     long long num_done =
         table_copy(feats_in, &holder_matrix, &m, feats_out, &holder_matrix, normalize, &c);
     if (num_done < 0) die("%s", error_get());
     matrix_release(&m);
     feat_dmatrix_release(&stats);
-    token_map_release(&spk);
+    holder_token.release(&c.spk);
+    if (*utt2spk && table_reader_close(&spk)) die("cannot read '%s': %s", utt2spk, error_get());
     if (!global && table_reader_close(&stats_table))
         die("cannot read '%s': %s", stats_in, error_get());
     LOG("Applied cepstral mean %snormalization to %lld utterances, errors on %lld",

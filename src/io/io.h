@@ -359,7 +359,10 @@ const char *table_reader_key(const struct table_reader *r);
  *   cs  lookups come in sorted order: with s, objects before the key asked for are dropped, so
  *       memory stays at one object; a lookup out of order is an error.
  *   o   each key is asked for once: an object is dropped when it has been returned.
- * Without s a missing key reads the stream to its end. Do not mix with table_reader_next. */
+ * Without s a missing key reads the stream to its end. With both s and cs a file archive or an
+ * scp is read the same way, forward (each entry's object read as it is passed), so that no index
+ * of the table is held: memory does not grow with the table; without them it is indexed once.
+ * Do not mix with table_reader_next. */
 int table_reader_lookup(struct table_reader *r, const char *key, void *obj);
 int table_reader_close(struct table_reader *r);
 /* Close r after an error (its own, or the caller's), keeping that error's message: closing a pipe

@@ -864,7 +864,10 @@ static int stream_lookup(struct table_reader *r, const char *key, void *obj) {
 
 int table_reader_lookup(struct table_reader *r, const char *key, void *obj) {
     if (r->background && r->bg) return error_set("lookup on a table already read sequentially");
-    if (r->kind == TABLE_ARK && r->in.kind != KIN_FILE) return stream_lookup(r, key, obj);
+    /* A stream, or any table with s,cs (Kaldi's sorted-archive reading, here for scp too): read
+     * forward, one object in memory; only an unsorted file or scp is indexed. */
+    if ((r->kind == TABLE_ARK && r->in.kind != KIN_FILE) || (r->sorted && r->called_sorted))
+        return stream_lookup(r, key, obj);
     if (ra_load(r)) return error_wrap("cannot read '%s': ", r->rspecifier);
     const char *value = token_map_find(&r->ra, key);
     if (!value) return 0;

@@ -27,7 +27,7 @@ make_feats() {
         $prog $opts scp:$split/wav.JOB.scp \
             ark,scp:$featdir/raw_${kind}_$name.JOB.ark,$featdir/raw_${kind}_$name.JOB.scp || \
         { echo "$0: $prog failed (logs $logdir/make_${kind}_$name.*.log)"; exit 1; }
-    for j in $(seq $nj); do cat $featdir/raw_${kind}_$name.$j.scp; done | LC_ALL=C sort > $data/feats.scp
+    for j in $(seq $nj); do cat $featdir/raw_${kind}_$name.$j.scp; done | LC_ALL=C sort -S 4M > $data/feats.scp
     rm -rf $split $data/.backup_feats.scp
     local got=$(wc -l < $data/feats.scp)
     [ $got -lt $n ] && echo "$0: WARNING: $((n - got)) of $n recordings gave no features (the logs $logdir/make_${kind}_$name.*.log say why); utils/fix_data_dir.sh $data leaves them out"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ark,s,cs: random access into archives that come through a pipe, as Kaldi recipes use them
+# ark,s,cs: random access into archives that come through a pipe, as Kaldi recipes use them,
+# and into files and scp lists read forward (s,cs: no index held)
 # (CMVN stats and features read by key from a command's output).
 . "$(dirname "$0")/lib.sh"
 python3 - <<'PY'
@@ -59,3 +60,22 @@ expect_status "an unsorted stream without s is read into memory" 0 compute-cmvn-
     --spk2utt=ark:spk2utt "ark:copy-feats ark:unsorted.txt ark:- |" ark,t:uns.txt
 compute-cmvn-stats --spk2utt=ark:spk2utt ark:feats.ark ark,t:uns.ref.txt 2>/dev/null
 expect_same "and gives the same stats" uns.ref.txt uns.txt
+
+# s,cs on a file archive and on an scp: read forward, not indexed; the same results, and the same
+# rules (a lookup out of order is an error, as it could not be served without an index).
+expect_status "scp,s,cs: compute-cmvn-stats reads the scp forward" 0 compute-cmvn-stats \
+    --spk2utt=ark:spk2utt scp,s,cs:feats.scp ark:fwd.ark
+expect_same "same stats as the indexed scp" cmvn.ark fwd.ark
+expect_status "ark,s,cs on a file: utt2spk read forward" 0 apply-cmvn --utt2spk=ark,s,cs:utt2spk \
+    scp:cmvn.scp scp:feats.scp ark:fwd2.ark
+expect_same "same features as with utt2spk held" ref.ark fwd2.ark
+expect_status "scp,s,cs with lookups out of order" 1 compute-cmvn-stats \
+    --spk2utt=ark:spk2utt.unsorted scp,s,cs:feats.scp ark:x.ark
+expect_err "names the rule and both keys (scp)" "cs option was given but keys are not asked for in sorted order \('spk1-a' after 'spk1-c'\)"
+expect_status "missing keys in a sorted scp" 0 compute-cmvn-stats --spk2utt=ark:spk2utt.gaps \
+    scp,s,cs:feats.scp ark,t:gaps2.txt
+expect_same "the same as from the sorted stream" gaps.txt gaps2.txt
+printf 'spk1-a spk1\nspk1-b spk1\nspk1-c spk1\nspk2-b spk2\nspk2-a spk2\n' > utt2spk.unsorted
+expect_status "ark,s,cs on an unsorted file" 1 apply-cmvn --utt2spk=ark,s,cs:utt2spk.unsorted \
+    scp:cmvn.scp scp:feats.scp ark:z.ark
+expect_err "says it is not sorted (file)" "the s option was given but the archive is not sorted \('spk2-a' after 'spk2-b'\)"

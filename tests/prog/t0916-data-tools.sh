@@ -74,3 +74,17 @@ expect_status "subset_data_dir.sh works on it" 0 utils/subset_data_dir.sh iris 2
 printf '5,3,setosa\n6,3,rose\n' > test.csv
 expect_status "an unknown class" 1 utils/csv_to_data.sh --label-column 3 --label-map iris/label_map.txt test.csv iris_test
 expect_eq "named with its line" "$(tail -n 1 err)" 'csv_to_data.sh: test.csv line 2: label "rose" is not in iris/label_map.txt'
+# ---- sample_lines.pl: K lines by reservoir sampling, in input order ----
+seq 1 1000 | awk '{print "u" $1, $1}' > lines
+utils/sample_lines.pl --srand 3 50 lines > s1
+expect_eq "sample_lines.pl: K lines" "$(wc -l < s1)" 50
+expect_eq "all of them input lines, in input order" "$(sort -k2 -n s1 | cmp - s1 && grep -c -x -F -f s1 lines)" 50
+expect_eq "no line twice" "$(sort -u s1 | wc -l)" 50
+expect_eq "reproducible from the seed" "$(utils/sample_lines.pl --srand 3 50 < lines | md5sum)" "$(md5sum < s1)"
+expect_eq "another seed, another sample" "$(utils/sample_lines.pl --srand 4 50 lines | cmp -s - s1; echo $?)" 1
+expect_eq "spread over the input (not the first K)" "$(awk '$2 > 500' s1 | wc -l | awk '{print ($1 > 10 && $1 < 40)}')" 1
+expect_eq "--exclude skips those keys" "$(utils/sample_lines.pl --exclude s1 2000 lines | grep -c -x -F -f s1)" 0
+expect_eq "and keeps the rest" "$(utils/sample_lines.pl --exclude s1 2000 lines | wc -l)" 950
+expect_eq "fewer lines than K: all of them" "$(head -3 lines | utils/sample_lines.pl 10 | tr '\n' ';')" "u1 1;u2 2;u3 3;"
+expect_status "K missing" 255 utils/sample_lines.pl --srand 1
+expect_err "usage" "Usage: utils/sample_lines.pl"
