@@ -7,9 +7,11 @@
 # seconds are what to compare then); then each stage's growth exponent (the least-squares slope of
 # log CPU seconds on log hours), the RSS growth from the smallest size to the largest, and the
 # training throughput (frames/s per nnet-train job, from their logs) at each size. Every figure
-# of one table comes from one run of this script, so the ratios are paired.
+# of one table comes from one run of this script. Then the throughput paired: the last training
+# iteration's first job of the smallest and the largest size rerun in alternation
+# (--paired-rounds, default 3; 0: none), the median of the rounds' ratios.
 #   bench/scale.sh [--quick] [--sizes "1h 5h 20h"] [--dir bench-scale] [--nj 2] [--num-jobs 2]
-#                  [--run-opts "--num-epochs 4"]
+#                  [--run-opts "--num-epochs 4"] [--paired-rounds 3]
 # --quick: the ladder 0.02h 0.04h 0.08h with one epoch (a few minutes: a check of the machinery,
 # not of the exponents, which small sizes blur with fixed costs).
 # Output: the table on stdout and in <dir>/scale.md, one row per stage and size in <dir>/scale.tsv.
@@ -20,6 +22,7 @@ dir=bench-scale
 nj=2
 num_jobs=2
 run_opts=
+paired_rounds=3
 quick=false
 while [ $# -gt 0 ]; do
     case $1 in
@@ -29,6 +32,7 @@ while [ $# -gt 0 ]; do
         --nj) nj=$2; shift 2 ;;
         --num-jobs) num_jobs=$2; shift 2 ;;
         --run-opts) run_opts=$2; shift 2 ;;
+        --paired-rounds) paired_rounds=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "$0: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -101,7 +105,25 @@ for size in $sizes; do
             if ($i == "s") t += $(i - 1) } } END { printf "%s\t%.0f\t%.1f\n", s, f, t }' >> $dir/throughput.tsv
 done
 
-/usr/bin/python3 - $tsv $dir/throughput.tsv <<'PY' | tee -a $dir/scale.md
+# Paired throughput: the last training iteration's first job of the smallest and of the largest
+# size, rerun in alternation (--paired-rounds times, into a scratch model), so that a machine whose
+# speed drifts during the ladder (a shared host's does, by 10-20% over minutes) affects both alike.
+first=${sizes%% *} last=${sizes##* }
+: > $dir/paired.tsv
+if [ $paired_rounds -gt 0 ] && [ "$first" != "$last" ]; then
+    for r in $(seq $paired_rounds); do
+        for s in $first $last; do
+            log=$(ls $dir/$s/exp/nnet/log/train.*.1.log | sort -t. -k2 -n | tail -n 1)
+            cmd=$(head -n 1 $log | sed 's/^# //; s| [^ ]*$| '$dir/paired.mdl'|')
+            rate=$(PATH=$top/bin:$PATH bash -c "$cmd" 2>&1 | grep -o 'in [0-9.]* s, [0-9]* frames/s' | awk '{print $4}')
+            echo -e "$r\t$s\t$rate" >> $dir/paired.tsv
+            echo "bench/scale.sh: paired round $r, $s: $rate frames/s" >&2
+        done
+    done
+    rm -f $dir/paired.mdl
+fi
+
+/usr/bin/python3 - $tsv $dir/throughput.tsv $dir/paired.tsv <<'PY' | tee -a $dir/scale.md
 import collections, math, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
 tp = {l.split("\t")[0]: l.split() for l in open(sys.argv[2])}
@@ -142,6 +164,18 @@ for s in sizes:
 if len(sizes) > 1 and sizes[0] in rate and sizes[-1] in rate:
     print(f"throughput {sizes[-1]} / {sizes[0]}: {rate[sizes[-1]][0] / rate[sizes[0]][0]:.3f} "
           f"(per job, wall), {rate[sizes[-1]][1] / rate[sizes[0]][1]:.3f} (per CPU second)")
+paired = collections.defaultdict(dict)
+for l in open(sys.argv[3]):
+    r, s, v = l.split("\t")
+    if v.strip():
+        paired[r][s] = float(v)
+pr = [d[sizes[-1]] / d[sizes[0]] for d in paired.values() if sizes[0] in d and sizes[-1] in d]
+if pr:
+    pr.sort()
+    med = pr[len(pr) // 2] if len(pr) % 2 else (pr[len(pr) // 2 - 1] + pr[len(pr) // 2]) / 2
+    print(f"paired throughput {sizes[-1]} / {sizes[0]} (the last iteration's job rerun in "
+          f"alternation, {len(pr)} rounds): median {med:.3f}, rounds "
+          + ", ".join(f"{x:.3f}" for x in pr))
 total = {s: sum(float(by[k][s][4]) for k in by) for s in sizes}
 tcpu = {s: sum(float(by[k][s][5]) for k in by) for s in sizes}
 print("end to end: " + ", ".join(f"{s} {total[s] / 60:.1f} min wall, {tcpu[s] / 60:.1f} min CPU"
