@@ -3,12 +3,14 @@
 directories: feats.ark/feats.scp (one 1 x 784 float matrix per image, pixels scaled to [0, 1]) and
 labels.ark/labels.scp (one int32 vector of length 1 per image).
 
-Usage: idx_to_kaldi.py [--limit N] [--valid N] [--seed S] [--shifts K] <images.idx.gz> <labels.idx.gz> <out-dir> [<valid-dir>]
+Usage: idx_to_kaldi.py [--limit N] [--valid N] [--seed S] [--shifts K] [--flips] <images.idx.gz> <labels.idx.gz> <out-dir> [<valid-dir>]
 
 With <valid-dir>, a seeded random --valid images (default 5000) go there and the rest to <out-dir>.
 --shifts K adds, to <out-dir> only, K copies of each image translated by a seeded random offset of
 up to 2 pixels in each direction (keys <key>-s1 .. <key>-sK), a standard augmentation for
-Fashion-MNIST; the held-out directory never gets shifted copies.
+Fashion-MNIST; the held-out directory never gets shifted copies. --flips also mirrors each shifted
+copy left-right with probability 1/2 (drawn after its shift, so that without --flips the copies are
+the same as before the option existed).
 The archives are written byte for byte in Kaldi's binary format (layouts in src/io/io.h):
   key SP \\0B "FM " \\x04 int32(rows) \\x04 int32(cols) float32 data
   key SP \\0B \\x04 int32(count) then \\x04 int32 per element (Kaldi's BasicVectorHolder)
@@ -55,7 +57,13 @@ def shifted(pixels, i, dim, dx, dy):
     return bytes(out)
 
 
-def write_dir(out_dir, prefix, indices, pixels, dim, labels, shifts=0, seed=0):
+def mirrored(image, dim):
+    """The image (side x side bytes) mirrored left-right."""
+    side = int(round(dim ** 0.5))
+    return b"".join(image[y * side:(y + 1) * side][::-1] for y in range(side))
+
+
+def write_dir(out_dir, prefix, indices, pixels, dim, labels, shifts=0, seed=0, flips=False):
     os.makedirs(out_dir, exist_ok=True)
     scale = [b / 255.0 for b in range(256)]
     feats_ark = os.path.join(out_dir, "feats.ark")
@@ -69,7 +77,10 @@ def write_dir(out_dir, prefix, indices, pixels, dim, labels, shifts=0, seed=0):
             dx, dy = 0, 0
             while dx == 0 and dy == 0:
                 dx, dy = rng.randint(-2, 2), rng.randint(-2, 2)
-            items.append((f"{prefix}-{i:05d}-s{k}", i, shifted(pixels, i, dim, dx, dy)))
+            image = shifted(pixels, i, dim, dx, dy)
+            if flips and rng.random() < 0.5:
+                image = mirrored(image, dim)
+            items.append((f"{prefix}-{i:05d}-s{k}", i, image))
     with open(feats_ark + ".tmp", "wb") as fa, open(labels_ark + ".tmp", "wb") as la:
         for name, i, image in items:
             key = name.encode()
@@ -93,11 +104,15 @@ def write_dir(out_dir, prefix, indices, pixels, dim, labels, shifts=0, seed=0):
 
 
 def main(argv):
-    limit, valid, seed, shifts = 0, 5000, 777, 0
+    limit, valid, seed, shifts, flips = 0, 5000, 777, 0, False
     args = []
     i = 0
     while i < len(argv):
         a = argv[i]
+        if a == "--flips":
+            flips = True
+            i += 1
+            continue
         if a in ("--limit", "--valid", "--seed", "--shifts") and i + 1 < len(argv):
             val = int(argv[i + 1])
             if a == "--limit":
@@ -131,7 +146,7 @@ def main(argv):
         held = set(rng.sample(order, valid))
         write_dir(args[3], prefix, [k for k in order if k in held], pixels, dim, labels)
         order = [k for k in order if k not in held]
-    write_dir(out_dir, prefix, order, pixels, dim, labels, shifts, seed)
+    write_dir(out_dir, prefix, order, pixels, dim, labels, shifts, seed, flips)
     print(f"idx_to_kaldi.py: wrote {len(order) * (1 + shifts)} images to {out_dir}"
           + (f" and {valid} to {args[3]}" if len(args) == 4 else ""), file=sys.stderr)
 
