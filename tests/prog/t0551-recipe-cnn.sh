@@ -24,3 +24,30 @@ grep -q '^steps/train.sh: combining the last' out && pass "--net mlp: combinatio
     || fail "no combination line"
 expect_status "run.sh --net rnn" 2 ./run.sh --net rnn
 expect_eq "names the choices" "$(tail -n 1 err)" "./run.sh: --net: expected mlp or cnn, got 'rnn'"
+
+# --flips: each shifted copy mirrored left-right with probability 1/2; the held-out images and the
+# image count unchanged, and without it the data as before the option.
+local/prepare_data.sh --limit 120 --shifts 2 plain >/dev/null 2>&1
+expect_status "prepare_data.sh --flips true" 0 local/prepare_data.sh --limit 120 --shifts 2 --flips true flipped
+expect_eq "as many training images" "$(wc -l < flipped/train/feats.scp)" "$(wc -l < plain/train/feats.scp)"
+expect_same "validation images unchanged" plain/valid/feats.ark flipped/valid/feats.ark
+expect_eq "each copy a shift, about half of them mirrored" "$(python3 -c "
+import array, sys
+sys.path.insert(0, 'local')
+from idx_to_kaldi import shifted, mirrored
+def read(p):
+    d = open(p, 'rb').read(); out = {}; i = 0
+    while i < len(d):
+        j = d.index(b' ', i); k = d[i:j].decode(); i = j + 16
+        out[k] = bytes(round(v * 255) for v in array.array('f', d[i:i + 3136])); i += 3136
+    return out
+b = read('flipped/train/feats.ark')
+shifts = [(x, y) for x in range(-2, 3) for y in range(-2, 3)]
+plain = mirror = other = 0
+for k, v in b.items():
+    if '-s' not in k: continue
+    o = b[k.split('-s')[0]]
+    if any(shifted(o, 0, 784, x, y) == v for x, y in shifts): plain += 1
+    elif any(mirrored(shifted(o, 0, 784, x, y), 784) == v for x, y in shifts): mirror += 1
+    else: other += 1
+print('ok' if other == 0 and 0.3 < mirror / (plain + mirror) < 0.7 else f'{plain} {mirror} {other}')")" ok
