@@ -18,8 +18,8 @@
 # instead of once per frame (bytes per labelled frame: docs/BENCHMARKS.md "Speech at scale").
 # --samples-per-iter counts labelled frames, so an archive holds what one job trains on in one
 # iteration whatever the corpus size (Kaldi's frames_per_iter). Nothing holds the corpus in memory:
-# --nj nnet-get-egs jobs each read a share of the utterances in sorted order (their labels from a
-# sorted stream, as Kaldi's "ark,s,cs:") and deal their examples at random over all archives; each
+# --nj nnet-get-egs jobs each read a share of the utterances in sorted order (their labels read
+# forward from a sorted list, "scp,s,cs:") and deal their examples at random over all archives; each
 # archive is then shuffled through a buffer of --shuffle-buffer-size examples (nnet-shuffle-egs
 # --buffer-size); the validation and training-subset utterances are drawn by reservoir sampling.
 # No program's memory grows with the corpus. Everything is drawn from
@@ -238,8 +238,8 @@ if [ $stage -le 3 ]; then
     # Archive a = 1..num_archives is egs.JOB.ITER.ark with JOB = (a-1) % num_jobs + 1 and
     # ITER = (a-1) / num_jobs; job k writes its share of archive a to egs_orig.k.a.ark.
     # Streaming, as Kaldi's get_egs2.sh: each job reads its utterances in sorted order and their
-    # labels from a sorted stream ("s,cs": one object in memory), so no program holds an index of
-    # the corpus. The order carries no bias: nnet-copy-egs deals the examples at random over all
+    # labels forward from the sorted list ("scp,s,cs": one object in memory, no index), so no
+    # program holds an index of the corpus. The order carries no bias: nnet-copy-egs deals the examples at random over all
     # archives, and each archive is shuffled below.
     utils/filter_scp.pl --exclude $dir/valid_uttlist $data/feats.scp | \
         LC_ALL=C sort -S 4M -T $dir > $dir/train_feats.scp
@@ -253,7 +253,7 @@ if [ $stage -le 3 ]; then
     for a in $(seq $num_archives); do orig_list="$orig_list ark:$dir/egs_orig.JOB.$a.ark"; done
     $cmd JOB=1:$nj $dir/log/get_egs.JOB.log \
         nnet-get-egs $ctx $pdf_opt --num-frames=$frames_per_eg --compress=$compress \
-            scp:$dir/split$nj/feats.JOB.scp "ark,s,cs:copy-post scp:$dir/labels.scp ark:- |" ark:- \| \
+            scp:$dir/split$nj/feats.JOB.scp scp,s,cs:$dir/labels.scp ark:- \| \
         nnet-copy-egs --random=true --srand=\$[JOB+$srand] ark:- $orig_list || exit 1
     rm -r $dir/train_feats.scp $dir/labels.scp $dir/split$nj
 fi
