@@ -9,6 +9,8 @@
 # Begin configuration section.
 cmd=utils/run.pl
 num=5        # N
+egs_dir=       # examples (train_diagnostic.egs) to recompute BatchNorm's statistics from
+minibatch_size=128  # examples per forward pass for that (the training minibatch)
 # End configuration section.
 
 echo "$0 $*"
@@ -16,9 +18,12 @@ help_message="Usage: $0 [options] <exp-dir> <model-out>
 e.g.: $0 --num 5 exp/nnet exp/nnet/final.best.mdl
 Options:
   --num <N>       models averaged (default: 5)
+  --egs-dir <dir>  for a network with BatchNorm: recompute its statistics from <dir>/train_diagnostic.egs
+  --minibatch-size <n>  examples per forward pass for that (default: 128; the training minibatch)
   --cmd <runner>  runner of nnet-average (default: utils/run.pl)"
 
 . "$(dirname "$0")/lib/args.sh"
+. "$(dirname "$0")/lib/train-common.sh"
 args_want $# 2
 dir=$1 out=$2
 [[ $num =~ ^[1-9][0-9]*$ ]] || { echo "$0: --num '$num': expected a number >= 1"; exit 1; }
@@ -38,4 +43,5 @@ models=$(awk -v d=$dir '{ printf "%s/%s.mdl ", d, $2 }' <<<"$list")
 echo "$0: the $have best models by validation objective: $(awk '{ printf "%s (%s) ", $2, $1 }' <<<"$list")"
 mkdir -p $dir/log
 $cmd $dir/log/average_best.log nnet-average $models $out || exit 1
+train_recompute_stats "$cmd" $dir/log/recompute_stats.average_best.log "$egs_dir" $minibatch_size $out || exit 1
 echo "$0: wrote $out"

@@ -8,6 +8,8 @@
 cmd=utils/run.pl
 window=5
 last=          # the last iteration to include (default: $dir/num_iters)
+egs_dir=       # examples (train_diagnostic.egs) to recompute BatchNorm's statistics from
+minibatch_size=128  # examples per forward pass for that (the training minibatch)
 # End configuration section.
 
 echo "$0 $*"
@@ -16,8 +18,11 @@ e.g.: $0 --window 5 exp/nnet exp/nnet/hwa.mdl
 Options:
   --window <W>     models averaged (default: 5)
   --last <n>       last iteration averaged (default: the directory's num_iters)
+  --egs-dir <dir>  for a network with BatchNorm: recompute its statistics from <dir>/train_diagnostic.egs
+  --minibatch-size <n>  examples per forward pass for that (default: 128; the training minibatch)
   --cmd <runner>   (default: utils/run.pl)"
 . "$(dirname "$0")/lib/args.sh"
+. "$(dirname "$0")/lib/train-common.sh"
 args_want $# 2
 dir=$1 out=$2
 [ -z "$last" ] && { [ -f $dir/num_iters ] || { echo "$0: no $dir/num_iters"; exit 1; }; last=$(cat $dir/num_iters); }
@@ -30,4 +35,5 @@ for x in $(seq $first $last); do
 done
 mkdir -p $dir/log
 $cmd $dir/log/hwa.$first-$last.log nnet-average $models $out || exit 1
+train_recompute_stats "$cmd" $dir/log/recompute_stats.hwa.$first-$last.log "$egs_dir" $minibatch_size $out || exit 1
 echo "$0: averaged iterations $first..$last into $out"

@@ -620,6 +620,8 @@ if [ $stage -le $num_iters ]; then
         models=$(for x in $(seq $((num_iters - offline_window + 1)) $num_iters); do echo -n "$dir/$x.mdl "; done)
         echo "$0: HWA: final.mdl is the average of the last $offline_window models"
         $cmd $dir/log/hwa.log nnet-average $models $dir/final.mdl || exit 1
+        train_recompute_stats "$cmd" $dir/log/recompute_stats.final.log \
+            $egs_dir $minibatch_egs $dir/final.mdl || exit 1
     else
         train_combine $combine_method
     fi
@@ -638,6 +640,8 @@ if [ $stage -le $num_iters ]; then
         if [ $last -gt $average_start ] && [ -f $dir/$last.avg.mdl ]; then
             echo "$0: final.avg.mdl: the running average of $(( (last - average_start) / average_period )) models (every $average_period from $average_start)"
             cp $dir/$last.avg.mdl $dir/final.avg.mdl.tmp && mv $dir/final.avg.mdl.tmp $dir/final.avg.mdl || exit 1
+            train_recompute_stats "$cmd" $dir/log/recompute_stats.final_avg.log \
+                $egs_dir $minibatch_egs $dir/final.avg.mdl || exit 1
             $cmd $dir/log/compute_prob_valid.final_avg.log \
                 nnet-compute-prob $dir/final.avg.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
         else
@@ -645,7 +649,8 @@ if [ $stage -le $num_iters ]; then
         fi
     fi
     if [ $average_best -gt 0 ]; then
-        steps/average_best.sh --cmd "$cmd" --num $average_best $dir $dir/final.best.mdl || exit 1
+        steps/average_best.sh --cmd "$cmd" --num $average_best --egs-dir $egs_dir \
+            --minibatch-size $minibatch_egs $dir $dir/final.best.mdl || exit 1
         $cmd $dir/log/compute_prob_valid.final_best.log \
             nnet-compute-prob $dir/final.best.mdl ark:$egs_dir/valid_diagnostic.egs || exit 1
     fi

@@ -18,6 +18,7 @@ twa_epochs=10
 twa_learning_rate=0.5
 swa_out=         # also write the mean of the same checkpoints here
 srand=0
+minibatch_size=128  # for a network with BatchNorm: examples per forward when recomputing its statistics
 # End configuration section.
 
 echo "$0 $*"
@@ -30,8 +31,11 @@ Options:
   --twa-epochs <n>           passes over them (default: 10)
   --twa-learning-rate <r>    (default: 0.5)
   --swa-out <model>          also write the plain mean of the same checkpoints
+  --minibatch-size <n>       BatchNorm networks: examples per forward when their statistics are
+                             recomputed from <egs-dir>/train_diagnostic.egs (default: 128)
   --cmd <runner>             (default: utils/run.pl)"
 . "$(dirname "$0")/lib/args.sh"
+. "$(dirname "$0")/lib/train-common.sh"
 args_want $# 3
 egs_dir=$1 dir=$2 out=$3
 set -o pipefail
@@ -61,9 +65,11 @@ $cmd $dir/log/twa_head.log \
         --max-examples=$num_fit \
         --twa-train-egs="ark:cat $egs_dir/egs.*.ark | nnet-subset-egs --n=$num_fit --srand=$srand ark:- ark:- |" \
         $models ark:$egs_dir/valid_diagnostic.egs $out || exit 1
+train_recompute_stats "$cmd" $dir/log/recompute_stats.twa_head.log $egs_dir $minibatch_size $out || exit 1
 $cmd $dir/log/compute_prob_valid.twa_head.log nnet-compute-prob $out ark:$egs_dir/valid_diagnostic.egs || exit 1
 if [ -n "$swa_out" ]; then
     $cmd $dir/log/swa_head.log nnet-average $models $swa_out || exit 1
+    train_recompute_stats "$cmd" $dir/log/recompute_stats.swa_head.log $egs_dir $minibatch_size $swa_out || exit 1
     $cmd $dir/log/compute_prob_valid.swa_head.log nnet-compute-prob $swa_out ark:$egs_dir/valid_diagnostic.egs || exit 1
 fi
 echo "$0: done; $out$([ -n "$swa_out" ] && echo " and $swa_out")"

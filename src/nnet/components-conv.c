@@ -519,6 +519,10 @@ static struct vector bn_stats(const struct component *c) {
     return ((const struct bn_priv *)c->priv)->stats;
 }
 
+static void bn_set_stats_momentum(struct component *c, float momentum) {
+    ((struct bn_priv *)c->priv)->momentum = momentum;
+}
+
 static void bn_copy_priv(struct component *dst, const struct component *src) {
     const struct bn_priv *s = src->priv;
     struct bn_priv *d = bn_new(dst, src->input_dim, s->block, s->eps, s->momentum);
@@ -545,6 +549,7 @@ const struct component_ops batch_norm_component_ops = {
     .backprop = bn_backprop,
     .info = bn_info,
     .stats = bn_stats,
+    .set_stats_momentum = bn_set_stats_momentum,
     .copy_priv = bn_copy_priv,
     .free_priv = bn_free_priv,
 };

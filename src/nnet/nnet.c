@@ -639,6 +639,13 @@ void nnet_scale_stats(struct nnet *n, float alpha) {
         }
 }
 
+void nnet_set_stats_momentum(struct nnet *n, float momentum) {
+    ASSERT(momentum >= 0 && momentum <= 1);
+    for (int i = 0; i < n->num; i++)
+        if (n->comps[i]->ops->set_stats_momentum)
+            n->comps[i]->ops->set_stats_momentum(n->comps[i], momentum);
+}
+
 void nnet_add_stats(struct nnet *n, float alpha, const struct nnet *m) {
     ASSERT(n->num == m->num);
     for (int i = 0; i < n->num; i++) {

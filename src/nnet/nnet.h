@@ -183,6 +183,10 @@ struct component_ops {
      * (BatchNorm's running moments): not trained and not in the parameter block, but averaged
      * with the parameters by nnet-average (nnet_add_stats). A view, valid while c lives. */
     struct vector (*stats)(const struct component *c);
+    /* (optional, with stats) The weight a training forward gives the minibatch's statistics
+     * when it moves the stored ones towards them (BatchNorm's momentum): set per minibatch by
+     * train_recompute_stats, so that the stored ones become the pooled statistics exactly. */
+    void (*set_stats_momentum)(struct component *c, float momentum);
     /* (optional) Type-specific text for nnet-info, appended after the common part. */
     void (*info)(const struct component *c, char *buf, size_t size);
     /* (optional) Deep copy of the private data (dst is a shallow copy of src). */
@@ -310,10 +314,13 @@ void nnet_reset_max_change_stats(struct nnet *n);
  * every one *= alpha; nnet_add_stats: n's += alpha m's (m of n's structure, ASSERT). nnet-average
  * (average_model_files) averages them with the weights it gives the parameters. The other ways
  * of combining models (nnet-combine, TWA, the synchronous modes' averaging) keep the stored
- * statistics of the model they start from. */
+ * statistics of the model they start from; train_recompute_stats (nnet-recompute-stats) sets
+ * them to those of the combined network. */
 int nnet_stats_dim(const struct nnet *n);
 void nnet_scale_stats(struct nnet *n, float alpha);
 void nnet_add_stats(struct nnet *n, float alpha, const struct nnet *m);
+/* Every stats component's momentum (set_stats_momentum) := momentum, in [0, 1]. */
+void nnet_set_stats_momentum(struct nnet *n, float momentum);
 /* Seed the random streams of the components that draw (Dropout masks, and the natural-gradient
  * preconditioners' fallback). nnet_init_from_config seeds with its seed, nnet_read with 0; a
  * trainer calls this with its --srand. */

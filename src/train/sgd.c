@@ -166,6 +166,42 @@ int train_eval_prob(struct nnet *n, const char *egs_rspec, int minibatch_size,
     return run_pass(n, egs_rspec, minibatch_size, NULL, 0, st);
 }
 
+int train_recompute_stats(struct nnet *n, const char *egs_rspec, int minibatch_size,
+                          struct train_stats *st) {
+    memset(st, 0, sizeof *st);
+    if (nnet_stats_dim(n) == 0)
+        return error_set("the model stores no statistics (no BatchNorm component): nothing to "
+                         "recompute");
+    double start = time_now();
+    struct minibatch_source *src = minibatch_source_new(
+        egs_rspec, minibatch_size, nnet_left_context(n), nnet_right_context(n));
+    if (!src) return -1;
+    struct nnet *work = nnet_copy(n); /* its momentum changes per minibatch; n keeps its own */
+    struct minibatch_loop loop;
+    minibatch_loop_init(&loop, work, egs_rspec, st, 0, "", 0, start);
+    const struct egs_minibatch *mb;
+    long long seen = 0;
+    int rc;
+    while ((rc = minibatch_source_next(src, &mb)) == 1) {
+        if ((rc = minibatch_check(mb, work, egs_rspec))) break;
+        seen += mb->num_egs;
+        /* the running mean over minibatches: this one weighs its share of the examples so far
+         * (the first replaces the stored statistics) */
+        nnet_set_stats_momentum(work, (float)((double)mb->num_egs / (double)seen));
+        minibatch_loop_score(&loop, minibatch_loop_forward(&loop, mb, 1), mb, NULL, NULL);
+    }
+    if (minibatch_source_free(src) && rc == 0) rc = -1;
+    if (rc == 0 && seen == 0) rc = error_set("no examples in '%s'", egs_rspec);
+    if (rc == 0) {
+        nnet_scale_stats(n, 0);
+        nnet_add_stats(n, 1, work);
+    }
+    minibatch_loop_release(&loop);
+    nnet_free(work);
+    st->seconds = time_now() - start;
+    return rc < 0 ? -1 : 0;
+}
+
 void train_forward_utterance(struct nnet *n, const struct matrix *feats, int apply_log,
                        struct matrix *out) {
     int left = nnet_left_context(n), right = nnet_right_context(n);

@@ -164,6 +164,16 @@ int train_sgd(struct nnet *n, const char *egs_rspec, const struct train_options 
 int train_eval_prob(struct nnet *n, const char *egs_rspec, int minibatch_size,
                     struct train_stats *st);
 
+/* BatchNorm's stored statistics of n recomputed from the examples: forward passes in training
+ * mode (the minibatch's own statistics, as in training), each minibatch weighted by its share of
+ * the examples, so that the stored mean and second moment become those of all the examples'
+ * minibatches pooled. Needed after combining models (averages of different points of a run,
+ * TWA, nnet-combine), whose stored statistics are not those of the combined network. Nothing
+ * else of n changes. st: the training-mode objective and accuracy. -1 (error_set) for a model
+ * without statistics, no examples or a bad archive. */
+int train_recompute_stats(struct nnet *n, const char *egs_rspec, int minibatch_size,
+                          struct train_stats *st);
+
 /* Forward one utterance: feats (host, T x input_dim) padded at both ends by repeating the first and
  * last frame for the network's context; out (host, resized to T x output_dim) receives the output,
  * log-probabilities when apply_log (floored at 1e-20 before the log), probabilities otherwise. */

@@ -28,8 +28,9 @@ train_read_egs_info() {
 
 # train_combine [METHOD]: DIR/final.mdl from the last max_models_combine models of the run (fewer
 # when it is shorter) with nnet-combine (--method=METHOD when given), or, with --combine false, the
-# last model itself. Uses dir, egs_dir, num_iters, cmd, combine and max_models_combine. Exits 1 on
-# a failure.
+# last model itself; a combination of a network with BatchNorm gets its statistics recomputed
+# (train_recompute_stats). Uses dir, egs_dir, num_iters, cmd, combine, max_models_combine and
+# minibatch_egs. Exits 1 on a failure.
 train_combine() {
     local first=$((num_iters - max_models_combine + 1)) models x
     [ $first -lt 1 ] && first=1
@@ -38,9 +39,28 @@ train_combine() {
         echo "$0: combining the last $((num_iters - first + 1)) models into final.mdl${1:+ ($1)}"
         $cmd $dir/log/combine.log \
             nnet-combine ${1:+--method=$1} $models ark:$egs_dir/combine.egs $dir/final.mdl || exit 1
+        train_recompute_stats "$cmd" $dir/log/recompute_stats.final.log \
+            $egs_dir $minibatch_egs $dir/final.mdl || exit 1
     else
         cp $dir/$num_iters.mdl $dir/final.mdl.tmp && mv $dir/final.mdl.tmp $dir/final.mdl
     fi
+}
+
+# train_recompute_stats CMD LOG EGS_DIR MINIBATCH MODEL: for a network with BatchNorm, its stored
+# statistics recomputed from EGS_DIR/train_diagnostic.egs (nnet-recompute-stats, MINIBATCH
+# examples per forward, as in training) and MODEL replaced when that is done; for any other
+# network nothing. A combination of models (an average of checkpoints, TWA, nnet-combine) keeps
+# averaged or borrowed statistics, not those of the combined network. An empty EGS_DIR: a
+# warning for a network with BatchNorm. Returns 1 on a failure.
+train_recompute_stats() {
+    local cmd=$1 log=$2 egs=$3 mb=$4 mdl=$5
+    nnet-info $mdl 2>/dev/null | grep -q '^component .*: BatchNormComponent' || return 0
+    if [ -z "$egs" ]; then
+        echo "$0: warning: $mdl has BatchNorm, whose stored statistics a combination of models does not recompute: give --egs-dir (nnet-recompute-stats)" 1>&2
+        return 0
+    fi
+    $cmd $log nnet-recompute-stats --minibatch-size=$mb $mdl ark:$egs/train_diagnostic.egs $mdl.tmp &&
+        mv $mdl.tmp $mdl
 }
 
 # train_cleanup DIR NUM_ITERS KEEP: removes the intermediate models DIR/1.mdl .. DIR/(NUM_ITERS-1).mdl

@@ -134,3 +134,44 @@ if awk -v c="$comb" -v b="$best" 'BEGIN { exit !(c >= b - 1e-5) }'; then
     pass "combined $comb >= best input $best"; else fail "combined $comb < best input $best"; fi
 expect_status "nnet-forward" 0 nnet-forward a.mdl ark:valid.feats.ark ark,t:post.txt
 expect_eq "one posterior row per image" "$(grep -c '^  ' post.txt)" 150
+
+# ---- BatchNorm's stored statistics after combining models: nnet-recompute-stats ----
+# the residual CNN with BatchNorm after each convolution; two jobs, averaged
+awk '{ print } /^ConvolutionComponent/ && !/name=conv2/ { print "BatchNormComponent block-dim=4" }
+     /^ConvolutionComponent name=conv2/ { print "BatchNormComponent block-dim=4 name=conv2.bn" }' res.config |
+    sed 's/^\(ConvolutionComponent\) name=conv2/\1/; s/Sum(conv2, block_in)/Sum(conv2.bn, block_in)/' >bn.config
+expect_status "nnet-init with BatchNorm" 0 nnet-init --srand=1 bn.config bn0.mdl
+for j in 1 2; do
+    nnet-shuffle-egs --srand=$j ark:train.egs ark:- 2>/dev/null |
+        nnet-train --minibatch-size=8 bn0.mdl ark:- bn$j.mdl 2>/dev/null
+done
+nnet-average bn1.mdl bn2.mdl bnavg.mdl 2>/dev/null
+expect_status "nnet-recompute-stats" 0 nnet-recompute-stats --minibatch-size=8 bnavg.mdl ark:train.egs re8.mdl
+expect_err "it logs what it read" "from 600 examples"
+nnet-recompute-stats --minibatch-size=1000 bnavg.mdl ark:train.egs re1000.mdl 2>/dev/null
+# the first BatchNorm reads the first convolution of the images alone: its pooled statistics are
+# the whole set's, whatever the minibatch; those after it depend on the minibatch (batch statistics)
+stats() { # MODEL K: the K-th BatchNorm's stored mean and second moment
+    nnet-copy --binary=false $1 - 2>/dev/null | grep -o '<Stats[A-Za-z]*>  *\[[^]]*\]' |
+        sed -n "$((2 * $2 - 1)),$((2 * $2))p" | tr -d '[]<>A-Za-z'; }
+diff_max() { paste <(echo "$1" | tr -s ' ' '\n' | grep .) <(echo "$2" | tr -s ' ' '\n' | grep .) |
+    awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d } END { printf "%.2g", m }'; }
+d1=$(diff_max "$(stats re8.mdl 1)" "$(stats re1000.mdl 1)")
+if awk -v d=$d1 'BEGIN { exit !(d < 2e-4) }'; then pass "first BatchNorm: pooled over minibatches = one batch ($d1)"
+else fail "first BatchNorm: minibatches 8 and 1000 differ by $d1"; fi
+d0=$(diff_max "$(stats bnavg.mdl 1)" "$(stats re1000.mdl 1)")
+if awk -v d=$d0 'BEGIN { exit !(d > 1e-3) }'; then pass "the statistics changed ($d0)"
+else fail "the averaged model's statistics are unchanged ($d0)"; fi
+# everything else, momentum included, is the input model's
+strip() { nnet-copy --binary=false $1 - 2>/dev/null | sed 's/<Stats[A-Za-z]*>  *\[[^]]*\]//g'; }
+strip bnavg.mdl >a.txt; strip re8.mdl >b.txt
+expect_same "only the statistics change" a.txt b.txt
+# with its own statistics the combined network scores at least as well in test mode
+pa=$(nnet-compute-prob bnavg.mdl ark:valid.egs 2>/dev/null); pr=$(nnet-compute-prob re8.mdl ark:valid.egs 2>/dev/null)
+if awk -v a=$pa -v r=$pr 'BEGIN { exit !(r > a - 0.02) }'; then pass "validation log-prob $pa -> $pr"
+else fail "validation log-prob $pa -> $pr after recomputing"; fi
+expect_status "a model without BatchNorm" 1 nnet-recompute-stats a.mdl ark:train.egs x.mdl
+expect_err "says why" "model 'a.mdl': the model stores no statistics \(no BatchNorm component\)"
+[ -e x.mdl ] && fail "no model written" || pass "no model written"
+printf '' | expect_status "no examples" 1 nnet-recompute-stats bnavg.mdl ark:- x.mdl
+expect_err "says so" "no examples in 'ark:-'"

@@ -12,6 +12,8 @@ grep -qE '^\./run\.sh: validation accuracy [0-9.]+%, test accuracy [0-9.]+% \(lo
 grep -q '^steps/train.sh: HWA: final.mdl is the average of the last 1 models$' out \
     && pass "--net cnn: final.mdl the average of the last epoch's models (1 iteration here)" \
     || fail "no HWA line: $(grep -E 'HWA|combin' out)"
+grep -q 'Recomputed the statistics of .*final.mdl.* from [0-9]* examples' exp/nnet/log/recompute_stats.final.log \
+    && pass "BatchNorm's statistics recomputed for the average" || fail "no recompute_stats.final.log"
 expect_eq "conf/cnn.config's two convolutions" \
     "$(nnet-info exp/nnet/final.mdl 2>/dev/null | grep -c 'ConvolutionComponent')" 2
 expect_accuracy "test accuracy" exp/nnet/log/compute_prob_test.log 0.5

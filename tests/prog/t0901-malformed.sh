@@ -8,7 +8,8 @@
 #
 # Adding a program is one row in ROWS below:
 #   "<command with @ for the bad input and OUT for the output>|<input kind>|<classes>"
-# kinds: feats (a matrix archive), labels (an int32-vector archive), model, config, egs.
+# kinds: feats (a matrix archive), labels (an int32-vector archive), model, bnmodel (a model with
+# BatchNorm), config, egs.
 # classes: trunc (cut at 1 byte, half-way and one byte short), token (a format token broken),
 # dims (a dimension the model does not take), nan, label (out of range), empty, dir, missing,
 # and for every row also: unwritable (the output in a missing directory; rows with OUT),
@@ -28,6 +29,8 @@ SoftmaxComponent dim=2
 CFG
 nnet-init good.config good.model 2>/dev/null
 nnet-init --srand=2 good.config good2.model 2>/dev/null
+sed '1a BatchNormComponent dim=6' good.config >good_bn.config
+nnet-init good_bn.config good_bn.model 2>/dev/null
 compute-cmvn-stats ark:good.feats good.cmvn 2>/dev/null
 nnet-get-egs --left-context=1 --right-context=1 --compress=none ark:good.feats ark:good.labels \
     ark:good.egs 2>/dev/null
@@ -59,6 +62,8 @@ ROWS=(
     "nnet-average good.model @ OUT|model|trunc token empty dir missing"
     "nnet-combine good.model @ ark:good.egs OUT|model|trunc token empty dir missing"
     "nnet-combine good.model good2.model ark:@ OUT|egs|trunc token dims nan label empty dir missing"
+    "nnet-recompute-stats @ ark:good.egs OUT|bnmodel|trunc token empty dir missing"
+    "nnet-recompute-stats good_bn.model ark:@ OUT|egs|trunc token dims nan label empty dir missing"
     "splice-feats --left-context=1 --right-context=1 ark:@ ark:OUT|feats|trunc token nan empty dir missing"
     "compute-cmvn-stats ark:@ ark:OUT|feats|trunc token nan empty dir missing"
     "apply-cmvn good.cmvn ark:@ ark:OUT|feats|trunc token dims nan empty dir missing"
@@ -73,6 +78,7 @@ ROWS=(
 # ---- bad inputs: make_bad KIND CLASS -> prints the bad path (made in bad/) ----
 mkdir -p bad
 good_of() { case $1 in feats) echo good.feats ;; labels) echo good.labels ;; model) echo good.model ;;
+    bnmodel) echo good_bn.model ;;
     config) echo good.config ;; egs) echo good.egs ;; esac; }
 make_bad() { # kind class [n]
     local kind=$1 cls=$2 n=${3:-} g p
@@ -83,7 +89,7 @@ make_bad() { # kind class [n]
     token) case $kind in # break the first format token the reader expects
         feats) sed 's/FM /FX /' "$g" ;;
         labels) LC_ALL=C sed 's/u1 \x00B\x04/u1 \x00B\x07/' "$g" ;;
-        model) sed 's/<Nnet>/<Nxet>/' "$g" ;;
+        model|bnmodel) sed 's/<Nnet>/<Nxet>/' "$g" ;;
         config) sed 's/AffineComponent/AffineComponant/' "$g" ;;
         egs) sed 's/<NnetExample>/<NnetExampl>/' "$g" ;; esac >"$p" ;;
     dims) case $kind in
@@ -180,6 +186,7 @@ LIMITS=(
     "nnet-train --minibatch-size=$big good.model ark:good.egs OUT.ark|--minibatch-size=$big: must be from 1 to 1048576"
     "nnet-compute-prob --minibatch-size=$big good.model ark:good.egs|--minibatch-size=$big: must be from 1 to 1048576"
     "nnet-combine --minibatch-size=$big good.model good2.model ark:good.egs OUT.ark|--minibatch-size=$big: must be from 1 to 1048576"
+    "nnet-recompute-stats --minibatch-size=$big good_bn.model ark:good.egs OUT.ark|--minibatch-size=$big: must be from 1 to 1048576"
     "nnet-shuffle-egs --buffer-size=$big ark:good.egs ark:OUT.ark|--buffer-size=$big: must be from 0 to 1048576"
     "nnet-subset-egs --n=$big ark:good.egs ark:OUT.ark|--n=$big: must be from 1 to 67108864"
     "nnet-subset-egs --n=0 ark:good.egs ark:OUT.ark|--n=0: must be from 1"
