@@ -98,9 +98,9 @@ peak() { # <run> <arm>: over the chosen rate's seeds, mean peak test (and epoch)
         | tee -a $dir/results.txt
 }
 for noise in $noises; do
-    tune "noise $noise baseline" n$noise.base "$base_grid" base_run
+    tune_wide "noise $noise baseline" n$noise.base "$base_grid" base_run
     peak n$noise.base "noise $noise baseline"
-    tune "noise $noise GAF" n$noise.gaf "$gaf_grid" gaf_run
+    tune_wide "noise $noise GAF" n$noise.gaf "$gaf_grid" gaf_run
     peak n$noise.gaf "noise $noise GAF"
 done
 echo "$0: results in $dir/results.txt"

@@ -40,8 +40,8 @@ mpi_run() {
         --average-every $k --parle-inner-steps $parle_l --momentum $momentum --nesterov true \
         --minibatch-size $minibatch_size --cleanup true
 }
-mode=gradients k=1;           tune "synchronous SGD" sync "$grid" mpi_run
-mode=params k=$local_k;       tune "local SGD K=$local_k" local "$grid" mpi_run
-mode=elastic k=$elastic_tau;  tune "EASGD tau=$elastic_tau" elastic "$grid" mpi_run
-mode=parle k=1;               tune "Parle L=$parle_l" parle "$grid" mpi_run
+mode=gradients k=1;           tune_wide "synchronous SGD" sync "$grid" mpi_run
+mode=params k=$local_k;       tune_wide "local SGD K=$local_k" local "$grid" mpi_run
+mode=elastic k=$elastic_tau;  tune_wide "EASGD tau=$elastic_tau" elastic "$grid" mpi_run
+mode=parle k=1;               tune_wide "Parle L=$parle_l" parle "$grid" mpi_run
 echo "$0: results in $dir/results.txt"

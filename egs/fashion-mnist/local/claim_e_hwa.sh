@@ -39,12 +39,12 @@ train_run() {
         --max-models-combine $window --cleanup true $dir/egs $config $1
     local last=$(cat $1/num_iters)
     cp $1/$last.mdl $1/last.mdl
-    steps/hwa.sh --window $window $1 $1/hwa.mdl
+    steps/hwa.sh --window $window --egs-dir $dir/egs --minibatch-size $minibatch_size $1 $1/hwa.mdl
 }
 decay=false
-tune "HWA constant rate (window $window)" const "$grid" train_run hwa.mdl
-tune "constant rate, last model" const "$grid" train_run last.mdl
+tune_wide "HWA constant rate (window $window)" const "$grid" train_run hwa.mdl
+tune_wide "constant rate, last model" const "$grid" train_run last.mdl
 decay=true
-tune "decaying rate, last model" decay "$grid" train_run last.mdl
-tune "decaying rate + window $window" decay "$grid" train_run hwa.mdl
+tune_wide "decaying rate, last model" decay "$grid" train_run last.mdl
+tune_wide "decaying rate + window $window" decay "$grid" train_run hwa.mdl
 echo "$0: results in $dir/results.txt"

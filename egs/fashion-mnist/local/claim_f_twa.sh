@@ -39,15 +39,15 @@ train_run() {
     local n=$(cat $1/num_iters)
     local head=$(awk -v n=$n -v f=$head_fraction 'BEGIN { h = int(n * f + 0.5); print h < 2 ? 2 : h }')
     steps/twa_head.sh --first 1 --last $head --num-fit $num_fit --twa-epochs $twa_epochs \
-        --srand $3 --swa-out $1/swa_head.mdl $dir/egs $1 $1/twa_head.mdl
+        --srand $3 --minibatch-size $minibatch_size --swa-out $1/swa_head.mdl $dir/egs $1 $1/twa_head.mdl
     echo "$head of $n iterations" > $1/head_iters
     cp $1/$n.mdl $1/last.mdl
     cp $1/$head.mdl $1/head_last.mdl   # training stopped at the end of the head stage
     rm -f $(ls $1/[0-9]*.mdl | grep -v "/$n.mdl")
 }
-tune "full training (last model)" run "$grid" train_run last.mdl
-tune "TWA-t head stage" run "$grid" train_run twa_head.mdl
-tune "SWA of the head checkpoints" run "$grid" train_run swa_head.mdl
-tune "head stage, its last checkpoint" run "$grid" train_run head_last.mdl
+tune_wide "full training (last model)" run "$grid" train_run last.mdl
+tune_wide "TWA-t head stage" run "$grid" train_run twa_head.mdl
+tune_wide "SWA of the head checkpoints" run "$grid" train_run swa_head.mdl
+tune_wide "head stage, its last checkpoint" run "$grid" train_run head_last.mdl
 echo "$0: head stage: $(cat $dir/run/lr$tuned_lr.s${seeds%% *}/head_iters)" | tee -a $dir/results.txt
 echo "$0: results in $dir/results.txt"

@@ -24,7 +24,7 @@
 #                             says "diverged" (train.sh's check) is a result: that grid point is
 #                             scored "diverged" and not chosen; a diverged seed of the chosen rate
 #                             is left out of the mean and named in the row.
-#   tune_wide <arm> <run> "<grid>" <fn>
+#   tune_wide <arm> <run> "<grid>" <fn> [<model>]
 #                             tune, after widening the grid: while the first seed's best score
 #                             is at an edge of the grid (the rate chosen, or one tied with it),
 #                             one more point beyond it (x2 or /2; at most $max_widen, default
@@ -130,13 +130,13 @@ tune() {
 }
 
 tune_wide() {
-    local arm=$1 run=$2 grid=$3 fn=$4 lr acc best best_acc lo hi acc_lo acc_hi edge first=${seeds%% *} w=0
+    local arm=$1 run=$2 grid=$3 fn=$4 model=${5:-final.mdl} lr acc best best_acc lo hi acc_lo acc_hi edge first=${seeds%% *} w=0
     while :; do
         best= best_acc=-1  # chosen as tune chooses: the first best in the grid's order
         lo=${grid%% *} hi=${grid##* } acc_lo= acc_hi= edge=
         for lr in $grid; do
             run_once $fn $dir/$run/lr$lr.s$first $lr $first || return 1
-            acc=$(run_acc $dir/$run/lr$lr.s$first final.mdl $dir/valid.egs)
+            acc=$(run_acc $dir/$run/lr$lr.s$first $model $dir/valid.egs)
             [ "$acc" = diverged ] && continue
             if awk -v a="$acc" -v b="$best_acc" 'BEGIN { exit !(a > b) }'; then best=$lr; best_acc=$acc; fi
             [ $lr = $lo ] && acc_lo=$acc
@@ -154,7 +154,7 @@ tune_wide() {
     done
     [ -n "$edge" ] && echo "# $arm: the best rate $best is still an edge of {$grid} or tied with it" \
         "(--max-widen ${max_widen:-3})" | tee -a $dir/results.txt
-    tune "$arm" $run "$grid" $fn
+    tune "$arm" $run "$grid" $fn $model
 }
 
 exp_header() {
