@@ -83,26 +83,45 @@ void matrix_conv_patches(struct matrix *patches, const struct matrix *in,
              cpu_conv_patches(KM(patches), KM(in), g));
 }
 
+/* The host bytes of argmax that hold the CPU backend's record of the maxima for rows images
+ * (0: none kept). */
+static size_t pool_argmax_bytes(const struct matrix_conv *g, int rows) {
+    return cpu_max_pool_workspace_bytes(g, rows);
+}
+
 void matrix_max_pool_forward(struct matrix *out, const struct matrix *in,
-                             const struct matrix_conv *g) {
+                             const struct matrix_conv *g, struct matrix *argmax) {
     ASSERT(g->out_c == g->in_c);
     check_images(in, g->in_h, g->in_w, g->in_c);
     check_images(out, g->out_h, g->out_w, g->out_c);
     ASSERT(out->rows == in->rows);
+    void *ws = NULL;
+    if (argmax && !GPU2(out, in)) {
+        ASSERT(argmax->device == MATRIX_CPU);
+        size_t bytes = pool_argmax_bytes(g, in->rows);
+        matrix_resize(argmax, bytes ? 1 : 0, (int)((bytes + 3) / 4));
+        ws = bytes ? argmax->data : NULL;
+    }
     DISPATCH(GPU2(out, in), cuda_max_pool_forward(CM(out), CM(in), g),
-             cpu_max_pool_forward(KM(out), KM(in), g));
+             cpu_max_pool_forward(KM(out), KM(in), g, ws));
 }
 
 void matrix_max_pool_backward(struct matrix *in_deriv, const struct matrix *in,
-                              const struct matrix *out_deriv, const struct matrix_conv *g) {
+                              const struct matrix *out_deriv, const struct matrix_conv *g,
+                              const struct matrix *argmax) {
     ASSERT(g->out_c == g->in_c);
     check_images(in, g->in_h, g->in_w, g->in_c);
     check_images(in_deriv, g->in_h, g->in_w, g->in_c);
     check_images(out_deriv, g->out_h, g->out_w, g->out_c);
     ASSERT(out_deriv->rows == in->rows && in_deriv->rows == in->rows);
+    const void *ws = NULL;
+    if (argmax && argmax->rows == 1 && !GPU3(in_deriv, in, out_deriv)) {
+        size_t bytes = pool_argmax_bytes(g, in->rows);
+        if (bytes && (size_t)argmax->cols * 4 >= bytes) ws = argmax->data;
+    }
     DISPATCH(GPU3(in_deriv, in, out_deriv),
              cuda_max_pool_backward(CM(in_deriv), CM(in), CM(out_deriv), g),
-             cpu_max_pool_backward(KM(in_deriv), KM(in), KM(out_deriv), g));
+             cpu_max_pool_backward(KM(in_deriv), KM(in), KM(out_deriv), g, ws));
 }
 
 static void check_channels(const struct matrix *m, int channels) {

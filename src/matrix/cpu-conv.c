@@ -203,10 +203,20 @@ static long argmax_of(const float *img, const struct matrix_conv *g, int oy, int
 }
 #endif
 
-void cpu_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct matrix_conv *g) {
+size_t cpu_max_pool_workspace_bytes(const struct matrix_conv *g, int images) {
+#if HAVE_DNNL
+    return images > 0 ? onednn_max_pool_workspace_bytes(g, images) : 0;
+#else
+    (void)g, (void)images;
+    return 0;
+#endif
+}
+
+void cpu_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct matrix_conv *g,
+                          void *ws) {
     if (!out.rows) return;
 #if HAVE_DNNL
-    onednn_max_pool_forward(out, in, g);
+    onednn_max_pool_forward(out, in, g, ws);
 #else
     for (int n = 0; n < in.rows; n++) {
         const float *img = in.data + (long)n * in.stride;
@@ -220,10 +230,10 @@ void cpu_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct ma
 }
 
 void cpu_max_pool_backward(struct cpu_mat in_deriv, struct cpu_mat in, struct cpu_mat out_deriv,
-                           const struct matrix_conv *g) {
+                           const struct matrix_conv *g, const void *ws) {
     if (!in_deriv.rows) return;
 #if HAVE_DNNL
-    onednn_max_pool_backward(in_deriv, in, out_deriv, g);
+    onednn_max_pool_backward(in_deriv, in, out_deriv, g, ws);
 #else
     for (int n = 0; n < in.rows; n++) {
         const float *img = in.data + (long)n * in.stride;

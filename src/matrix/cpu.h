@@ -206,9 +206,14 @@ void cpu_conv_backward_data(struct cpu_mat in_deriv, struct cpu_mat out_deriv, s
 void cpu_conv_backward_weights(struct cpu_mat dw, float *db, float alpha, struct cpu_mat in,
                                struct cpu_mat out_deriv, const struct matrix_conv *g, float beta);
 void cpu_conv_patches(struct cpu_mat patches, struct cpu_mat in, const struct matrix_conv *g);
-void cpu_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct matrix_conv *g);
+/* ws: cpu_max_pool_workspace_bytes(g, in.rows) bytes where the forward records the maxima and
+ * the backward reads them (NULL: not kept, found again; always NULL without oneDNN, whose
+ * workspace size is 0). */
+size_t cpu_max_pool_workspace_bytes(const struct matrix_conv *g, int images);
+void cpu_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct matrix_conv *g,
+                          void *ws);
 void cpu_max_pool_backward(struct cpu_mat in_deriv, struct cpu_mat in, struct cpu_mat out_deriv,
-                           const struct matrix_conv *g);
+                           const struct matrix_conv *g, const void *ws);
 void cpu_batch_norm_forward(struct cpu_mat out, struct cpu_mat in, int channels, float eps,
                             float *mean, float *var, int train);
 void cpu_batch_norm_backward(struct cpu_mat in_deriv, struct cpu_mat in, struct cpu_mat out_deriv,

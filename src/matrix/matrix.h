@@ -388,12 +388,17 @@ void matrix_conv_backward_weights(struct matrix *dw, struct vector *db, float al
  * natural gradient preconditions these two (the convolution component). */
 void matrix_conv_patches(struct matrix *patches, const struct matrix *in,
                          const struct matrix_conv *g);
-/* Max-pooling over g's windows, channel by channel (out_c == in_c). */
+/* Max-pooling over g's windows, channel by channel (out_c == in_c). argmax (may be NULL; a host
+ * matrix the caller owns, resized here) receives where the maxima are, for the backward pass:
+ * oneDNN's workspace on the CPU; left as it is on the GPU and without oneDNN, whose backward
+ * passes find the maxima again. */
 void matrix_max_pool_forward(struct matrix *out, const struct matrix *in,
-                             const struct matrix_conv *g);
-/* in_deriv = out_deriv routed to each window's maximum (overwritten; ties: one of them). */
+                             const struct matrix_conv *g, struct matrix *argmax);
+/* in_deriv = out_deriv routed to each window's maximum (overwritten; ties: one of them). argmax:
+ * the forward pass's over this same input, or NULL (the maxima are found again). */
 void matrix_max_pool_backward(struct matrix *in_deriv, const struct matrix *in,
-                              const struct matrix *out_deriv, const struct matrix_conv *g);
+                              const struct matrix *out_deriv, const struct matrix_conv *g,
+                              const struct matrix *argmax);
 
 /* ---- batch normalisation over channels ----
  * Each row holds positions x channels values, channel fastest (channels divides cols; images in

@@ -275,6 +275,25 @@ static void *filters_in(struct conv_cache *c, struct entry *e, void *w) {
     return d;
 }
 
+/* The bytes of e's pooling workspace per image, when it is laid out image by image (the images
+ * outermost, as for the images themselves), so that a share of the images has its share of the
+ * caller's workspace; else 0. */
+static size_t pool_ws_per_image(const struct entry *e) {
+    const dnnl_memory_desc_t *d = &e->ws;
+    if (d->ndims != 4 || d->format_kind != dnnl_blocked || d->dims[0] < 1 ||
+        d->padded_dims[0] != d->dims[0] || d->format_desc.blocking.inner_nblks)
+        return 0;
+    size_t per = (size_t)d->format_desc.blocking.strides[0] * dnnl_data_type_size(d->data_type);
+    for (int i = 1; i < 4; i++) /* the images outermost */
+        if (d->format_desc.blocking.strides[i] > d->format_desc.blocking.strides[0]) return 0;
+    return per * (size_t)d->dims[0] == e->ws_bytes ? per : 0;
+}
+
+size_t onednn_max_pool_workspace_bytes(const struct matrix_conv *g, int images) {
+    struct entry *e = entry_get(cache(), POOL_FWD, images, 0, g);
+    return pool_ws_per_image(e) ? e->ws_bytes : 0;
+}
+
 /* One call split by images over the pool. */
 struct job {
     int kind, bf16;
@@ -284,6 +303,7 @@ struct job {
     float *db;
     float *partial; /* CONV_BWD_WEIGHTS: thread t > 0 writes its sums at (t - 1) * (nw + oc) */
     int ran;        /* the parts parallel_run made (fewer than parallel_threads if it was busy) */
+    char *ws;       /* pooling: the caller's workspace (onednn_max_pool_workspace_bytes), or NULL */
 };
 
 static void job_part(void *arg, int t, int num) {
@@ -344,7 +364,9 @@ static void job_part(void *arg, int t, int num) {
     }
     case POOL_FWD: {
         struct entry *e = entry_get(c, POOL_FWD, n, 0, g);
-        void *ws = grow_buf_get(&c->ws, e->ws_bytes ? e->ws_bytes : 1);
+        size_t per = pool_ws_per_image(e);
+        void *ws = j->ws && per ? j->ws + begin * per
+                                : grow_buf_get(&c->ws, e->ws_bytes ? e->ws_bytes : 1);
         struct arg a[] = {{DNNL_ARG_SRC, &e->a, xp},
                           {DNNL_ARG_DST, &e->o, yp},
                           {DNNL_ARG_WORKSPACE, &e->ws, ws}};
@@ -353,12 +375,18 @@ static void job_part(void *arg, int t, int num) {
     }
     case POOL_BWD: { /* x: in_deriv, w: the input, y: out_deriv */
         struct entry *e = entry_get(c, POOL_BWD, n, 0, g);
-        void *ws = grow_buf_get(&c->ws, e->ws_bytes ? e->ws_bytes : 1);
-        float *out = grow_buf_get(&c->tmp, (size_t)n * j->y.cols * sizeof(float));
-        struct arg f[] = {{DNNL_ARG_SRC, &e->a, j->w.data + (long)begin * j->w.stride},
-                          {DNNL_ARG_DST, &e->o, out},
-                          {DNNL_ARG_WORKSPACE, &e->ws, ws}};
-        run(e->pool_fwd, f, 3); /* again, for the workspace (where the maxima are) */
+        size_t per = pool_ws_per_image(e);
+        void *ws;
+        if (j->ws && per) {
+            ws = j->ws + begin * per; /* the forward's */
+        } else { /* the forward again, for the workspace (where the maxima are) */
+            ws = grow_buf_get(&c->ws, e->ws_bytes ? e->ws_bytes : 1);
+            float *out = grow_buf_get(&c->tmp, (size_t)n * j->y.cols * sizeof(float));
+            struct arg f[] = {{DNNL_ARG_SRC, &e->a, j->w.data + (long)begin * j->w.stride},
+                              {DNNL_ARG_DST, &e->o, out},
+                              {DNNL_ARG_WORKSPACE, &e->ws, ws}};
+            run(e->pool_fwd, f, 3);
+        }
         struct arg a[] = {{DNNL_ARG_DIFF_DST, &e->o, yp},
                           {DNNL_ARG_WORKSPACE, &e->ws, ws},
                           {DNNL_ARG_DIFF_SRC, &e->a, xp}};
@@ -372,13 +400,13 @@ static void job_part(void *arg, int t, int num) {
 
 void onednn_conv_forward(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *b,
                          const struct matrix_conv *g, int bf16) {
-    struct job j = {CONV_FWD, bf16, g, in, w, out, b, NULL, NULL, 0};
+    struct job j = {CONV_FWD, bf16, g, in, w, out, b, NULL, NULL, 0, NULL};
     parallel_run(job_part, &j);
 }
 
 void onednn_conv_backward_data(struct cpu_mat in_deriv, struct cpu_mat out_deriv,
                                struct cpu_mat w, const struct matrix_conv *g, int bf16) {
-    struct job j = {CONV_BWD_DATA, bf16, g, in_deriv, w, out_deriv, NULL, NULL, NULL, 0};
+    struct job j = {CONV_BWD_DATA, bf16, g, in_deriv, w, out_deriv, NULL, NULL, NULL, 0, NULL};
     parallel_run(job_part, &j);
 }
 
@@ -388,7 +416,7 @@ void onednn_conv_backward_weights(struct cpu_mat dw, float *db, struct cpu_mat i
     int num = parallel_threads();
     long nw = (long)dw.rows * dw.cols, size = nw + g->out_c;
     float *partial = num > 1 ? xmalloc((size_t)(num - 1) * size * sizeof *partial) : NULL;
-    struct job j = {CONV_BWD_WEIGHTS, bf16, g, in, dw, out_deriv, NULL, db, partial, 1};
+    struct job j = {CONV_BWD_WEIGHTS, bf16, g, in, dw, out_deriv, NULL, db, partial, 1, NULL};
     parallel_run(job_part, &j);
     ASSERT(j.ran <= num);
     for (int t = 1; t < j.ran; t++) { /* in part order: the sum does not depend on timing */
@@ -399,14 +427,15 @@ void onednn_conv_backward_weights(struct cpu_mat dw, float *db, struct cpu_mat i
     free(partial);
 }
 
-void onednn_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct matrix_conv *g) {
-    struct job j = {POOL_FWD, 0, g, in, in, out, NULL, NULL, NULL, 0};
+void onednn_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct matrix_conv *g,
+                             void *ws) {
+    struct job j = {POOL_FWD, 0, g, in, in, out, NULL, NULL, NULL, 0, ws};
     parallel_run(job_part, &j);
 }
 
 void onednn_max_pool_backward(struct cpu_mat in_deriv, struct cpu_mat in, struct cpu_mat out_deriv,
-                              const struct matrix_conv *g) {
-    struct job j = {POOL_BWD, 0, g, in_deriv, in, out_deriv, NULL, NULL, NULL, 0};
+                              const struct matrix_conv *g, const void *ws) {
+    struct job j = {POOL_BWD, 0, g, in_deriv, in, out_deriv, NULL, NULL, NULL, 0, (char *)ws};
     parallel_run(job_part, &j);
 }
 
@@ -455,11 +484,13 @@ void onednn_conv_backward_weights(struct cpu_mat dw, float *db, struct cpu_mat i
                                   int bf16) {
     die("onednn: parnet was built without oneDNN");
 }
-void onednn_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct matrix_conv *g) {
+size_t onednn_max_pool_workspace_bytes(const struct matrix_conv *g, int images) { return 0; }
+void onednn_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct matrix_conv *g,
+                             void *ws) {
     die("onednn: parnet was built without oneDNN");
 }
 void onednn_max_pool_backward(struct cpu_mat in_deriv, struct cpu_mat in, struct cpu_mat out_deriv,
-                              const struct matrix_conv *g) {
+                              const struct matrix_conv *g, const void *ws) {
     die("onednn: parnet was built without oneDNN");
 }
 void onednn_batch_norm_forward(struct cpu_mat out, struct cpu_mat in, int channels, float eps,

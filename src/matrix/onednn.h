@@ -108,9 +108,14 @@ void onednn_conv_backward_data(struct cpu_mat in_deriv, struct cpu_mat out_deriv
                                struct cpu_mat w, const struct matrix_conv *g, int bf16);
 void onednn_conv_backward_weights(struct cpu_mat dw, float *db, struct cpu_mat in,
                                   struct cpu_mat out_deriv, const struct matrix_conv *g, int bf16);
-void onednn_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct matrix_conv *g);
+/* Max-pooling; ws (NULL: the thread's own, and the backward runs the forward again to fill it):
+ * onednn_max_pool_workspace_bytes(g, in.rows) bytes, image by image, that the forward fills and
+ * the backward reads. The size is 0 where oneDNN's workspace is not laid out image by image. */
+size_t onednn_max_pool_workspace_bytes(const struct matrix_conv *g, int images);
+void onednn_max_pool_forward(struct cpu_mat out, struct cpu_mat in, const struct matrix_conv *g,
+                             void *ws);
 void onednn_max_pool_backward(struct cpu_mat in_deriv, struct cpu_mat in, struct cpu_mat out_deriv,
-                              const struct matrix_conv *g);
+                              const struct matrix_conv *g, const void *ws);
 /* Batch normalisation (matrix.h), on the calling thread. */
 void onednn_batch_norm_forward(struct cpu_mat out, struct cpu_mat in, int channels, float eps,
                                float *mean, float *var, int train);

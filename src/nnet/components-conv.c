@@ -320,45 +320,66 @@ const struct component_ops convolution_component_ops = {
     .free_priv = conv_free_priv,
 };
 
-/* ---- MaxPooling ---- */
+/* ---- MaxPooling ----
+ * The private data: the geometry, and where the last forward found the maxima (the backward pass
+ * of the same input reads them rather than pooling again). */
+
+struct pool_priv {
+    struct matrix_conv g;
+    struct matrix argmax; /* host: matrix_max_pool_forward's */
+};
+
+static struct pool_priv *pool_new(struct component *c) {
+    struct pool_priv *p = xcalloc(1, sizeof *p);
+    matrix_init_on(&p->argmax, 0, 0, MATRIX_CPU);
+    c->priv = p;
+    return p;
+}
 
 static int pool_init(struct component *c, struct config_line *cl, int prev_dim, struct rng *r) {
-    struct matrix_conv *g = xcalloc(1, sizeof *g);
-    c->priv = g;
-    if (geometry_from_config(g, cl, prev_dim, "pool", 1)) return -1;
-    set_dims(c, g);
+    struct pool_priv *p = pool_new(c);
+    if (geometry_from_config(&p->g, cl, prev_dim, "pool", 1)) return -1;
+    set_dims(c, &p->g);
     return 0;
 }
 
 static int pool_read(struct component *c, struct nnet_stream *s) {
-    struct matrix_conv *g = xcalloc(1, sizeof *g);
-    c->priv = g;
-    if (geometry_read(g, s, "Pool", 1)) return -1;
-    set_dims(c, g);
+    struct pool_priv *p = pool_new(c);
+    if (geometry_read(&p->g, s, "Pool", 1)) return -1;
+    set_dims(c, &p->g);
     return 0;
 }
 
 static int pool_write(const struct component *c, struct nnet_stream *s) {
-    return geometry_write(c->priv, s, "Pool", 1);
+    return geometry_write(&((const struct pool_priv *)c->priv)->g, s, "Pool", 1);
 }
 
 static void pool_propagate(struct component *c, const struct matrix *in, struct matrix *out,
                            int num_chunks, int train) {
-    matrix_max_pool_forward(out, in, c->priv);
+    struct pool_priv *p = c->priv;
+    matrix_max_pool_forward(out, in, &p->g, &p->argmax);
 }
 
 static void pool_backprop(struct component *c, const struct matrix *in, const struct matrix *out,
                           const struct matrix *out_deriv, struct matrix *in_deriv, int num_chunks,
                           struct vector *delta, enum backprop_mode mode) {
-    if (in_deriv) matrix_max_pool_backward(in_deriv, in, out_deriv, c->priv);
+    struct pool_priv *p = c->priv;
+    if (in_deriv) matrix_max_pool_backward(in_deriv, in, out_deriv, &p->g, &p->argmax);
 }
 
 static void pool_info(const struct component *c, char *buf, size_t size) {
-    geometry_info(c->priv, buf, size);
+    geometry_info(&((const struct pool_priv *)c->priv)->g, buf, size);
 }
 
 static void pool_copy_priv(struct component *dst, const struct component *src) {
-    component_priv_copy_bytes(dst, src, sizeof(struct matrix_conv));
+    pool_new(dst)->g = ((const struct pool_priv *)src->priv)->g;
+}
+
+static void pool_free_priv(struct component *c) {
+    struct pool_priv *p = c->priv;
+    if (p) matrix_release(&p->argmax);
+    free(p);
+    c->priv = NULL;
 }
 
 const struct component_ops max_pooling_component_ops = {
@@ -370,7 +391,7 @@ const struct component_ops max_pooling_component_ops = {
     .backprop = pool_backprop,
     .info = pool_info,
     .copy_priv = pool_copy_priv,
-    .free_priv = component_priv_free,
+    .free_priv = pool_free_priv,
 };
 
 /* ---- BatchNorm ----

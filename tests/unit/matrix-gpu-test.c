@@ -753,11 +753,14 @@ static void test_max_pool(void) {
         mpair_init(&y, n, out_dim, 0);
         mpair_init(&dy, n, out_dim, 0);
         mpair_init(&dx, n, in_dim, 0);
-        matrix_max_pool_forward(&y.c, &x.c, &g);
-        matrix_max_pool_forward(&y.g, &x.g, &g);
+        struct matrix argmax;
+        matrix_init_on(&argmax, 0, 0, MATRIX_CPU);
+        matrix_max_pool_forward(&y.c, &x.c, &g, &argmax);
+        matrix_max_pool_forward(&y.g, &x.g, &g, NULL);
         CHECK_PAIR(&y, 0);
-        matrix_max_pool_backward(&dx.c, &x.c, &dy.c, &g);
-        matrix_max_pool_backward(&dx.g, &x.g, &dy.g, &g);
+        matrix_max_pool_backward(&dx.c, &x.c, &dy.c, &g, &argmax);
+        matrix_max_pool_backward(&dx.g, &x.g, &dy.g, &g, NULL);
+        matrix_release(&argmax);
         CHECK_PAIR(&dx, TOL);
         mpair_release(&x);
         mpair_release(&y);

@@ -11,6 +11,7 @@
  * On a CPU without AMX-BF16 or AVX512-BF16 (or without oneDNN) the bf16 numeric checks print a
  * SKIP line and the refusal's message is checked instead. */
 #include <cblas.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -452,6 +453,70 @@ static void test_precision_errors(void) {
     }
 }
 
+/* Max-pooling's backward from the maxima the forward kept (argmax) is the backward that finds
+ * them again, bit for bit, and routes each derivative to its window's maximum; with windows that
+ * overlap, do not, and leave a border, at 1 and 2 threads (the images split between them). */
+static void test_pool_argmax(void) {
+    struct matrix_conv pools[] = {{6, 6, 3, 0, 2, 2, 2, 2, 0, 0, 0, 0},
+                                   {7, 5, 4, 0, 3, 3, 2, 2, 1, 1, 0, 0},
+                                   {5, 7, 2, 0, 3, 2, 1, 1, 0, 0, 0, 0}};
+    for (int threads = 1; threads <= 2; threads++) {
+        matrix_set_num_threads(threads);
+        for (size_t s = 0; s < sizeof pools / sizeof *pools; s++) {
+            struct matrix_conv g = pools[s];
+            CHECK(matrix_conv_setup(&g, 1) == 0);
+            int n = 9, in_dim = g.in_h * g.in_w * g.in_c, out_dim = g.out_h * g.out_w * g.out_c;
+            struct matrix x, y, dy, kept, again, argmax;
+            matrix_init_on(&x, n, in_dim, MATRIX_CPU);
+            matrix_init_on(&y, n, out_dim, MATRIX_CPU);
+            matrix_init_on(&dy, n, out_dim, MATRIX_CPU);
+            matrix_init_on(&kept, n, in_dim, MATRIX_CPU);
+            matrix_init_on(&again, n, in_dim, MATRIX_CPU);
+            matrix_init_on(&argmax, 0, 0, MATRIX_CPU);
+            matrix_set_randn(&x, &rng, 1); /* no ties */
+            matrix_set_randn(&dy, &rng, 1);
+            matrix_max_pool_forward(&y, &x, &g, &argmax);
+            CHECK(argmax.rows == (have_dnnl() ? 1 : 0));
+            matrix_max_pool_backward(&kept, &x, &dy, &g, &argmax);
+            matrix_max_pool_backward(&again, &x, &dy, &g, NULL);
+            CHECK(memcmp(kept.data, again.data, sizeof(float) * n * in_dim) == 0);
+            /* each input's derivative: the sum over the windows whose maximum it is */
+            double worst = 0;
+            for (int i = 0; i < n; i++)
+                for (int k = 0; k < in_dim; k++) {
+                    int c = k % g.in_c, px = k / g.in_c % g.in_w, py = k / g.in_c / g.in_w;
+                    double want = 0;
+                    for (int oy = 0; oy < g.out_h; oy++)
+                        for (int ox = 0; ox < g.out_w; ox++) {
+                            int y0 = oy * g.stride_h - g.pad_h, x0 = ox * g.stride_w - g.pad_w;
+                            if (py < y0 || py >= y0 + g.k_h || px < x0 || px >= x0 + g.k_w) continue;
+                            float best = -1e30f;
+                            for (int yy = y0; yy < y0 + g.k_h; yy++)
+                                for (int xx = x0; xx < x0 + g.k_w; xx++)
+                                    if (yy >= 0 && yy < g.in_h && xx >= 0 && xx < g.in_w) {
+                                        float v = x.data[(long)i * x.stride +
+                                                         ((long)yy * g.in_w + xx) * g.in_c + c];
+                                        if (v > best) best = v;
+                                    }
+                            if (x.data[(long)i * x.stride + k] == best)
+                                want += dy.data[(long)i * dy.stride +
+                                                ((long)oy * g.out_w + ox) * g.out_c + c];
+                        }
+                    double d = fabs(kept.data[(long)i * kept.stride + k] - want);
+                    if (d > worst) worst = d;
+                }
+            CHECK(worst < 1e-5);
+            matrix_release(&x);
+            matrix_release(&y);
+            matrix_release(&dy);
+            matrix_release(&kept);
+            matrix_release(&again);
+            matrix_release(&argmax);
+        }
+    }
+    matrix_set_num_threads(1);
+}
+
 int main(void) {
     rng_seed(&rng, 20261201);
     matrix_set_num_threads(1);
@@ -470,5 +535,6 @@ int main(void) {
     }
     TEST_RUN(test_layer_product_fp32);
     TEST_RUN(test_precision_errors);
+    TEST_RUN(test_pool_argmax);
     TEST_MAIN_END();
 }
