@@ -290,8 +290,10 @@ static size_t pool_ws_per_image(const struct entry *e) {
 }
 
 size_t onednn_max_pool_workspace_bytes(const struct matrix_conv *g, int images) {
-    struct entry *e = entry_get(cache(), POOL_FWD, images, 0, g);
-    return pool_ws_per_image(e) ? e->ws_bytes : 0;
+    struct entry e; /* the descriptors alone: no primitive, nothing in the thread's cache */
+    memset(&e, 0, sizeof e);
+    dnnl_primitive_desc_destroy(pool_fwd_pd(g, images, &e));
+    return pool_ws_per_image(&e) ? e.ws_bytes : 0;
 }
 
 /* One call split by images over the pool. */
