@@ -83,12 +83,6 @@ void matrix_conv_patches(struct matrix *patches, const struct matrix *in,
              cpu_conv_patches(KM(patches), KM(in), g));
 }
 
-/* The host bytes of argmax that hold the CPU backend's record of the maxima for rows images
- * (0: none kept). */
-static size_t pool_argmax_bytes(const struct matrix_conv *g, int rows) {
-    return cpu_max_pool_workspace_bytes(g, rows);
-}
-
 void matrix_max_pool_forward(struct matrix *out, const struct matrix *in,
                              const struct matrix_conv *g, struct matrix *argmax) {
     ASSERT(g->out_c == g->in_c);
@@ -98,7 +92,7 @@ void matrix_max_pool_forward(struct matrix *out, const struct matrix *in,
     void *ws = NULL;
     if (argmax && !GPU2(out, in)) {
         ASSERT(argmax->device == MATRIX_CPU);
-        size_t bytes = pool_argmax_bytes(g, in->rows);
+        size_t bytes = cpu_max_pool_workspace_bytes(g, in->rows);
         matrix_resize(argmax, bytes ? 1 : 0, (int)((bytes + 3) / 4));
         ws = bytes ? argmax->data : NULL;
     }
@@ -116,7 +110,7 @@ void matrix_max_pool_backward(struct matrix *in_deriv, const struct matrix *in,
     ASSERT(out_deriv->rows == in->rows && in_deriv->rows == in->rows);
     const void *ws = NULL;
     if (argmax && argmax->rows == 1 && !GPU3(in_deriv, in, out_deriv)) {
-        size_t bytes = pool_argmax_bytes(g, in->rows);
+        size_t bytes = cpu_max_pool_workspace_bytes(g, in->rows);
         if (bytes && (size_t)argmax->cols * 4 >= bytes) ws = argmax->data;
     }
     DISPATCH(GPU3(in_deriv, in, out_deriv),
