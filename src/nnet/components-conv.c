@@ -273,7 +273,7 @@ static void conv_backprop(struct component *c, const struct matrix *in, const st
     if (mode == BACKPROP_GRADIENT) {
         conv_gradient_into(c, in, out_deriv, delta, 1, 0);
     } else {
-        conv_step_bound(c, in, out_deriv);
+        if (p->use_ng) conv_ng_prepare(c, in, out_deriv); /* the projections step_add reads */
         conv_step_add(c, in, out_deriv, delta, 0);
     }
 }
