@@ -18,6 +18,34 @@ expect_eq "conf/cnn.config's two convolutions" \
     "$(nnet-info exp/nnet/final.mdl 2>/dev/null | grep -c 'ConvolutionComponent')" 2
 expect_accuracy "test accuracy" exp/nnet/log/compute_prob_test.log 0.5
 
+# conf/cnn.config pools before its ReLUs: the same network as ReLU before pooling (max-pooling
+# commutes with ReLU, derivatives included), so both orders train to the same model, bit for bit
+# (the ReLUs' own lines aside: their dimensions differ).
+python3 - conf/cnn.config >relu-first.config <<'PY'
+import sys
+lines = [l for l in open(sys.argv[1]) if l.strip() and not l.startswith('#')]
+for i in range(len(lines) - 1):
+    if lines[i].startswith('MaxPooling') and lines[i + 1].startswith('RectifiedLinear'):
+        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+sys.stdout.write(''.join(lines))
+PY
+expect_eq "relu-first.config moves both ReLUs before their pooling" \
+    "$(grep -A1 '^RectifiedLinear' relu-first.config | grep -c '^MaxPooling')" 2
+for order in pool relu; do
+    cfg=conf/cnn.config
+    [ $order = relu ] && cfg=relu-first.config
+    nnet-init --srand=1 $cfg $order.0.mdl 2>/dev/null &&
+        nnet-train --minibatch-size=64 $order.0.mdl ark:exp/egs/egs.1.0.ark $order.1.mdl 2>/dev/null &&
+        nnet-copy --binary=false $order.1.mdl - 2>/dev/null |
+        sed '/^<RectifiedLinearComponent>/,/<\/RectifiedLinearComponent>/d' >$order.txt &&
+        nnet-compute-prob $order.1.mdl ark:exp/egs/valid_diagnostic.egs 2>&1 >/dev/null |
+        grep -o 'average probability is.*' >$order.prob || fail "training the $order-first network"
+done
+expect_eq "the trained model in text" "$(grep -c '^<ConvolutionComponent>' pool.txt)" 2
+expect_same "ReLU before or after pooling: every parameter and statistic the same" relu.txt pool.txt
+expect_eq "... and the same validation log-prob and accuracy" "$(cat relu.prob)" "$(cat pool.prob)"
+grep -q 'average probability is -' pool.prob && pass "a log-prob to compare" || fail "no log-prob"
+
 expect_status "run.sh --nnet-config" 0 ./run.sh --stage 2 --nnet-config conf/nnet_small_ng.config \
     --num-epochs 1 --dir exp/own
 grep -q ' conf/nnet_small_ng.config exp/own$' out && pass "--nnet-config reaches train.sh" \
