@@ -17,6 +17,8 @@ grep -q 'Recomputed the statistics of .*final.mdl.* from [0-9]* examples' exp/nn
 expect_eq "conf/cnn.config's two convolutions" \
     "$(nnet-info exp/nnet/final.mdl 2>/dev/null | grep -c 'ConvolutionComponent')" 2
 expect_accuracy "test accuracy" exp/nnet/log/compute_prob_test.log 0.5
+grep -q -- ' --weight-decay=5e-4 ' exp/nnet/log/train.0.1.log \
+    && pass "--net cnn: weight decay 5e-4 by default" || fail "no --weight-decay=5e-4 in train.0.1.log"
 
 # conf/cnn.config pools before its ReLUs: the same network as ReLU before pooling (max-pooling
 # commutes with ReLU, derivatives included), so both orders train to the same model, bit for bit
@@ -52,6 +54,8 @@ grep -q ' conf/nnet_small_ng.config exp/own$' out && pass "--nnet-config reaches
     || fail "train.sh line: $(grep '^steps/train.sh ' out)"
 grep -q '^steps/train.sh: combining the last' out && pass "--net mlp: combination" \
     || fail "no combination line"
+grep -q -- ' --weight-decay=0 ' exp/own/log/train.0.1.log && pass "--net mlp: no weight decay" \
+    || fail "--net mlp: $(grep -o -- '--weight-decay=[^ ]*' exp/own/log/train.0.1.log)"
 expect_status "run.sh --net rnn" 2 ./run.sh --net rnn
 expect_eq "names the choices" "$(tail -n 1 err)" "./run.sh: --net: expected mlp or cnn, got 'rnn'"
 
