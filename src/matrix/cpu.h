@@ -101,6 +101,17 @@ void cpu_layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a
 /* n floats at p are new storage: kept bf16 copies of the memory that was there go. */
 void cpu_layer_new_storage(const float *p, size_t n);
 void cpu_layer_affine(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *bias);
+/* Natural gradient's projection of n rows of width d on r directions (matrix_project_out, its
+ * composed way) under --precision=bf16: cpu_layer_project_bf16 says whether it runs in bf16, which
+ * is where the rules put its h = x0 w^T on bf16 (on the benchmark MLPs the output side's rank 80,
+ * not the input side's rank 20). Then cpu_layer_project_h makes h from x0's bf16 copy (with
+ * x0_kept, the one its layer's backward product kept this epoch if there is one: x0 must not have
+ * been written since; else a new one), and cpu_layer_project_residual x -= h w, with the squared
+ * row norms of x before (in_sq) and after (out_sq), each NULL or n floats. */
+int cpu_layer_project_bf16(int n, int r, int d);
+void cpu_layer_project_h(struct cpu_mat h, struct cpu_mat x0, int x0_kept, struct cpu_mat w);
+void cpu_layer_project_residual(struct cpu_mat x, struct cpu_mat h, struct cpu_mat w, float *in_sq,
+                                float *out_sq);
 /* c = alpha a a^T + beta c (trans 0) or alpha a^T a + beta c (trans 1), both triangles filled; the
  * lower triangle of c is read on entry. */
 void cpu_syrk(struct cpu_mat c, float alpha, struct cpu_mat a, int trans, float beta);

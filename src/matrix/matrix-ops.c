@@ -66,7 +66,10 @@ static void project_product(struct matrix *c, const struct matrix *a, int trans_
 /* matrix_project_out(_j) composed of the ordinary operations: x = x0 (copied from src), h = x w^T
  * (unless have_h), j = h^T x (if j), then x - h w with the norms; on the CPU that last step is
  * cpu_project_out with h given (one pass, the norms from its registers). The GPU's way, and the
- * CPU's for matrix_project_out_j where the fused kernel is not the faster (project_j_fused). */
+ * CPU's for matrix_project_out_j where the fused kernel is not the faster (project_j_fused).
+ * Under --precision=bf16 on the CPU, where the layer rules put h's product on bf16
+ * (cpu_layer_project_bf16), h and x - h w are bf16 products (h from src's kept bf16 copy when src
+ * is a full-width layer derivative); j stays fp32. */
 static void project_out_composed(struct matrix *x, struct matrix *h, struct matrix *j,
                                  const struct matrix *w, int have_h, const struct matrix *src,
                                  struct vector *in_sq, struct vector *out_sq) {
@@ -80,9 +83,20 @@ static void project_out_composed(struct matrix *x, struct matrix *h, struct matr
             matrix_set_const(&one, 1.0f);
         }
     }
-    if (!have_h) project_product(h, x, MATRIX_NO_TRANS, w, MATRIX_TRANS);
+    int bf16 = DISPATCH_VALUE(GPU3(x, h, w), 0, cpu_layer_project_bf16(n, w->rows, w->cols));
+    if (!have_h && bf16) {
+        int kept = src && src->cols == x->cols;
+        cpu_layer_project_h(KM(h), kept ? KM(src) : KM(x), kept, KM(w));
+    } else if (!have_h) {
+        project_product(h, x, MATRIX_NO_TRANS, w, MATRIX_TRANS);
+    }
     if (j) project_product(j, h, MATRIX_TRANS, x, MATRIX_NO_TRANS);
     struct cpu_mat none = {0};
+    if (bf16) {
+        cpu_layer_project_residual(KM(x), KM(h), KM(w), in_sq ? in_sq->data : NULL,
+                                   out_sq ? out_sq->data : NULL);
+        return;
+    }
     DISPATCH(GPU3(x, h, w), project_out_residual(x, h, w, in_sq, out_sq),
              cpu_project_out(KM(x), KM(h), KM(w), 1, none, in_sq ? in_sq->data : NULL,
                              out_sq ? out_sq->data : NULL));
@@ -109,8 +123,8 @@ static void project_out_cpu(struct matrix *x, struct matrix *h, const struct mat
                             const struct matrix *src, struct vector *in_sq,
                             struct vector *out_sq) {
     int fused = matrix_project_path < 0 ? cpu_project_fused_preferred() : matrix_project_path;
-    if (!have_h && !fused) {
-        project_out_composed(x, h, NULL, w, 0, src, in_sq, out_sq);
+    if (cpu_layer_project_bf16(x->rows, w->rows, w->cols) || (!have_h && !fused)) {
+        project_out_composed(x, h, NULL, w, have_h, src, in_sq, out_sq);
         return;
     }
     struct cpu_mat none = {0};
@@ -146,7 +160,7 @@ static void project_out_j_cpu(struct matrix *x, struct matrix *h, struct matrix 
                               const struct matrix *w, const struct matrix *src,
                               struct vector *in_sq, struct vector *out_sq,
                               struct matrix *scratch) {
-    if (!project_j_fused(w->rows)) {
+    if (cpu_layer_project_bf16(x->rows, w->rows, w->cols) || !project_j_fused(w->rows)) {
         project_out_composed(x, h, j, w, 0, src, in_sq, out_sq);
         return;
     }

@@ -98,9 +98,13 @@ void matrix_set_num_threads(int n);
  *           128: on AMX, nnet-train at minibatch 128 ran 1.1-1.2x faster with that product in
  *           bf16 than in fp32; on the earlier gemm:jit path it had lost); of those,
  *           those run on fp32's engines, as above.
- * Everything else stays fp32 whatever the setting: parameters, updates, averaging, model files,
- * nonlinearities, objectives, and all of natural gradient's products, statistics and
- * eigenproblems (matrix_add_mat_mat itself never changes precision).
+ * Under bf16 natural gradient's projection of a minibatch (matrix_project_out: h = x0 w^T and
+ * x0 - h w) is also two bf16 products where its rank and widths are those of a bf16 layer product
+ * (the output side's rank 80 of a 1024-wide layer, not the input side's rank 20): its share of an
+ * NG-SGD step in bf16 roughly halves, and the preconditioned derivative moves by ~1e-3 relative
+ * (precision-test). Everything else stays fp32 whatever the setting: parameters, updates,
+ * averaging, model files, nonlinearities, objectives, and natural gradient's statistics (j = h^T
+ * x0 and what follows) and eigenproblems (matrix_add_mat_mat itself never changes precision).
  * matrix_set_precision returns 0, or -1 with error_set when the name is unknown, when bf16 was
  * asked for and parnet was built without oneDNN, the CPU has neither AMX-BF16 nor AVX512-BF16
  * (oneDNN would emulate bf16, slower than fp32), or the matrices live on the GPU. Call it after
@@ -279,7 +283,8 @@ void matrix_add_vec_vec(struct matrix *m, float alpha, const struct vector *a,
  * of x0 and of x after. src must not overlap x unless it is x. On the CPU, where it is the
  * faster way (cpu.h cpu_project_fused_preferred: Intel's AVX-512 cores), one fused pass over the
  * rows split over the pool (cpu_project_out), else h by BLAS and then that pass with h given;
- * on the GPU the ordinary operations. The ways agree to float roundoff, not bit for bit. */
+ * under --precision=bf16, where the shape qualifies (above), h and x0 - h w as bf16 products;
+ * on the GPU the ordinary operations. The fp32 ways agree to float roundoff, not bit for bit. */
 void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix *w, int have_h,
                         const struct matrix *src, struct vector *in_sq, struct vector *out_sq);
 /* matrix_project_out (h computed) for an update call of the natural gradient: also

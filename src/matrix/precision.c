@@ -36,7 +36,8 @@ int matrix_set_precision(const char *name) {
     static int said;
     if (!said++)
         LOG("--precision=bf16: layer products in bf16 with fp32 accumulation on oneDNN (%s); "
-            "parameters, updates and natural-gradient statistics stay fp32", isa);
+            "natural gradient's projections too where they gain; parameters, updates and "
+            "natural-gradient statistics stay fp32", isa);
     return 0;
 }
 

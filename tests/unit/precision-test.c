@@ -12,6 +12,10 @@
  *     (the roundings of several layers add up; measured 3.3e-3 and 7.7e-3). Its ReLU is kept off
  *     its kink: an input within rounding of 0 flips its derivative, an O(1) change that says
  *     nothing about bf16;
+ *   - natural gradient's projection (x0 - (x0 w^T) w and the row norms), run as bf16 products where
+ *     its rank and widths make them pay: the residual, h and the norms within 1e-2 Frobenius of
+ *     fp32's, every way of calling it (in place, from src, src and ones, h given); h from a layer
+ *     derivative's kept bf16 copy bit for bit as from a new one;
  *   - training: 40 NG-SGD updates in bf16 reach an objective within 2% of fp32's.
  * Without AMX-BF16 / AVX512-BF16 (or oneDNN) the comparisons print SKIP; the refusal itself is
  * tested in onednn-test and t0621. */
@@ -208,6 +212,86 @@ static void test_network_bf16(void) {
     CHECK(fo <= 2e-2 && fg <= 2e-2);
 }
 
+/* One matrix_project_out in the given precision (mode: 0 in place, 1 from src, 2 from src and a
+ * column of ones, 3 with h given); x, h, and both norms back on the host. */
+static void project_run(const char *precision, int mode, const struct matrix *x0,
+                        const struct matrix *w, const struct matrix *h_given, float **x_out,
+                        float **h_out, float **in_sq, float **out_sq) {
+    if (matrix_set_precision(precision)) die("%s", error_get());
+    int n = x0->rows, d = w->cols;
+    struct matrix x, h, src;
+    matrix_init(&x, n, d);
+    matrix_init(&h, n, w->rows);
+    matrix_init(&src, n, mode == 2 ? d - 1 : d);
+    struct matrix x0v = matrix_view(x0, 0, n, 0, src.cols);
+    matrix_copy(&src, &x0v);
+    if (mode == 0 || mode == 3) matrix_copy(&x, x0);
+    if (mode == 3) matrix_copy(&h, h_given);
+    struct vector vi, vo;
+    vector_init(&vi, n);
+    vector_init(&vo, n);
+    matrix_project_out(&x, &h, w, mode == 3, mode == 1 || mode == 2 ? &src : NULL, &vi, &vo);
+    *x_out = host_of(&x);
+    *h_out = host_of(&h);
+    *in_sq = xmalloc(sizeof(float) * n);
+    *out_sq = xmalloc(sizeof(float) * n);
+    vector_to_host(&vi, *in_sq);
+    vector_to_host(&vo, *out_sq);
+    matrix_release(&x);
+    matrix_release(&h);
+    matrix_release(&src);
+    vector_release(&vi);
+    vector_release(&vo);
+    matrix_set_precision("fp32");
+}
+
+static void test_project_bf16(void) {
+    struct rng r;
+    rng_seed(&r, 41);
+    enum { N = 256, D = 512, R = 80 };
+    struct matrix x0, w, hg;
+    matrix_init(&x0, N, D);
+    matrix_init(&w, R, D);
+    matrix_init(&hg, N, R);
+    fill(&x0, &r, 1.0f);
+    fill(&w, &r, 1.0f / sqrtf((float)D));
+    fill(&hg, &r, 1.0f);
+    for (int mode = 0; mode < 4; mode++) { /* 0 in place, 1 src, 2 src + ones, 3 h given */
+        float *xf, *hf, *if_, *of, *xb, *hb, *ib, *ob;
+        project_run("fp32", mode, &x0, &w, &hg, &xf, &hf, &if_, &of);
+        project_run("bf16", mode, &x0, &w, &hg, &xb, &hb, &ib, &ob);
+        double fx, mx, fh, mh, fi, mi, fo, mo;
+        compare(xb, xf, (long)N * D, &fx, &mx);
+        compare(hb, hf, (long)N * R, &fh, &mh);
+        compare(ib, if_, N, &fi, &mi);
+        compare(ob, of, N, &fo, &mo);
+        if (getenv("NNET_TEST_VERBOSE") || !(fx <= 1e-2 && fh <= 1e-2 && fi <= 1e-2 && fo <= 1e-2))
+            printf("    projection mode %d: bf16 vs fp32 relative Frobenius x %.3g, h %.3g, "
+                   "norms %.3g / %.3g\n", mode, fx, fh, fi, fo);
+        CHECK(fx > 0); /* bf16 was really used */
+        CHECK(fx <= 1e-2 && fh <= 1e-2 && fi <= 1e-2 && fo <= 1e-2);
+        free(xf), free(hf), free(if_), free(of), free(xb), free(hb), free(ib), free(ob);
+    }
+    /* h from the copy a layer's backward product keeps of its derivative (dY W stores dY's) */
+    if (matrix_set_precision("bf16")) die("%s", error_get());
+    struct matrix dx, wl, x, h1, h2;
+    matrix_init(&dx, N, 64);
+    matrix_init(&wl, D, 64);
+    matrix_init(&x, N, D);
+    matrix_init(&h1, N, R);
+    matrix_init(&h2, N, R);
+    fill(&wl, &r, 0.1f);
+    matrix_project_out(&x, &h1, &w, 0, &x0, NULL, NULL);     /* a new copy of x0 */
+    matrix_layer_backprop(&dx, &x0, &wl);                   /* keeps x0's */
+    matrix_project_out(&x, &h2, &w, 0, &x0, NULL, NULL);     /* that one */
+    float *a = host_of(&h1), *b = host_of(&h2);
+    CHECK(!memcmp(a, b, sizeof(float) * N * R));
+    free(a), free(b);
+    matrix_set_precision("fp32");
+    matrix_release(&dx), matrix_release(&wl), matrix_release(&x), matrix_release(&h1);
+    matrix_release(&h2), matrix_release(&x0), matrix_release(&w), matrix_release(&hg);
+}
+
 /* A teacher network's labels, learnt by NG-SGD: bf16 ends where fp32 does. */
 static double train_objective(const char *precision) {
     if (matrix_set_precision(precision)) die("%s", error_get());
@@ -269,8 +353,10 @@ int main(void) {
     }
     TEST_RUN(test_every_component_bf16);
     TEST_RUN(test_network_bf16);
+    TEST_RUN(test_project_bf16);
     TEST_RUN(test_training_bf16);
     matrix_set_num_threads(2);
     TEST_RUN(test_every_component_bf16); /* the products split over the pool */
+    TEST_RUN(test_project_bf16);
     TEST_MAIN_END();
 }
