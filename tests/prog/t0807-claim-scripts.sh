@@ -73,3 +73,18 @@ expect_eq "an edge left is said" "$(grep -c '^# edge arm: the best rate 4 is sti
 expect_eq "every rate diverged: said" "$(grep -c '^all diverge .*every rate of the grid {9} diverged' exp/a/results.txt)" 1
 expect_status "a failure that is not a divergence stops" 1 \
     bash -c 'dir=exp/a seeds=1; . local/exp_lib.sh; good='$good'; '"$(declare -f fake)"'; tune "failing" fake.fail "7" fake'
+
+# claim (f)'s fit tuning at a tiny size: one seed, TWA's fit rate widened past the edges of a
+# two-point grid until its best is inside (or said), every arm scored from the same runs
+expect_status "claim_f_twa_fit at a tiny size" 0 local/claim_f_twa_fit.sh --limit 1200 \
+    --num-epochs 2 --samples-per-iter 300 --seeds 1 --fit-grid "0.5 1" --passes-grid 1 \
+    --num-fit 100 --dir exp/f
+expect_eq "5 arms" "$(grep -c 'valid .* test .*(test: ' exp/f/results.txt)" 5
+rates=$(sed -n 's/^# passes 1: fit rates {\(.*\)}, best \([0-9.]*\) .*/\1|\2/p' exp/f/results.txt)
+expect_eq "every fit of the final grid scored" \
+    "$(grep 'passes=1 seed=1 valid=[0-9]' exp/f/tuning.txt | sort -u | wc -l)" \
+    "$(echo "${rates%|*}" | wc -w)"
+best=${rates#*|} grid=" ${rates%|*} "
+[[ "$grid" == *" $best "* ]] && pass "the rate chosen is from the grid" || fail "best $best not in {$grid}"
+grep -q "^TWA-t, fit tuned (rate $best, 1 passes)" exp/f/results.txt && pass "the tuned row names it" \
+    || fail "tuned row: $(grep '^TWA-t, fit tuned' exp/f/results.txt)"
