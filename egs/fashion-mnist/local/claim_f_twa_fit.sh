@@ -78,12 +78,9 @@ for p in $passes_grid; do
             [ $r = $lo ] && acc_lo=$acc
             [ $r = $hi ] && acc_hi=$acc
         done
-        if [ "$acc_hi" = "$b_acc" ]; then edge=up; elif [ "$acc_lo" = "$b_acc" ]; then edge=down; fi
+        edge=$(grid_widened "$grid" "$b_acc" "$acc_lo" "$acc_hi")
         [ -n "$edge" ] && [ $w -lt 3 ] || break
-        case $edge in
-        up) grid="$grid $(awk -v x=$hi 'BEGIN { printf "%.3g", x * 2 }')" ;;
-        down) grid="$(awk -v x=$lo 'BEGIN { printf "%.3g", x / 2 }') $grid" ;;
-        esac
+        grid=$edge
         w=$((w + 1))
     done
     [ -n "$edge" ] && echo "# passes $p: the best fit rate $b is still an edge of {$grid}" | tee -a $dir/results.txt

@@ -129,6 +129,14 @@ tune() {
         "${div:+; DIVERGED seeds:$div}" | tee -a $dir/results.txt
 }
 
+# grid_widened "<grid>" <best score> <score at its lowest rate> <at its highest>: the grid with one
+# more point past the edge that scores the best (chosen or tied with the rate chosen; x2 above,
+# /2 below, the top edge first), or nothing when neither edge does
+grid_widened() {
+    local grid=$1 lo=${1%% *} hi=${1##* }
+    if [ "$4" = "$2" ]; then echo "$grid $(awk -v b=$hi 'BEGIN { printf "%.3g", b * 2 }')"
+    elif [ "$3" = "$2" ]; then echo "$(awk -v b=$lo 'BEGIN { printf "%.3g", b / 2 }') $grid"; fi
+}
 tune_wide() {
     local arm=$1 run=$2 grid=$3 fn=$4 model=${5:-final.mdl} lr acc best best_acc lo hi acc_lo acc_hi edge first=${seeds%% *} w=0
     while :; do
@@ -142,14 +150,9 @@ tune_wide() {
             [ $lr = $lo ] && acc_lo=$acc
             [ $lr = $hi ] && acc_hi=$acc
         done
-        # an edge that scores the best (chosen or tied with the rate chosen) is widened past
-        if [ -n "$best" ] && [ "$acc_hi" = "$best_acc" ]; then edge=up
-        elif [ -n "$best" ] && [ "$acc_lo" = "$best_acc" ]; then edge=down; fi
+        [ -n "$best" ] && edge=$(grid_widened "$grid" "$best_acc" "$acc_lo" "$acc_hi")
         [ -n "$edge" ] && [ $w -lt ${max_widen:-3} ] || break
-        case $edge in
-        up)   grid="$grid $(awk -v b=$hi 'BEGIN { printf "%.3g", b * 2 }')" ;;
-        down) grid="$(awk -v b=$lo 'BEGIN { printf "%.3g", b / 2 }') $grid" ;;
-        esac
+        grid=$edge
         w=$((w + 1))
     done
     [ -n "$edge" ] && echo "# $arm: the best rate $best is still an edge of {$grid} or tied with it" \
