@@ -10,6 +10,9 @@ fashion_mnist_recipe
 dir=. limit=0 seeds=1 . local/exp_lib.sh
 expect_eq "mean ± s.d. (n - 1)" "$(mean_sd 1 2 3 4)" "2.50 ± 1.29"
 expect_eq "one value" "$(mean_sd 7.5)" "7.50 ± 0.00"
+mkdir -p h24 h1 && echo 24 > h24/num_iters && echo 1 > h1/num_iters
+expect_eq "head stage: half of 24 iterations" "$(exp_head_iters h24 0.5)" 12
+expect_eq "head stage: at least 2" "$(exp_head_iters h1 0.5)" 2
 
 # flip_labels.py: exactly the fraction, always to a wrong class, seeded
 for i in $(seq 0 999); do echo "u$i $((i % 10))"; done > clean.txt

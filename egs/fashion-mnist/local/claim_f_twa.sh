@@ -37,7 +37,7 @@ train_run() {
     exp_train train.sh $1 $2 $3 $num_jobs $dir/egs $config --minibatch-size $minibatch_size \
         --cleanup false
     local n=$(cat $1/num_iters)
-    local head=$(awk -v n=$n -v f=$head_fraction 'BEGIN { h = int(n * f + 0.5); print h < 2 ? 2 : h }')
+    local head=$(exp_head_iters $1 $head_fraction)
     steps/twa_head.sh --first 1 --last $head --num-fit $num_fit --twa-epochs $twa_epochs \
         --srand $3 --minibatch-size $minibatch_size --swa-out $1/swa_head.mdl $dir/egs $1 $1/twa_head.mdl
     echo "$head of $n iterations" > $1/head_iters

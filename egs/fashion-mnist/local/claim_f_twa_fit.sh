@@ -39,7 +39,7 @@ train_keep() { # run-dir lr seed: train, keep the head stage's checkpoints and t
     exp_train train.sh $1 $2 $3 $num_jobs $dir/egs $config --minibatch-size $minibatch_size \
         --cleanup false
     local n=$(cat $1/num_iters)
-    local head=$(awk -v n=$n -v f=$head_fraction 'BEGIN { h = int(n * f + 0.5); print h < 2 ? 2 : h }')
+    local head=$(exp_head_iters $1 $head_fraction)
     echo $head > $1/head_iters
     cp $1/$n.mdl $1/last.mdl
     cp $1/$head.mdl $1/head_last.mdl

@@ -10,6 +10,9 @@
 #   exp_setup                 data in $dir/data, $dir/valid.egs and $dir/test.egs
 #   exp_egs <n>               examples cut for n jobs in $dir/egs<n> (one archive per job per epoch)
 #   exp_acc <model> <egs>     accuracy in percent
+#   exp_head_iters <run-dir> <fraction>
+#                             the head stage's last iteration (the first <fraction> of the run's
+#                             iterations, rounded, at least 2)
 #   exp_train <script> <run-dir> <lr> <seed> <jobs> <egs-dir> <config> [options]
 #                             steps/<script> (train.sh or train_mpi.sh) for num_epochs epochs, the
 #                             rate falling from <lr> to a tenth of it, without the final
@@ -64,6 +67,11 @@ exp_train() {
         --combine false "$@" $egs $config $d
 }
 
+# exp_head_iters <run-dir> <fraction>: the last iteration of a run's head stage (TWA's claim f):
+# the first <fraction> of its iterations, rounded, at least 2
+exp_head_iters() {
+    awk -v n=$(cat $1/num_iters) -v f=$2 'BEGIN { h = int(n * f + 0.5); print h < 2 ? 2 : h }'
+}
 exp_acc() {
     nnet-compute-prob $1 ark:$2 2>&1 >/dev/null | grep -o 'accuracy is [0-9.]*' \
         | awk '{ printf "%.2f", $3 * 100 }'
