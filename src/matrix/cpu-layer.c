@@ -68,10 +68,14 @@ static int onednn_avx512; /* set once: cpu_layer_engines_init */
 
 static void cpu_layer_engines_init(void) { onednn_avx512 = onednn_has_avx512(); }
 
-static enum layer_engine engine_for(int m, int n, int k) {
+static int onednn_avx512_here(void) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, cpu_layer_engines_init);
-    struct engine_case e = {m, n, k, layer_bf16, onednn_avx512, HAVE_DNNL};
+    return onednn_avx512;
+}
+
+static enum layer_engine engine_for(int m, int n, int k) {
+    struct engine_case e = {m, n, k, layer_bf16, onednn_avx512_here(), HAVE_DNNL};
     for (size_t i = 0; i < sizeof engine_rules / sizeof *engine_rules; i++)
         if (engine_rules[i].applies(&e)) return engine_rules[i].engine;
     return ENGINE_OPENBLAS;
@@ -99,6 +103,28 @@ void cpu_layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a
     case ENGINE_ONEDNN_F32: onednn_gemm_f32(c, alpha, a, trans_a, b, trans_b, beta); break;
     case ENGINE_OPENBLAS: cpu_gemm(c, alpha, a, trans_a, b, trans_b, beta); break;
     }
+}
+
+/* Natural gradient's thin products (H = X W^T, J = H^T X: one side the rank, 8-80), in fp32
+ * always: on oneDNN where it runs AVX-512 (AVX-512 EPYC, 1 thread: H 1.4-2.6x and J 1.6-4x
+ * OpenBLAS in the same fixed parts, ranks 8-80; docs/BENCHMARKS.md "Natural gradient's
+ * products"), else on OpenBLAS (on an AVX2 EPYC its thin-column product ran 2.2x oneDNN's). */
+void cpu_project_gemm(struct cpu_mat c, struct cpu_mat a, int trans_a, struct cpu_mat b,
+                      int trans_b, int part) {
+    int k = trans_a ? a.rows : a.cols;
+    if (HAVE_DNNL && onednn_avx512_here() && c.rows > 0 && c.cols > 0 && k > 0)
+        onednn_gemm_parts_f32(c, 1, a, trans_a, b, trans_b, 0, part);
+    else
+        cpu_gemm_parts(c, 1, a, trans_a, b, trans_b, 0, part);
+}
+
+void cpu_project_h(struct cpu_mat h, struct cpu_mat x0, struct cpu_mat w) {
+    struct cpu_mat w_read = {w.data, w.rows, x0.cols, w.stride};
+    cpu_project_gemm(h, x0, MATRIX_NO_TRANS, w_read, MATRIX_TRANS, 64);
+    if (x0.cols < w.cols) /* x0's implicit last column of ones: h += 1 w[:, D-1]^T */
+        for (int i = 0; i < h.rows; i++)
+            for (int r = 0; r < h.cols; r++)
+                h.data[(long)i * h.stride + r] += w.data[(long)r * w.stride + x0.cols];
 }
 
 int cpu_layer_project_bf16(int n, int r, int d) {

@@ -94,6 +94,14 @@ enum cpu_layer_role {
     CPU_LAYER_BACKPROP,    /* dX = dY W: dY kept, W reused */
     CPU_LAYER_WEIGHT_GRAD, /* dW = dY^T X: both reused */
 };
+/* c = op(a) op(b) for natural gradient's thin products (H = X W^T, J = H^T X) in fixed parts of
+ * `part` rows (or columns), so that the bits do not depend on the threads: on the faster engine
+ * for such shapes on this CPU (cpu-layer.c), always fp32. */
+void cpu_project_gemm(struct cpu_mat c, struct cpu_mat a, int trans_a, struct cpu_mat b,
+                      int trans_b, int part);
+/* h = [x0 | 1] w^T (x0 a column short of w: an implicit last column of ones) or x0 w^T (as
+ * wide), by cpu_project_gemm. */
+void cpu_project_h(struct cpu_mat h, struct cpu_mat x0, struct cpu_mat w);
 void cpu_set_layer_bf16(int on);
 int cpu_layer_bf16(void);
 void cpu_layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, struct cpu_mat b,

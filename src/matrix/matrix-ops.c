@@ -54,18 +54,20 @@ static inline void project_out_residual(struct matrix *x, const struct matrix *h
     if (out_sq) vector_row_sq_norms(out_sq, x);
 }
 
-/* c = op(a) op(b) of the composed projection; on the CPU in fixed parts of 64 rows or columns
- * (cpu_gemm_parts), so that it does not depend on the threads, as the fused pass does not. */
+/* c = op(a) op(b) of the composed projection; on the CPU in fixed parts of 64 rows (256 columns
+ * on oneDNN) (cpu_project_gemm), so that it does not depend on the threads, as the fused pass
+ * does not. */
 static void project_product(struct matrix *c, const struct matrix *a, int trans_a,
                             const struct matrix *b, int trans_b) {
     matrix_check_product(c, a, trans_a, b, trans_b);
     DISPATCH(GPU3(c, a, b), cuda_gemm(CM(c), 1, CM(a), trans_a, CM(b), trans_b, 0),
-             cpu_gemm_parts(KM(c), 1, KM(a), trans_a, KM(b), trans_b, 0, 64));
+             cpu_project_gemm(KM(c), KM(a), trans_a, KM(b), trans_b, 64));
 }
 
 /* matrix_project_out(_j) composed of the ordinary operations: x = x0 (copied from src), h = x w^T
  * (unless have_h), j = h^T x (if j), then x - h w with the norms; on the CPU that last step is
- * cpu_project_out with h given (one pass, the norms from its registers). The GPU's way, and the
+ * cpu_project_out with h given (one pass, the norms from its registers), and without j it reads
+ * x0 from src itself (no copy). The GPU's way, and the
  * CPU's for matrix_project_out_j where the fused kernel is not the faster (project_j_fused).
  * Under --precision=bf16 on the CPU, where the layer rules put h's product on bf16
  * (cpu_layer_project_bf16), h and x - h w are bf16 products (h from src's kept bf16 copy when src
@@ -74,6 +76,15 @@ static void project_out_composed(struct matrix *x, struct matrix *h, struct matr
                                  const struct matrix *w, int have_h, const struct matrix *src,
                                  struct vector *in_sq, struct vector *out_sq) {
     int n = x->rows;
+    int bf16 = DISPATCH_VALUE(GPU3(x, h, w), 0, cpu_layer_project_bf16(n, w->rows, w->cols));
+    if (src && !j && !bf16 && DISPATCH_VALUE(GPU3(x, h, w), 0, 1)) {
+        /* An ordinary call on the CPU: h from src, then x = x0 - h w reading x0 from src (no
+         * copy of it into x first: one pass over the rows less). */
+        cpu_project_h(KM(h), KM(src), KM(w));
+        cpu_project_out(KM(x), KM(h), KM(w), 1, KM(src), in_sq ? in_sq->data : NULL,
+                        out_sq ? out_sq->data : NULL);
+        return;
+    }
     if (src) {
         ASSERT(src->device == x->device);
         struct matrix xs = matrix_view(x, 0, n, 0, src->cols);
@@ -83,7 +94,6 @@ static void project_out_composed(struct matrix *x, struct matrix *h, struct matr
             matrix_set_const(&one, 1.0f);
         }
     }
-    int bf16 = DISPATCH_VALUE(GPU3(x, h, w), 0, cpu_layer_project_bf16(n, w->rows, w->cols));
     if (!have_h && bf16) {
         int kept = src && src->cols == x->cols;
         cpu_layer_project_h(KM(h), kept ? KM(src) : KM(x), kept, KM(w));

@@ -376,13 +376,73 @@ void onednn_gemm_split(struct cpu_mat c, float alpha, int type, const void *a, i
     split_run(&j);
 }
 
-/* m scaled by alpha into the calling thread's scratch, dense (ld = m.cols). */
+/* onednn_gemm_parts_f32: C cut into fixed parts, one product each, shared out over the pool. */
+struct parts_job {
+    struct cpu_mat c, a, b;
+    float alpha, beta;
+    int trans_a, trans_b, k, by_rows, part;
+};
+
+static void parts_share(void *p, int t, int num) {
+    const struct parts_job *j = p;
+    int len = j->by_rows ? j->c.rows : j->c.cols, parts = (len + j->part - 1) / j->part, lo, hi;
+    parallel_part(parts, t, num, 1, &lo, &hi);
+    for (int q = lo; q < hi; q++) {
+        int r0 = q * j->part, n = len - r0 < j->part ? len - r0 : j->part;
+        const float *a = j->a.data, *b = j->b.data;
+        struct cpu_mat c;
+        if (j->by_rows) { /* rows r0.. of C are those of op(A) */
+            c = sub(j->c, r0, n, 0, j->c.cols);
+            a += j->trans_a ? r0 : (long)r0 * j->a.stride;
+        } else { /* columns r0.. of C are those of op(B) */
+            c = sub(j->c, 0, j->c.rows, r0, n);
+            b += j->trans_b ? (long)r0 * j->b.stride : r0;
+        }
+        gemm_run(c, j->alpha, ONEDNN_TYPE_F32, a, j->a.stride, j->trans_a, b, j->b.stride,
+                 j->trans_b, j->k, NULL, j->beta);
+    }
+}
+
+void onednn_gemm_parts_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
+                           struct cpu_mat b, int trans_b, float beta, int part) {
+    int k = trans_a ? a.rows : a.cols;
+    ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1 && part >= 1);
+    onednn_forget(c);
+    /* A part of C's columns is a product whose C rows are longer than its own; oneDNN runs those
+     * at natural gradient's shapes (J = H^T X) 12-15% faster in parts 4x as wide. */
+    int by_rows = c.rows >= c.cols, len = by_rows ? c.rows : c.cols;
+    struct parts_job j = {c, a, b, alpha, beta, trans_a, trans_b, k, by_rows,
+                          by_rows ? part : 4 * part};
+    if (len > j.part)
+        parallel_run(parts_share, &j);
+    else
+        parts_share(&j, 0, 1);
+}
+
+struct scale_job {
+    struct cpu_mat dst, src;
+    float alpha;
+};
+
+static void scale_part(void *p, int t, int num) {
+    const struct scale_job *j = p;
+    int r0, r1;
+    parallel_part(j->src.rows, t, num, 1, &r0, &r1);
+    for (int r = r0; r < r1; r++)
+        for (int i = 0; i < j->src.cols; i++)
+            j->dst.data[(long)r * j->dst.stride + i] = j->alpha * j->src.data[(long)r * j->src.stride + i];
+}
+
+/* m scaled by alpha into the calling thread's scratch, dense (ld = m.cols); split by rows over
+ * the pool (a weight gradient's operand: 1-2 MB, a serial pass of 2% of a 2-thread step). */
 static struct cpu_mat scaled_copy(struct cpu_mat m, float alpha) {
     float *p = grow_buf_get(&bufs()->f32_scaled, (size_t)m.rows * m.cols * sizeof(float));
     struct cpu_mat d = {p, m.rows, m.cols, m.cols};
-    for (int r = 0; r < m.rows; r++)
-        for (int i = 0; i < m.cols; i++)
-            d.data[(long)r * d.stride + i] = alpha * m.data[(long)r * m.stride + i];
+    struct scale_job j = {d, m, alpha};
+    if ((long)m.rows * m.cols >= CPU_SPLIT_MIN_ELEMS)
+        parallel_run(scale_part, &j);
+    else
+        scale_part(&j, 0, 1);
     return d;
 }
 

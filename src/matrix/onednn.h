@@ -91,6 +91,14 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
 void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
                      struct cpu_mat b, int trans_b, float beta);
 
+/* The same product cut along C's longer side into fixed parts (`part` rows, or 4 `part`
+ * columns), one oneDNN fp32 product on one thread each, the parts shared out over the pool: the
+ * same calls whatever the threads, so the same bits (cpu.h cpu_gemm_parts on OpenBLAS; for
+ * natural gradient's products). alpha is a constant of the primitive: keep it fixed. Needs
+ * oneDNN. */
+void onednn_gemm_parts_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
+                           struct cpu_mat b, int trans_b, float beta, int part);
+
 /* How many oneDNN primitives this process has created (each costs a JIT compilation; the cache
  * should keep this flat during training). 0 without oneDNN. */
 long onednn_primitives_created(void);

@@ -440,6 +440,46 @@ static void test_layer_product_fp32(void) {
     CHECK(same);
 }
 
+/* Natural gradient's thin products (cpu_project_gemm: H = X W^T cut by rows, J = H^T X cut by
+ * columns, with remainders; oneDNN where it runs AVX-512, else OpenBLAS): the product to fp32
+ * rounding, and the same bits on 1 and 3 threads (the parts are fixed). */
+static void test_project_gemm(void) {
+    static const int project_shapes[][4] = {/* m, n, k, trans_a */
+                                            {300, 20, 257, 0}, {200, 80, 100, 0},
+                                            {20, 600, 300, 1}, {9, 70, 50, 1}};
+    double worst = 0;
+    int same = 1;
+    for (int s = 0; s < 4; s++) {
+        int m = project_shapes[s][0], n = project_shapes[s][1], k = project_shapes[s][2],
+            ta = project_shapes[s][3];
+        struct smat a, b, c1, c3;
+        smat_init(&a, ta ? k : m, ta ? m : k, 1);
+        smat_init(&b, ta ? k : n, ta ? n : k, 2); /* H: op(b) = W^T; J: b = X */
+        smat_init(&c1, m, n, 3);
+        smat_init(&c3, m, n, 3);
+        memcpy(c3.p, c1.p, sizeof(float) * m * (n + 3));
+        struct cpu_mat ka = {a.m.data, a.m.rows, a.m.cols, a.m.stride},
+                       kb = {b.m.data, b.m.rows, b.m.cols, b.m.stride},
+                       k1 = {c1.m.data, m, n, c1.m.stride}, k3 = {c3.m.data, m, n, c3.m.stride};
+        matrix_set_num_threads(1);
+        cpu_project_gemm(k1, ka, ta, kb, !ta, 64);
+        matrix_set_num_threads(3);
+        cpu_project_gemm(k3, ka, ta, kb, !ta, 64);
+        matrix_set_num_threads(1);
+        double e = worst_rel(&c1.m, &c1.m, 1.0f, &a.m, ta, &b.m, !ta, 0.0f, 0);
+        if (e > worst) worst = e;
+        if (memcmp(c1.p, c3.p, sizeof(float) * m * (n + 3))) {
+            printf("    %d x %d x %d: 1 and 3 threads differ\n", m, n, k);
+            same = 0;
+        }
+        struct smat *all[] = {&a, &b, &c1, &c3};
+        for (int i = 0; i < 4; i++) free(all[i]->p);
+    }
+    if (!(worst <= 1e-5)) printf("    rel. error %g\n", worst);
+    CHECK(worst <= 1e-5);
+    CHECK(same);
+}
+
 static void test_precision_errors(void) {
     CHECK(matrix_set_precision("fp16") == -1);
     CHECK(strstr(error_get(), "expected fp32 or bf16, got 'fp16'"));
@@ -534,6 +574,7 @@ int main(void) {
         TEST_RUN(test_layer_affine);
     }
     TEST_RUN(test_layer_product_fp32);
+    TEST_RUN(test_project_gemm);
     TEST_RUN(test_precision_errors);
     TEST_RUN(test_pool_argmax);
     TEST_MAIN_END();
