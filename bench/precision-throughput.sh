@@ -7,8 +7,10 @@
 # Every figure is the median of --repeats rounds; within a round the configurations run one after
 # another (interleaved), so load from other jobs spreads over all of them; every ratio is the
 # median over rounds of the ratio within a round (this VM's speed drifts by 10-40% over seconds).
-# "step NG cost bf16" is bench/train-step.c training the Affine and the NG network in bf16 in
-# turns of 0.25 s in one process (median over turns): the NG cost least disturbed by the drift.
+# "step NG cost" is bench/train-step.c training the Affine and the NG network (fp32, bf16) in
+# turns of 0.25 s in one process (median over turns): the NG cost least disturbed by the drift,
+# and without natural gradient's start (an estimate updated on each of its first 10 calls),
+# which the end-to-end runs of a few hundred minibatches include.
 # Two figures per cell: the wall-clock rate, and the CPU-time rate (samples per `threads` seconds
 # of the process's CPU time: on a machine shared with other jobs, closer to what the run would
 # reach alone; it undercounts runs whose idle threads spin).
@@ -105,7 +107,7 @@ for net in "${netlist[@]}"; do
             # about `seconds` of bf16 training at a generous rate (samples/s per thread)
             passes=$(( (seconds * t * (d[0] > 500 ? rate : rate / 2) + count - 1) / count ))
             declare -A wall=() cpu=()
-            step_cost=()
+            declare -A step_cost=()
             torch_fp32=$(torch_fastest $dims $mb $t none) torch_bf16=n/a
             $bf16 && torch_bf16=$(torch_fastest $dims $mb $t bf16)
             for r in $(seq $repeats); do
@@ -124,13 +126,16 @@ for net in "${netlist[@]}"; do
                     esac
                     wall[$c]+="${v% *} " cpu[$c]+="${v#* } "
                 done
-                $bf16 || continue
-                "$top/build/bench/train-step" $work/affine.mdl $mb $t $seconds no bf16 $work/ng.mdl \
-                    >$work/step 2>/dev/null
-                step_cost+=("$(field cost_median <$work/step)")
+                for p in fp32 bf16; do
+                    [ $p = bf16 ] && ! $bf16 && continue
+                    "$top/build/bench/train-step" $work/affine.mdl $mb $t $seconds no $p $work/ng.mdl \
+                        >$work/step 2>/dev/null
+                    step_cost[$p]+="$(field cost_median <$work/step) "
+                done
             done
-            sc=n/a
-            $bf16 && sc=$(printf '%s\n' "${step_cost[@]}" | median | awk '{ printf "%+.0f%%", $1 * 100 }')
+            step_median() { printf '%s\n' ${step_cost[$1]} | median | awk '{ printf "%+.0f%%", $1 * 100 }'; }
+            sc32=$(step_median fp32) sc=n/a
+            $bf16 && sc=$(step_median bf16)
             for kind in wall cpu; do
                 declare -n vals=$kind
                 declare -A med=()
@@ -141,11 +146,11 @@ for net in "${netlist[@]}"; do
                 ratio() { paired_ratio "${vals[$1]:-}" "${vals[$2]:-}"; }
                 cost() { local r; r=$(ratio $1 $2); [ $r = n/a ] && { echo n/a; return; }
                          awk -v r=$r 'BEGIN { printf "%+.0f%%", (r - 1) * 100 }'; }
-                row=$(printf "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" \
+                row=$(printf "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" \
                     $name $mb $t ${med[fp32-A]} ${med[fp32-NG]} ${med[bf16-A]} ${med[bf16-NG]} \
                     ${med[torch-fp32]} ${med[torch-bf16]} ${med[bound-openblas]} ${med[bound-onednn-f32]} \
                     ${med[bound-onednn-bf16]} "$(ratio bf16-A fp32-A)" "$(ratio fp32-A torch-fp32)" "$(ratio bf16-A torch-bf16)" \
-                    "$(ratio bf16-A bound-onednn-bf16)" "$(cost fp32-A fp32-NG)" "$(cost bf16-A bf16-NG)" "$sc" "$torch_fp32 $torch_bf16")
+                    "$(ratio bf16-A bound-onednn-bf16)" "$(cost fp32-A fp32-NG)" "$(cost bf16-A bf16-NG)" "$sc32" "$sc" "$torch_fp32 $torch_bf16")
                 [ $kind = wall ] && rows_wall+=("$row") || rows_cpu+=("$row")
                 echo "$kind $row" >&2
                 unset -n vals
@@ -153,8 +158,8 @@ for net in "${netlist[@]}"; do
         done
     done
 done
-head="| network | mb | threads | fp32 Affine | fp32 NG | bf16 Affine | bf16 NG | PyTorch fp32 | PyTorch bf16 autocast | bound OpenBLAS | bound oneDNN fp32 | bound oneDNN bf16 | bf16/fp32 | fp32/PyTorch fp32 | bf16/PyTorch bf16 | bf16/bf16 bound | NG cost fp32 | NG cost bf16 | step NG cost bf16 | PyTorch setting fp32 bf16 |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+head="| network | mb | threads | fp32 Affine | fp32 NG | bf16 Affine | bf16 NG | PyTorch fp32 | PyTorch bf16 autocast | bound OpenBLAS | bound oneDNN fp32 | bound oneDNN bf16 | bf16/fp32 | fp32/PyTorch fp32 | bf16/PyTorch bf16 | bf16/bf16 bound | NG cost fp32 | NG cost bf16 | step NG cost fp32 | step NG cost bf16 | PyTorch setting fp32 bf16 |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 echo "Wall-clock samples/s:"; echo; echo "$head"; printf '%s\n' "${rows_wall[@]}"; echo
 echo "CPU-time samples/s (per threads x CPU-second):"; echo; echo "$head"; printf '%s\n' "${rows_cpu[@]}"; echo
-echo "median of $repeats interleaved rounds of ~$seconds s; ratios and NG costs: median over rounds of the ratio within a round; step NG cost: bench/train-step.c, Affine and NG in bf16 in turns of 0.25 s; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $(date -u +%F)"
+echo "median of $repeats interleaved rounds of ~$seconds s; ratios and NG costs: median over rounds of the ratio within a round; step NG cost: bench/train-step.c, Affine and NG in turns of 0.25 s; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $(date -u +%F)"
