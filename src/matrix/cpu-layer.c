@@ -106,8 +106,8 @@ void cpu_layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a
 }
 
 /* Natural gradient's thin products (H = X W^T, J = H^T X: one side the rank, 8-80), in fp32
- * always: on oneDNN where it runs AVX-512 (AVX-512 EPYC, 1 thread: H 1.4-2.6x and J 1.6-4x
- * OpenBLAS in the same fixed parts, ranks 8-80; docs/BENCHMARKS.md "Natural gradient's
+ * always: on oneDNN where it runs AVX-512 (AVX-512 EPYC, 1 thread: H 1.5-2.1x and J 1.9-2.3x
+ * OpenBLAS in the same fixed parts, ranks 20 and 80; docs/BENCHMARKS.md "Natural gradient's
  * products"), else on OpenBLAS (on an AVX2 EPYC its thin-column product ran 2.2x oneDNN's). */
 void cpu_project_gemm(struct cpu_mat c, struct cpu_mat a, int trans_a, struct cpu_mat b,
                       int trans_b, int part) {
