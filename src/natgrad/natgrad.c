@@ -284,11 +284,13 @@ static int natgrad_reorthogonalize(struct natgrad *p, const double *d1, double r
             }
         }
         if (ok && !(max < NATGRAD_MAX_CINV)) {
-            WARN("natural gradient: Cholesky out of expected range, using Gram-Schmidt");
+            WARN("natural gradient (dim %d, rank %d): Cholesky out of expected range (max of "
+                 "C^-1 %.3g), using Gram-Schmidt", D, R, max);
             ok = 0;
         }
     } else {
-        WARN("natural gradient: Cholesky failed while re-orthogonalizing, using Gram-Schmidt");
+        WARN("natural gradient (dim %d, rank %d): Cholesky failed while re-orthogonalizing, "
+             "using Gram-Schmidt", D, R);
     }
     if (!ok) {
         if (!p->gs) p->gs = xmalloc((size_t)R * D * sizeof *p->gs);
