@@ -33,7 +33,8 @@ static struct cpu_mat km(struct matrix *m) {
 
 int main(int argc, char **argv) {
     if (argc != 5) {
-        fprintf(stderr, "usage: project-gemm <N> <D> <R> <reps>   e.g. project-gemm 512 1025 20 100\n");
+        fprintf(stderr, "usage: project-gemm <N> <D> <R> <reps>\n"
+                        "e.g.: project-gemm 512 1025 20 100\n");
         return 2;
     }
     int n = atoi(argv[1]), d = atoi(argv[2]), r = atoi(argv[3]), reps = atoi(argv[4]);

@@ -409,7 +409,7 @@ void onednn_gemm_parts_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int 
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1 && part >= 1);
     onednn_forget(c);
     /* A part of C's columns is a product whose C rows are longer than its own; oneDNN runs those
-     * at natural gradient's shapes (J = H^T X) 12-15% faster in parts 4x as wide. */
+     * at natural gradient's shapes (J = H^T X) 14-45% faster in parts 4x as wide. */
     int by_rows = c.rows >= c.cols, len = by_rows ? c.rows : c.cols;
     struct parts_job j = {c, a, b, alpha, beta, trans_a, trans_b, k, by_rows,
                           by_rows ? part : 4 * part};
@@ -428,9 +428,12 @@ static void scale_part(void *p, int t, int num) {
     const struct scale_job *j = p;
     int r0, r1;
     parallel_part(j->src.rows, t, num, 1, &r0, &r1);
-    for (int r = r0; r < r1; r++)
+    for (int r = r0; r < r1; r++) {
+        const float *s = j->src.data + (long)r * j->src.stride;
+        float *d = j->dst.data + (long)r * j->dst.stride;
         for (int i = 0; i < j->src.cols; i++)
-            j->dst.data[(long)r * j->dst.stride + i] = j->alpha * j->src.data[(long)r * j->src.stride + i];
+            d[i] = j->alpha * s[i];
+    }
 }
 
 /* m scaled by alpha into the calling thread's scratch, dense (ld = m.cols); split by rows over
