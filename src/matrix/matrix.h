@@ -282,7 +282,9 @@ void matrix_add_vec_vec(struct matrix *m, float alpha, const struct vector *a,
  * residual too), else x itself (in place). in_sq, out_sq (dim N, may be NULL): squared row norms
  * of x0 and of x after. src must not overlap x unless it is x. On the CPU, where it is the
  * faster way (cpu.h cpu_project_fused_preferred: Intel's AVX-512 cores), one fused pass over the
- * rows split over the pool (cpu_project_out), else h by BLAS and then that pass with h given;
+ * rows split over the pool (cpu_project_out), else h as a product (cpu.h cpu_project_gemm:
+ * oneDNN's fp32 kernels or OpenBLAS, in fixed parts) and then that pass with h given, reading x0
+ * from src;
  * under --precision=bf16, where the shape qualifies (above), h and x0 - h w as bf16 products;
  * on the GPU the ordinary operations. The fp32 ways agree to float roundoff, not bit for bit. */
 void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix *w, int have_h,
@@ -292,7 +294,8 @@ void matrix_project_out(struct matrix *x, struct matrix *h, const struct matrix 
  * it is the faster way (per CPU, build and rank: cpu.h cpu_project_j_preferred), one fused
  * pass whose sum over the rows is taken in fixed parts of the rows whatever the thread count (so
  * the result does not depend on it), parts after the first summed in scratch; elsewhere, and on
- * the GPU, the products one by one (h = x0 w^T and j = h^T x0 by BLAS, x0 copied into x first
+ * the GPU, the products one by one (h = x0 w^T and j = h^T x0 as products, cpu_project_gemm on
+ * the CPU, cuBLAS on the GPU; x0 copied into x first
  * when it is src, then x - h w as matrix_project_out with have_h): the same results to float
  * roundoff, not bit for bit. scratch: a CPU matrix of at least matrix_project_out_j_scratch(x, R)
  * rows of D columns, or NULL if that is 0 (the GPU, the products one by one). j must not overlap
