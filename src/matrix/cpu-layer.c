@@ -147,6 +147,10 @@ void cpu_layer_project_residual(struct cpu_mat x, struct cpu_mat h, struct cpu_m
     if (out_sq) cpu_row_sq_norms(out_sq, x);
 }
 
+int cpu_layer_kept_sum_sq(struct cpu_mat m, double *sum_sq) {
+    return layer_bf16 && m.rows > 0 && m.cols > 0 && onednn_kept_sum_sq(m, sum_sq);
+}
+
 void cpu_layer_new_storage(const float *p, size_t n) {
     if (!layer_bf16 || !n) return;
     int len = n < INT_MAX ? (int)n : INT_MAX;

@@ -106,6 +106,9 @@ void cpu_set_layer_bf16(int on);
 int cpu_layer_bf16(void);
 void cpu_layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, struct cpu_mat b,
                     int trans_b, float beta, int role);
+/* 1 and the sum of m's squares where the bf16 layer products keep a copy of m (onednn.h
+ * onednn_kept_sum_sq); else 0. */
+int cpu_layer_kept_sum_sq(struct cpu_mat m, double *sum_sq);
 /* n floats at p are new storage: kept bf16 copies of the memory that was there go. */
 void cpu_layer_new_storage(const float *p, size_t n);
 void cpu_layer_affine(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *bias);

@@ -186,6 +186,11 @@ void matrix_layer_backprop(struct matrix *in_deriv, const struct matrix *out_der
                            const struct matrix *w);
 void matrix_layer_weight_grad(struct matrix *dw, float alpha, const struct matrix *out_deriv,
                               const struct matrix *in, float beta);
+/* ||m||_F of a layer operand between its products (the step bound's ||X|| and ||dY||): under
+ * bf16 from the sum of squares its conversion took as it went, where a kept copy exists (no pass
+ * over m); else matrix_frobenius_norm. The two agree to 1e-6 relative (the conversion's partial
+ * sums are float). */
+double matrix_layer_frobenius_norm(const struct matrix *m);
 
 /* ---- storage and views ---- */
 void matrix_init(struct matrix *m, int rows, int cols);

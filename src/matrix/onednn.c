@@ -47,6 +47,61 @@ __attribute__((target("avx512f,avx512bf16"))) static void row_to_bf16_avx512(uin
 #define HAVE_AVX512BF16_PATH 1
 #endif
 
+/* The conversion of a kept copy also sums the squares of what it converts, which the layer's step
+ * bound wants (onednn_kept_sum_sq): that pass over the operand is then free. */
+static double row_to_bf16_sq(uint16_t *d, const float *s, int n) {
+    double t = 0;
+    for (int c = 0; c < n; c++) {
+        t += (double)s[c] * s[c];
+        d[c] = to_bf16(s[c]);
+    }
+    return t;
+}
+
+#if HAVE_AVX512BF16_PATH
+/* Float sums over chunks of 2048, added up in double: a row of any length stays near double's
+ * accuracy. A square past FLT_MAX makes the sum inf, as a bound may be. */
+__attribute__((target("avx512f,avx512bf16"))) static double row_to_bf16_sq_avx512(uint16_t *d,
+                                                                                 const float *s,
+                                                                                 int n) {
+    double t = 0;
+    int c = 0;
+    while (c + 32 <= n) {
+        __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+        for (int end = c + 2048 < n ? c + 2048 : n; c + 32 <= end; c += 32) {
+            __m512 lo = _mm512_loadu_ps(s + c), hi = _mm512_loadu_ps(s + c + 16);
+            acc0 = _mm512_fmadd_ps(lo, lo, acc0);
+            acc1 = _mm512_fmadd_ps(hi, hi, acc1);
+            _mm512_storeu_si512((void *)(d + c), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+        }
+        t += _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    }
+    return t + row_to_bf16_sq(d + c, s + c, n - c);
+}
+#endif
+
+/* onednn_to_bf16 returning the sum of src's squares */
+static double to_bf16_sum_sq(uint16_t *dst, int ld, struct cpu_mat src) {
+    int rows = src.rows, cols = src.cols;
+    if (src.stride == cols && ld == cols && rows > 1) {
+        cols *= rows;
+        rows = 1;
+    }
+    double t = 0;
+    for (int r = 0; r < rows; r++) {
+        uint16_t *d = dst + (long)r * ld;
+        const float *s = src.data + (long)r * src.stride;
+#if HAVE_AVX512BF16_PATH
+        if (__builtin_cpu_supports("avx512bf16")) {
+            t += row_to_bf16_sq_avx512(d, s, cols);
+            continue;
+        }
+#endif
+        t += row_to_bf16_sq(d, s, cols);
+    }
+    return t;
+}
+
 /* dst = bf16(scale * src), one row (the scaled conversion of an operand not kept, below) */
 static void row_to_bf16_scaled(uint16_t *d, const float *s, int n, float scale) {
     for (int c = 0; c < n; c++) d[c] = to_bf16(scale * s[c]);
@@ -185,6 +240,7 @@ struct kept {
     const float *data;
     int rows, cols, stride, used; /* used 0: the slot is free */
     unsigned epoch;
+    double sum_sq; /* of the fp32 values converted, summed by the conversion */
     struct grow_buf buf;
 };
 enum { MAX_KEPT = 64 };
@@ -289,6 +345,8 @@ struct bf16_job {
     uint16_t *a16, *b16;        /* contiguous copies: ld = a->cols, b->cols */
     int conv_a, conv_b;         /* whether they still have to be made */
     float scale_a, scale_b;     /* what a conversion multiplies by (alpha folded in, or 1) */
+    struct kept *kept_a, *kept_b; /* the kept copies being made (NULL: scratch or reused) */
+    double sq_a[PARALLEL_MAX_THREADS], sq_b[PARALLEL_MAX_THREADS]; /* their parts' sums */
 };
 
 static struct cpu_mat sub(struct cpu_mat m, int r0, int rows, int c0, int cols) {
@@ -298,16 +356,42 @@ static struct cpu_mat sub(struct cpu_mat m, int r0, int rows, int c0, int cols) 
 
 /* Both conversions, each split by rows over the pool. */
 static void convert_part(void *p, int t, int num) {
-    const struct bf16_job *j = p;
+    struct bf16_job *j = p;
     int r0, r1;
     parallel_part(j->a.rows, t, num, 1, &r0, &r1);
-    if (j->conv_a && r1 > r0)
-        to_bf16_scaled(j->a16 + (long)r0 * j->a.cols, j->a.cols,
-                       sub(j->a, r0, r1 - r0, 0, j->a.cols), j->scale_a);
+    j->sq_a[t] = j->sq_b[t] = 0;
+    if (j->conv_a && r1 > r0) {
+        struct cpu_mat part = sub(j->a, r0, r1 - r0, 0, j->a.cols);
+        uint16_t *d = j->a16 + (long)r0 * j->a.cols;
+        if (j->kept_a)
+            j->sq_a[t] = to_bf16_sum_sq(d, j->a.cols, part);
+        else
+            to_bf16_scaled(d, j->a.cols, part, j->scale_a);
+    }
     parallel_part(j->b.rows, t, num, 1, &r0, &r1);
-    if (j->conv_b && r1 > r0)
-        to_bf16_scaled(j->b16 + (long)r0 * j->b.cols, j->b.cols,
-                       sub(j->b, r0, r1 - r0, 0, j->b.cols), j->scale_b);
+    if (j->conv_b && r1 > r0) {
+        struct cpu_mat part = sub(j->b, r0, r1 - r0, 0, j->b.cols);
+        uint16_t *d = j->b16 + (long)r0 * j->b.cols;
+        if (j->kept_b)
+            j->sq_b[t] = to_bf16_sum_sq(d, j->b.cols, part);
+        else
+            to_bf16_scaled(d, j->b.cols, part, j->scale_b);
+    }
+}
+
+/* A kept copy's sum of squares: its parts' sums, in order (the same total whatever the threads
+ * that made it, given the same parts). */
+static void kept_sum(struct kept *k, const double *parts) {
+    if (!k) return;
+    int num = parallel_threads();
+    k->sum_sq = 0;
+    for (int t = 0; t < num; t++) k->sum_sq += parts[t];
+}
+
+int onednn_kept_sum_sq(struct cpu_mat m, double *sum_sq) {
+    const struct kept *k = kept_find(m);
+    if (k) *sum_sq = k->sum_sq;
+    return k != NULL;
 }
 
 enum { BF16_SPLIT_ALIGN = 32 };
@@ -473,9 +557,10 @@ void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_
 /* The bf16 copy of m for a product (keep: enum onednn_keep): this epoch's kept copy, a new kept
  * one, or scratch; *convert says whether it still has to be made. */
 static uint16_t *operand(struct cpu_mat m, int keep, struct grow_buf *scratch, const void *avoid,
-                         int *convert) {
+                         int *convert, struct kept **made) {
     size_t n = (size_t)m.rows * m.cols;
     *convert = 1;
+    *made = NULL;
     if (keep == ONEDNN_REUSE) {
         struct kept *k = kept_find(m);
         if (k) {
@@ -483,7 +568,8 @@ static uint16_t *operand(struct cpu_mat m, int keep, struct grow_buf *scratch, c
             return k->buf.p;
         }
     } else if (keep == ONEDNN_STORE) {
-        return grow_buf_get(&kept_slot(m, avoid)->buf, n * sizeof(uint16_t));
+        *made = kept_slot(m, avoid);
+        return grow_buf_get(&(*made)->buf, n * sizeof(uint16_t));
     }
     return grow_buf_get(scratch, n * sizeof(uint16_t));
 }
@@ -492,11 +578,11 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
                  struct cpu_mat b, int trans_b, int keep_b, const float *bias, float beta) {
     int k = trans_a ? a.rows : a.cols;
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
-    struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f};
+    struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f, NULL, NULL, {0}, {0}};
     onednn_forget(c);
     struct thread_bufs *t = bufs();
-    j.a16 = operand(a, keep_a, &t->scratch_a, NULL, &j.conv_a);
-    j.b16 = operand(b, keep_b, &t->scratch_b, j.a16, &j.conv_b);
+    j.a16 = operand(a, keep_a, &t->scratch_a, NULL, &j.conv_a, &j.kept_a);
+    j.b16 = operand(b, keep_b, &t->scratch_b, j.a16, &j.conv_b, &j.kept_b);
     /* alpha is a constant of a oneDNN primitive (below): one that changes every call (natural
      * gradient's scale) goes into the conversion of an operand made for this call only, the
      * smaller one, so the primitive stays cached. A kept copy is never scaled. */
@@ -510,6 +596,8 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
         if (fold_a || fold_b) alpha = 1.0f;
     }
     if (j.conv_a || j.conv_b) parallel_run(convert_part, &j);
+    kept_sum(j.kept_a, j.sq_a);
+    kept_sum(j.kept_b, j.sq_b);
     struct split_job sj = {c, alpha, beta, ONEDNN_TYPE_BF16, j.a16, j.b16, a.cols, b.cols,
                            trans_a, trans_b, k, bias, NULL};
     split_run(&sj);

@@ -75,6 +75,9 @@ enum onednn_keep { ONEDNN_SCRATCH = 0, ONEDNN_STORE = 1, ONEDNN_REUSE = 2 };
 void onednn_layer_forward(void);
 void onednn_layer_backward(void);
 void onednn_forget(struct cpu_mat c);
+/* 1 and *sum_sq = the sum of m's squares (fp32 values, double sums), where this epoch keeps a
+ * copy of m (its conversion summed them); else 0. */
+int onednn_kept_sum_sq(struct cpu_mat m, double *sum_sq);
 /* The bf16 layer product: c = alpha op(a) op(b) + beta c with fp32 a, b rounded to bf16 (kept
  * copies as keep_a, keep_b say), split over the pool. m, n, k >= 1, c overlaps neither operand.
  * alpha != 1 is folded into the rounding of an operand converted for this call only

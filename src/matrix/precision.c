@@ -1,6 +1,7 @@
 /* matrix: the precision of the layer products (--precision=fp32|bf16), the option group that sets
  * it with the threads and the device, and the layer products' dispatch lines (their engine on the
  * CPU is chosen by cpu_layer_gemm, cpu-layer.c). */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,12 @@ void matrix_layer_weight_grad(struct matrix *dw, float alpha, const struct matri
              cuda_gemm(CM(dw), alpha, CM(out_deriv), MATRIX_TRANS, CM(in), MATRIX_NO_TRANS, beta),
              cpu_layer_gemm(KM(dw), alpha, KM(out_deriv), MATRIX_TRANS, KM(in), MATRIX_NO_TRANS,
                             beta, CPU_LAYER_WEIGHT_GRAD));
+}
+
+double matrix_layer_frobenius_norm(const struct matrix *m) {
+    double sum_sq;
+    int kept = DISPATCH_VALUE(GPU1(m), 0, cpu_layer_kept_sum_sq(KM(m), &sum_sq));
+    return kept ? sqrt(sum_sq) : matrix_frobenius_norm(m);
 }
 
 void matrix_layer_affine(struct matrix *out, const struct matrix *in, const struct matrix *w,

@@ -164,8 +164,8 @@ static void affine_step_into(const struct component *c, const struct matrix *in,
  * in absolute value (Cauchy-Schwarz per element). */
 static double affine_step_bound(struct component *c, const struct matrix *in,
                                 const struct matrix *out_deriv) {
-    double x = matrix_frobenius_norm(in), root_n = sqrt((double)in->rows);
-    return c->learning_rate * matrix_frobenius_norm(out_deriv) * (x > root_n ? x : root_n);
+    double x = matrix_layer_frobenius_norm(in), root_n = sqrt((double)in->rows);
+    return c->learning_rate * matrix_layer_frobenius_norm(out_deriv) * (x > root_n ? x : root_n);
 }
 
 static void affine_step_add(struct component *c, const struct matrix *in,

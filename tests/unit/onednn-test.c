@@ -304,6 +304,62 @@ static void test_kept_operands(void) {
     }
 }
 
+static double sum_sq_ref(const struct matrix *m) {
+    double t = 0;
+    for (int r = 0; r < m->rows; r++)
+        for (int c = 0; c < m->cols; c++) {
+            double v = m->data[(long)r * m->stride + c];
+            t += v * v;
+        }
+    return t;
+}
+
+/* The conversion of a kept operand sums its squares (the step bound's norms come free): on 1 and
+ * 3 threads, contiguous (one long row, past a chunk of 2048) and strided, ||x|| and ||dy|| after
+ * the products equal the norms in double; an operand not kept, or written over, has none. */
+static void test_kept_sum_sq(void) {
+    CHECK(matrix_set_precision("bf16") == 0);
+    enum { M = 96, K = 288, N = 160 };
+    for (int threads = 1; threads <= 3; threads += 2) {
+        matrix_set_num_threads(threads);
+        for (int pad = 0; pad <= 5; pad += 5) {
+            struct smat x, w, dy, out, dx;
+            smat_init(&x, M, K, pad);
+            smat_init(&w, N, K, 0);
+            smat_init(&dy, M, N, pad);
+            smat_init(&out, M, N, 0);
+            smat_init(&dx, M, K, 0);
+            struct vector b;
+            vector_init(&b, N);
+            double got;
+            CHECK(!onednn_kept_sum_sq(cm(&x.m), &got));
+            matrix_layer_affine(&out.m, &x.m, &w.m, &b);
+            matrix_layer_backprop(&dx.m, &dy.m, &w.m);
+            CHECK(onednn_kept_sum_sq(cm(&x.m), &got));
+            CHECK(fabs(got - sum_sq_ref(&x.m)) <= 1e-6 * sum_sq_ref(&x.m));
+            CHECK(onednn_kept_sum_sq(cm(&dy.m), &got));
+            CHECK(fabs(got - sum_sq_ref(&dy.m)) <= 1e-6 * sum_sq_ref(&dy.m));
+            CHECK(fabs(matrix_layer_frobenius_norm(&x.m) - matrix_frobenius_norm(&x.m)) <=
+                  1e-6 * matrix_frobenius_norm(&x.m));
+            CHECK(!onednn_kept_sum_sq(cm(&dx.m), &got)); /* an output, not kept */
+            /* a product writing over dy drops its copy: the norm is then taken afresh */
+            matrix_add_mat_mat_layer(&dy.m, 1, &dx.m, 0, &w.m, 1, 0);
+            CHECK(!onednn_kept_sum_sq(cm(&dy.m), &got));
+            CHECK(fabs(matrix_layer_frobenius_norm(&dy.m) - sqrt(sum_sq_ref(&dy.m))) <=
+                  1e-6 * sqrt(sum_sq_ref(&dy.m)));
+            /* a NaN in a kept operand makes its norm NaN (the step bound then refuses) */
+            x.p[7] = NAN;
+            matrix_layer_affine(&out.m, &x.m, &w.m, &b);
+            CHECK(isnan(matrix_layer_frobenius_norm(&x.m)));
+            struct smat *all[] = {&x, &w, &dy, &out, &dx};
+            for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]->p);
+            vector_release(&b);
+        }
+    }
+    matrix_set_num_threads(1);
+    CHECK(matrix_set_precision("fp32") == 0);
+}
+
 /* A scale that changes every call (natural gradient's step scale) folds into an operand's
  * rounding: one primitive for every alpha; the result is that of the scaled operand. A thin
  * product (oneDNN fp32) takes it at run time: one primitive too, fp32 accuracy. */
@@ -570,6 +626,7 @@ int main(void) {
         TEST_RUN(test_dnnl_bf16);
         TEST_RUN(test_layer_product_bf16);
         TEST_RUN(test_kept_operands);
+        TEST_RUN(test_kept_sum_sq);
         TEST_RUN(test_changing_alpha);
         TEST_RUN(test_layer_affine);
     }
