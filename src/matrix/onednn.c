@@ -339,14 +339,14 @@ static struct kept *kept_slot(struct cpu_mat m, const void *avoid) {
     return k;
 }
 
-/* The conversions of a bf16 layer product's operands. */
-struct bf16_job {
-    struct cpu_mat a, b;        /* as stored (before op) */
-    uint16_t *a16, *b16;        /* contiguous copies: ld = a->cols, b->cols */
-    int conv_a, conv_b;         /* whether they still have to be made */
-    float scale_a, scale_b;     /* what a conversion multiplies by (alpha folded in, or 1) */
-    struct kept *kept_a, *kept_b; /* the kept copies being made (NULL: scratch or reused) */
-    double sq_a[PARALLEL_MAX_THREADS], sq_b[PARALLEL_MAX_THREADS]; /* their parts' sums */
+/* The conversion of one operand of a bf16 layer product. */
+struct bf16_operand {
+    struct cpu_mat m;  /* as stored (before op) */
+    uint16_t *copy;    /* contiguous: ld = m.cols */
+    int convert;       /* whether it still has to be made */
+    float scale;       /* what the conversion multiplies by (alpha folded in, or 1) */
+    struct kept *kept; /* the kept copy being made (NULL: scratch, or reused) */
+    double sq[PARALLEL_MAX_THREADS]; /* a kept copy's parts' sums of squares */
 };
 
 static struct cpu_mat sub(struct cpu_mat m, int r0, int rows, int c0, int cols) {
@@ -354,38 +354,34 @@ static struct cpu_mat sub(struct cpu_mat m, int r0, int rows, int c0, int cols) 
     return v;
 }
 
-/* Both conversions, each split by rows over the pool. */
-static void convert_part(void *p, int t, int num) {
-    struct bf16_job *j = p;
+/* Part t of num of an operand's conversion, by rows. */
+static void convert_rows(struct bf16_operand *o, int t, int num) {
     int r0, r1;
-    parallel_part(j->a.rows, t, num, 1, &r0, &r1);
-    j->sq_a[t] = j->sq_b[t] = 0;
-    if (j->conv_a && r1 > r0) {
-        struct cpu_mat part = sub(j->a, r0, r1 - r0, 0, j->a.cols);
-        uint16_t *d = j->a16 + (long)r0 * j->a.cols;
-        if (j->kept_a)
-            j->sq_a[t] = to_bf16_sum_sq(d, j->a.cols, part);
-        else
-            to_bf16_scaled(d, j->a.cols, part, j->scale_a);
-    }
-    parallel_part(j->b.rows, t, num, 1, &r0, &r1);
-    if (j->conv_b && r1 > r0) {
-        struct cpu_mat part = sub(j->b, r0, r1 - r0, 0, j->b.cols);
-        uint16_t *d = j->b16 + (long)r0 * j->b.cols;
-        if (j->kept_b)
-            j->sq_b[t] = to_bf16_sum_sq(d, j->b.cols, part);
-        else
-            to_bf16_scaled(d, j->b.cols, part, j->scale_b);
-    }
+    parallel_part(o->m.rows, t, num, 1, &r0, &r1);
+    o->sq[t] = 0;
+    if (!o->convert || r1 <= r0) return;
+    struct cpu_mat part = sub(o->m, r0, r1 - r0, 0, o->m.cols);
+    uint16_t *d = o->copy + (long)r0 * o->m.cols;
+    if (o->kept)
+        o->sq[t] = to_bf16_sum_sq(d, o->m.cols, part);
+    else
+        to_bf16_scaled(d, o->m.cols, part, o->scale);
+}
+
+/* Both operands' conversions (a struct bf16_operand[2]), each split by rows over the pool. */
+static void convert_part(void *p, int t, int num) {
+    struct bf16_operand *ops = p;
+    convert_rows(&ops[0], t, num);
+    convert_rows(&ops[1], t, num);
 }
 
 /* A kept copy's sum of squares: its parts' sums, in order (the same total whatever the threads
  * that made it, given the same parts). */
-static void kept_sum(struct kept *k, const double *parts) {
-    if (!k) return;
+static void kept_sum(const struct bf16_operand *o) {
+    if (!o->kept) return;
     int num = parallel_threads();
-    k->sum_sq = 0;
-    for (int t = 0; t < num; t++) k->sum_sq += parts[t];
+    o->kept->sum_sq = 0;
+    for (int t = 0; t < num; t++) o->kept->sum_sq += o->sq[t];
 }
 
 int onednn_kept_sum_sq(struct cpu_mat m, double *sum_sq) {
@@ -578,28 +574,28 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
                  struct cpu_mat b, int trans_b, int keep_b, const float *bias, float beta) {
     int k = trans_a ? a.rows : a.cols;
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
-    struct bf16_job j = {a, b, NULL, NULL, 0, 0, 1.0f, 1.0f, NULL, NULL, {0}, {0}};
+    struct bf16_operand op[2] = {{.m = a, .scale = 1.0f}, {.m = b, .scale = 1.0f}};
     onednn_forget(c);
     struct thread_bufs *t = bufs();
-    j.a16 = operand(a, keep_a, &t->scratch_a, NULL, &j.conv_a, &j.kept_a);
-    j.b16 = operand(b, keep_b, &t->scratch_b, j.a16, &j.conv_b, &j.kept_b);
+    op[0].copy = operand(a, keep_a, &t->scratch_a, NULL, &op[0].convert, &op[0].kept);
+    op[1].copy = operand(b, keep_b, &t->scratch_b, op[0].copy, &op[1].convert, &op[1].kept);
     /* alpha is a constant of a oneDNN primitive (below): one that changes every call (natural
      * gradient's scale) goes into the conversion of an operand made for this call only, the
      * smaller one, so the primitive stays cached. A kept copy is never scaled. */
     if (alpha != 1.0f) {
-        int fold_a = j.conv_a && keep_a != ONEDNN_STORE;
-        int fold_b = j.conv_b && keep_b != ONEDNN_STORE;
+        int fold_a = op[0].convert && keep_a != ONEDNN_STORE;
+        int fold_b = op[1].convert && keep_b != ONEDNN_STORE;
         if (fold_a && fold_b) fold_b = (long)b.rows * b.cols < (long)a.rows * a.cols;
         if (fold_b) fold_a = 0;
-        if (fold_a) j.scale_a = alpha;
-        if (fold_b) j.scale_b = alpha;
+        if (fold_a) op[0].scale = alpha;
+        if (fold_b) op[1].scale = alpha;
         if (fold_a || fold_b) alpha = 1.0f;
     }
-    if (j.conv_a || j.conv_b) parallel_run(convert_part, &j);
-    kept_sum(j.kept_a, j.sq_a);
-    kept_sum(j.kept_b, j.sq_b);
-    struct split_job sj = {c, alpha, beta, ONEDNN_TYPE_BF16, j.a16, j.b16, a.cols, b.cols,
-                           trans_a, trans_b, k, bias, NULL};
+    if (op[0].convert || op[1].convert) parallel_run(convert_part, op);
+    kept_sum(&op[0]);
+    kept_sum(&op[1]);
+    struct split_job sj = {c, alpha, beta, ONEDNN_TYPE_BF16, op[0].copy, op[1].copy, a.cols,
+                           b.cols, trans_a, trans_b, k, bias, NULL};
     split_run(&sj);
 }
 
