@@ -35,7 +35,8 @@ int main(int argc, char **argv) {
     int n = atoi(argv[1]), d = atoi(argv[2]), r = atoi(argv[3]), reps = atoi(argv[4]);
     int thr = argc > 5 ? atoi(argv[5]) : 1;
     if (n < 1 || d < 2 || r < 1 || r >= d || reps < 1 || thr < 1) {
-        fprintf(stderr, "project-paths: need N >= 1, D >= 2, 1 <= R < D, reps >= 1, threads >= 1\n");
+        fprintf(stderr,
+                "project-paths: need N >= 1, D >= 2, 1 <= R < D, reps >= 1, threads >= 1\n");
         return 2;
     }
     matrix_set_num_threads(thr);

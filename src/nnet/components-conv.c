@@ -242,7 +242,7 @@ static double conv_ng_prepare(struct component *c, const struct matrix *in,
 /* Plain SGD: the step itself, into p->step, and its norm as the bound. The filters are tiny
  * beside the data (F (C kh kw + 1) numbers against N positions F derivatives), so computing the
  * step before adding it costs nothing, where a bound from ||X||_F and ||dY||_F read both
- * activations once more (3 of a 40 ms step of the main job's CNN in bf16 on an AMX Xeon). */
+ * activations once more (3 ms of a 40 ms step of the main job's CNN in bf16 on an AMX Xeon). */
 static double conv_step_bound(struct component *c, const struct matrix *in,
                               const struct matrix *out_deriv) {
     struct conv_priv *p = c->priv;
