@@ -11,16 +11,10 @@
  *        $(make -s print-ldlibs) -o project-paths */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "base/base.h"
 #include "matrix/matrix-internal.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -61,7 +55,7 @@ int main(int argc, char **argv) {
     for (int v = 0; v < PATHS; v++) t[v] = xmalloc(reps * sizeof(double));
     for (int it = 0; it < reps; it++)
         for (int v = 0; v < PATHS; v++) {
-            double start = now();
+            double start = time_now();
             if (v < 2) {
                 matrix_project_path = v == 0;
                 matrix_project_out(&x, &h, &w, 0, &x0, NULL, &sq);
@@ -70,7 +64,7 @@ int main(int argc, char **argv) {
                 matrix_copy(&x, &x0);
                 matrix_project_out_j(&x, &h, &j, &w, NULL, NULL, &sq, &scratch);
             }
-            t[v][it] = now() - start;
+            t[v][it] = time_now() - start;
         }
     for (int v = 0; v < PATHS; v++) {
         qsort(t[v], reps, sizeof(double), cmp);
