@@ -106,7 +106,8 @@ SoftmaxComponent
 CFG
 model_seeds graph
 
-# fuzz-config: network configs
+# fuzz-config: network configs (corpus/fuzz-config/splice-chain-oom, kept beside these, is an
+# input the fuzzer found: a chain of splices whose activations took gigabytes in the forward)
 seed fuzz-config full <nnet.config
 seed fuzz-config cnn <cnn.config
 seed fuzz-config graph <graph.config
