@@ -80,28 +80,6 @@ __attribute__((target("avx512f,avx512bf16"))) static double row_to_bf16_sq_avx51
 }
 #endif
 
-/* onednn_to_bf16 returning the sum of src's squares */
-static double to_bf16_sum_sq(uint16_t *dst, int ld, struct cpu_mat src) {
-    int rows = src.rows, cols = src.cols;
-    if (src.stride == cols && ld == cols && rows > 1) {
-        cols *= rows;
-        rows = 1;
-    }
-    double t = 0;
-    for (int r = 0; r < rows; r++) {
-        uint16_t *d = dst + (long)r * ld;
-        const float *s = src.data + (long)r * src.stride;
-#if HAVE_AVX512BF16_PATH
-        if (__builtin_cpu_supports("avx512bf16")) {
-            t += row_to_bf16_sq_avx512(d, s, cols);
-            continue;
-        }
-#endif
-        t += row_to_bf16_sq(d, s, cols);
-    }
-    return t;
-}
-
 /* dst = bf16(scale * src), one row (the scaled conversion of an operand not kept, below) */
 static void row_to_bf16_scaled(uint16_t *d, const float *s, int n, float scale) {
     for (int c = 0; c < n; c++) d[c] = to_bf16(scale * s[c]);
@@ -138,23 +116,36 @@ static void to_bf16_scaled(uint16_t *dst, int ld, struct cpu_mat src, float scal
     }
 }
 
-void onednn_to_bf16(uint16_t *dst, int ld, struct cpu_mat src) {
+/* dst = bf16(src), and with sum_sq the sum of src's squares (else 0). */
+static double rows_to_bf16(uint16_t *dst, int ld, struct cpu_mat src, int sum_sq) {
     ASSERT(ld >= src.cols);
     int rows = src.rows, cols = src.cols;
     if (src.stride == cols && ld == cols && rows > 1) { /* contiguous: one long row */
         cols *= rows;
         rows = 1;
     }
+    double t = 0;
+    for (int r = 0; r < rows; r++) {
+        uint16_t *d = dst + (long)r * ld;
+        const float *s = src.data + (long)r * src.stride;
 #if HAVE_AVX512BF16_PATH
-    if (__builtin_cpu_supports("avx512bf16")) {
-        for (int r = 0; r < rows; r++)
-            row_to_bf16_avx512(dst + (long)r * ld, src.data + (long)r * src.stride, cols);
-        return;
-    }
+        if (__builtin_cpu_supports("avx512bf16")) {
+            if (sum_sq)
+                t += row_to_bf16_sq_avx512(d, s, cols);
+            else
+                row_to_bf16_avx512(d, s, cols);
+            continue;
+        }
 #endif
-    for (int r = 0; r < rows; r++)
-        row_to_bf16(dst + (long)r * ld, src.data + (long)r * src.stride, cols);
+        if (sum_sq)
+            t += row_to_bf16_sq(d, s, cols);
+        else
+            row_to_bf16(d, s, cols);
+    }
+    return t;
 }
+
+void onednn_to_bf16(uint16_t *dst, int ld, struct cpu_mat src) { rows_to_bf16(dst, ld, src, 0); }
 
 void onednn_from_bf16(struct cpu_mat dst, const uint16_t *src, int ld) {
     ASSERT(ld >= dst.cols);
@@ -363,7 +354,7 @@ static void convert_rows(struct bf16_operand *o, int t, int num) {
     struct cpu_mat part = sub(o->m, r0, r1 - r0, 0, o->m.cols);
     uint16_t *d = o->copy + (long)r0 * o->m.cols;
     if (o->kept)
-        o->sq[t] = to_bf16_sum_sq(d, o->m.cols, part);
+        o->sq[t] = rows_to_bf16(d, o->m.cols, part, 1);
     else
         to_bf16_scaled(d, o->m.cols, part, o->scale);
 }
