@@ -85,7 +85,7 @@ static enum layer_engine engine_for(int m, int n, int k) {
 static const int keeps[][2] = {
     [CPU_LAYER_PLAIN] = {ONEDNN_SCRATCH, ONEDNN_SCRATCH},
     [CPU_LAYER_FORWARD] = {ONEDNN_STORE, ONEDNN_STORE},
-    [CPU_LAYER_BACKPROP] = {ONEDNN_STORE, ONEDNN_REUSE},
+    [CPU_LAYER_BACKPROP] = {ONEDNN_STORE_SUMS, ONEDNN_REUSE},
     [CPU_LAYER_WEIGHT_GRAD] = {ONEDNN_REUSE, ONEDNN_REUSE},
 };
 
@@ -149,6 +149,26 @@ void cpu_layer_project_residual(struct cpu_mat x, struct cpu_mat h, struct cpu_m
 
 int cpu_layer_kept_sum_sq(struct cpu_mat m, double *sum_sq) {
     return layer_bf16 && m.rows > 0 && m.cols > 0 && onednn_kept_sum_sq(m, sum_sq);
+}
+
+/* A weight gradient's operand (out_deriv or in) is bf16 only where it is this wide and long. */
+static int weight_grad_operand_bf16(struct cpu_mat m) {
+    return layer_bf16 && m.cols >= MATRIX_BF16_MIN_SIDE && m.rows >= MATRIX_BF16_MIN_INNER;
+}
+
+int cpu_layer_step_sum_sq(struct cpu_mat m, double *sum_sq) {
+    if (!layer_bf16 || m.rows < 1 || m.cols < 1) return 0;
+    if (!onednn_kept_sum_sq(m, sum_sq) && weight_grad_operand_bf16(m))
+        onednn_keep(m, ONEDNN_STORE_SUMS);
+    return onednn_kept_sum_sq(m, sum_sq);
+}
+
+int cpu_layer_add_row_sums(float *v, float alpha, struct cpu_mat m, float beta) {
+    const double *sums = layer_bf16 && m.rows > 0 && m.cols > 0 ? onednn_kept_row_sums(m) : NULL;
+    if (!sums) return 0;
+    for (int c = 0; c < m.cols; c++) /* as cpu_add_row_sums writes them */
+        v[c] = (float)(alpha * sums[c] + (beta == 0.0f ? 0.0 : (double)beta * v[c]));
+    return 1;
 }
 
 void cpu_layer_new_storage(const float *p, size_t n) {

@@ -109,6 +109,13 @@ void cpu_layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a
 /* 1 and the sum of m's squares where the bf16 layer products keep a copy of m (onednn.h
  * onednn_kept_sum_sq); else 0. */
 int cpu_layer_kept_sum_sq(struct cpu_mat m, double *sum_sq);
+/* A weight gradient's operand before its product (the step bound's ||X||, ||dY||): 1 and the sum
+ * of m's squares from its kept copy, made now (with the sum of its rows) where none is kept yet
+ * and the product will want one; 0 under fp32 and where bf16 would not take m. */
+int cpu_layer_step_sum_sq(struct cpu_mat m, double *sum_sq);
+/* v = alpha (sum of m's rows) + beta v from m's kept sums (the Affine bias gradient, dY summed by
+ * its conversion: onednn.h ONEDNN_STORE_SUMS), returning 1; 0 (v untouched) where none is kept. */
+int cpu_layer_add_row_sums(float *v, float alpha, struct cpu_mat m, float beta);
 /* n floats at p are new storage: kept bf16 copies of the memory that was there go. */
 void cpu_layer_new_storage(const float *p, size_t n);
 void cpu_layer_affine(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *bias);

@@ -188,9 +188,15 @@ void matrix_layer_weight_grad(struct matrix *dw, float alpha, const struct matri
                               const struct matrix *in, float beta);
 /* ||m||_F of a layer operand between its products (the step bound's ||X|| and ||dY||): under
  * bf16 from the sum of squares its conversion took as it went, where a kept copy exists (no pass
- * over m); else matrix_frobenius_norm. The two agree to 1e-6 relative (the conversion's partial
- * sums are float). */
+ * over m), or from the copy made now for the weight gradient to reuse (the first layer's dY, which
+ * no input derivative converted); else matrix_frobenius_norm. The two agree to 1e-6 relative (the
+ * conversion's partial sums are float). */
 double matrix_layer_frobenius_norm(const struct matrix *m);
+/* db = alpha (sum of out_deriv's rows) + beta db: the Affine bias gradient, vector_add_row_sums
+ * but under bf16 from the sums out_deriv's conversion took (its input derivative's, or the step
+ * bound's), where it has one: the same values to double rounding, without a pass over dY. */
+void matrix_layer_bias_grad(struct vector *db, float alpha, const struct matrix *out_deriv,
+                            float beta);
 
 /* ---- storage and views ---- */
 void matrix_init(struct matrix *m, int rows, int cols);

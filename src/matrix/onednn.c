@@ -232,7 +232,8 @@ struct kept {
     int rows, cols, stride, used; /* used 0: the slot is free */
     unsigned epoch;
     double sum_sq; /* of the fp32 values converted, summed by the conversion */
-    struct grow_buf buf;
+    int has_row_sum; /* made with ONEDNN_STORE_SUMS: row_sum holds the sum of its rows */
+    struct grow_buf buf, row_sum; /* the copy; cols doubles */
 };
 enum { MAX_KEPT = 64 };
 
@@ -246,6 +247,7 @@ struct thread_bufs {
     struct grow_buf scratch_a, scratch_b;
     struct grow_buf share_copies; /* a transposed A's shares made dense (split_run) */
     struct grow_buf f32_scaled;   /* a thin fp32 operand scaled by alpha (onednn_gemm_f32) */
+    struct grow_buf part_sums;    /* ONEDNN_STORE_SUMS: each part's sum of rows (doubles) */
     struct kept k[MAX_KEPT];
 };
 
@@ -257,7 +259,11 @@ static void bufs_release(void *p) {
     free(t->scratch_b.p);
     free(t->share_copies.p);
     free(t->f32_scaled.p);
-    for (int i = 0; i < MAX_KEPT; i++) free(t->k[i].buf.p);
+    free(t->part_sums.p);
+    for (int i = 0; i < MAX_KEPT; i++) {
+        free(t->k[i].buf.p);
+        free(t->k[i].row_sum.p);
+    }
     free(t);
 }
 
@@ -327,6 +333,7 @@ static struct kept *kept_slot(struct cpu_mat m, const void *avoid) {
     k->stride = m.stride;
     k->used = 1;
     k->epoch = t->epoch;
+    k->has_row_sum = 0;
     return k;
 }
 
@@ -338,6 +345,8 @@ struct bf16_operand {
     float scale;       /* what the conversion multiplies by (alpha folded in, or 1) */
     struct kept *kept; /* the kept copy being made (NULL: scratch, or reused) */
     double sq[PARALLEL_MAX_THREADS]; /* a kept copy's parts' sums of squares */
+    double *part_sums; /* ONEDNN_STORE_SUMS: part t's sum of rows at t * cols; else NULL */
+    int parts;         /* the parts the conversion ran in */
 };
 
 static struct cpu_mat sub(struct cpu_mat m, int r0, int rows, int c0, int cols) {
@@ -345,15 +354,38 @@ static struct cpu_mat sub(struct cpu_mat m, int r0, int rows, int c0, int cols) 
     return v;
 }
 
+/* A kept copy's conversion that also sums its rows into sums (cols doubles, zeroed here): each
+ * row is added while the conversion has just brought it into the cache, so the bias gradient's
+ * pass over dY (vector_add_row_sums) is not needed. Returns the sum of squares. */
+static double rows_to_bf16_row_sums(uint16_t *dst, struct cpu_mat src, double *sums) {
+    int cols = src.cols;
+    memset(sums, 0, (size_t)cols * sizeof *sums);
+    double t = 0;
+    for (int r = 0; r < src.rows; r++) {
+        const float *s = src.data + (long)r * src.stride;
+        t += rows_to_bf16(dst + (long)r * cols, cols, sub(src, r, 1, 0, cols), 1);
+        for (int c = 0; c < cols; c++) sums[c] += s[c];
+    }
+    return t;
+}
+
 /* Part t of num of an operand's conversion, by rows. */
 static void convert_rows(struct bf16_operand *o, int t, int num) {
     int r0, r1;
     parallel_part(o->m.rows, t, num, 1, &r0, &r1);
     o->sq[t] = 0;
-    if (!o->convert || r1 <= r0) return;
+    if (!t) o->parts = num;
+    if (!o->convert) return;
+    double *sums = o->part_sums ? o->part_sums + (long)t * o->m.cols : NULL;
+    if (r1 <= r0) {
+        if (sums) memset(sums, 0, (size_t)o->m.cols * sizeof *sums);
+        return;
+    }
     struct cpu_mat part = sub(o->m, r0, r1 - r0, 0, o->m.cols);
     uint16_t *d = o->copy + (long)r0 * o->m.cols;
-    if (o->kept)
+    if (sums)
+        o->sq[t] = rows_to_bf16_row_sums(d, part, sums);
+    else if (o->kept)
         o->sq[t] = rows_to_bf16(d, o->m.cols, part, 1);
     else
         to_bf16_scaled(d, o->m.cols, part, o->scale);
@@ -366,19 +398,31 @@ static void convert_part(void *p, int t, int num) {
     convert_rows(&ops[1], t, num);
 }
 
-/* A kept copy's sum of squares: its parts' sums, in order (the same total whatever the threads
- * that made it, given the same parts). */
+/* A kept copy's sum of squares and sum of rows: its parts' sums, in order (the same totals
+ * whatever the threads that made it, given the same parts). */
 static void kept_sum(const struct bf16_operand *o) {
-    if (!o->kept) return;
+    if (!o->kept || !o->convert) return;
     int num = parallel_threads();
     o->kept->sum_sq = 0;
     for (int t = 0; t < num; t++) o->kept->sum_sq += o->sq[t];
+    if (!o->part_sums) return;
+    int cols = o->m.cols;
+    double *sums = grow_buf_get(&o->kept->row_sum, (size_t)cols * sizeof *sums);
+    memcpy(sums, o->part_sums, (size_t)cols * sizeof *sums);
+    for (int t = 1; t < o->parts; t++)
+        for (int c = 0; c < cols; c++) sums[c] += o->part_sums[(long)t * cols + c];
+    o->kept->has_row_sum = 1;
 }
 
 int onednn_kept_sum_sq(struct cpu_mat m, double *sum_sq) {
     const struct kept *k = kept_find(m);
     if (k) *sum_sq = k->sum_sq;
     return k != NULL;
+}
+
+const double *onednn_kept_row_sums(struct cpu_mat m) {
+    const struct kept *k = kept_find(m);
+    return k && k->has_row_sum ? k->row_sum.p : NULL;
 }
 
 enum { BF16_SPLIT_ALIGN = 32 };
@@ -541,6 +585,11 @@ void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_
     split_run(&j);
 }
 
+/* Room for every part's sum of the rows of m (ONEDNN_STORE_SUMS). */
+static double *part_sums(struct thread_bufs *t, struct cpu_mat m) {
+    return grow_buf_get(&t->part_sums, (size_t)parallel_threads() * m.cols * sizeof(double));
+}
+
 /* The bf16 copy of m for a product (keep: enum onednn_keep): this epoch's kept copy, a new kept
  * one, or scratch; *convert says whether it still has to be made. */
 static uint16_t *operand(struct cpu_mat m, int keep, struct grow_buf *scratch, const void *avoid,
@@ -554,11 +603,22 @@ static uint16_t *operand(struct cpu_mat m, int keep, struct grow_buf *scratch, c
             *convert = 0;
             return k->buf.p;
         }
-    } else if (keep == ONEDNN_STORE) {
+    } else if (keep == ONEDNN_STORE || keep == ONEDNN_STORE_SUMS) {
         *made = kept_slot(m, avoid);
         return grow_buf_get(&(*made)->buf, n * sizeof(uint16_t));
     }
     return grow_buf_get(scratch, n * sizeof(uint16_t));
+}
+
+void onednn_keep(struct cpu_mat m, int keep) {
+    ASSERT(keep == ONEDNN_STORE || keep == ONEDNN_STORE_SUMS);
+    if (m.rows < 1 || m.cols < 1) return;
+    struct bf16_operand op[2] = {{.m = m, .scale = 1.0f}, {.m = m}}; /* the second: nothing */
+    struct thread_bufs *t = bufs();
+    op[0].copy = operand(m, keep, &t->scratch_a, NULL, &op[0].convert, &op[0].kept);
+    if (keep == ONEDNN_STORE_SUMS) op[0].part_sums = part_sums(t, m);
+    parallel_run(convert_part, op);
+    kept_sum(&op[0]);
 }
 
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
@@ -570,12 +630,14 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
     struct thread_bufs *t = bufs();
     op[0].copy = operand(a, keep_a, &t->scratch_a, NULL, &op[0].convert, &op[0].kept);
     op[1].copy = operand(b, keep_b, &t->scratch_b, op[0].copy, &op[1].convert, &op[1].kept);
+    ASSERT(keep_b != ONEDNN_STORE_SUMS);
+    if (keep_a == ONEDNN_STORE_SUMS) op[0].part_sums = part_sums(t, a);
     /* alpha is a constant of a oneDNN primitive (below): one that changes every call (natural
      * gradient's scale) goes into the conversion of an operand made for this call only, the
      * smaller one, so the primitive stays cached. A kept copy is never scaled. */
     if (alpha != 1.0f) {
-        int fold_a = op[0].convert && keep_a != ONEDNN_STORE;
-        int fold_b = op[1].convert && keep_b != ONEDNN_STORE;
+        int fold_a = op[0].convert && !op[0].kept;
+        int fold_b = op[1].convert && !op[1].kept;
         if (fold_a && fold_b) fold_b = (long)b.rows * b.cols < (long)a.rows * a.cols;
         if (fold_b) fold_a = 0;
         if (fold_a) op[0].scale = alpha;

@@ -71,13 +71,21 @@ void onednn_gemm_split(struct cpu_mat c, float alpha, int type, const void *a, i
  * (onednn_layer_forward after onednn_layer_backward); a product that writes over a kept copy's
  * memory drops it (onednn_forget), and so does new storage there (matrix.c). Per calling
  * thread. */
-enum onednn_keep { ONEDNN_SCRATCH = 0, ONEDNN_STORE = 1, ONEDNN_REUSE = 2 };
+enum onednn_keep { ONEDNN_SCRATCH = 0, ONEDNN_STORE = 1, ONEDNN_REUSE = 2, ONEDNN_STORE_SUMS = 3 };
+/* ONEDNN_STORE_SUMS (a product's first operand, or onednn_keep) is ONEDNN_STORE whose conversion
+ * also sums the rows of m (onednn_kept_row_sums): an Affine layer's dY, whose sum of rows is its
+ * bias gradient, so that no pass of its own reads dY again. onednn_keep makes a kept copy without
+ * a product (keep ONEDNN_STORE or ONEDNN_STORE_SUMS), for the products that follow. */
+void onednn_keep(struct cpu_mat m, int keep);
 void onednn_layer_forward(void);
 void onednn_layer_backward(void);
 void onednn_forget(struct cpu_mat c);
 /* 1 and *sum_sq = the sum of m's squares (fp32 values, double sums), where this epoch keeps a
  * copy of m (its conversion summed them); else 0. */
 int onednn_kept_sum_sq(struct cpu_mat m, double *sum_sq);
+/* This epoch's sum of m's rows (m.cols doubles) where a copy made with ONEDNN_STORE_SUMS is kept;
+ * else NULL. */
+const double *onednn_kept_row_sums(struct cpu_mat m);
 /* The bf16 layer product: c = alpha op(a) op(b) + beta c with fp32 a, b rounded to bf16 (kept
  * copies as keep_a, keep_b say), split over the pool. m, n, k >= 1, c overlaps neither operand.
  * alpha != 1 is folded into the rounding of an operand converted for this call only

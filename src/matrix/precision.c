@@ -99,8 +99,16 @@ void matrix_layer_weight_grad(struct matrix *dw, float alpha, const struct matri
 
 double matrix_layer_frobenius_norm(const struct matrix *m) {
     double sum_sq;
-    int kept = DISPATCH_VALUE(GPU1(m), 0, cpu_layer_kept_sum_sq(KM(m), &sum_sq));
+    int kept = DISPATCH_VALUE(GPU1(m), 0, cpu_layer_step_sum_sq(KM(m), &sum_sq));
     return kept ? sqrt(sum_sq) : matrix_frobenius_norm(m);
+}
+
+void matrix_layer_bias_grad(struct vector *db, float alpha, const struct matrix *out_deriv,
+                            float beta) {
+    ASSERT(db->dim == out_deriv->cols);
+    int kept = DISPATCH_VALUE(GPU2(db, out_deriv), 0,
+                              cpu_layer_add_row_sums(db->data, alpha, KM(out_deriv), beta));
+    if (!kept) vector_add_row_sums(db, alpha, out_deriv, beta);
 }
 
 void matrix_layer_affine(struct matrix *out, const struct matrix *in, const struct matrix *w,

@@ -157,7 +157,7 @@ static void affine_step_into(const struct component *c, const struct matrix *in,
     struct matrix dwm = matrix_from_vector(&dw, c->output_dim, c->input_dim);
     struct vector db = vector_range(dst, c->output_dim * c->input_dim, c->output_dim);
     matrix_layer_weight_grad(&dwm, alpha, out_deriv, in, beta);
-    vector_add_row_sums(&db, alpha, out_deriv, beta);
+    matrix_layer_bias_grad(&db, alpha, out_deriv, beta);
 }
 
 /* Every element of lr * [dY^T X | column sums of dY] is at most lr ||dY||_F max(||X||_F, sqrt N)

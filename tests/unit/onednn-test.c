@@ -360,6 +360,80 @@ static void test_kept_sum_sq(void) {
     CHECK(matrix_set_precision("fp32") == 0);
 }
 
+/* The largest |a_i - b_i| relative to max |b_i|, over n floats. */
+static double vec_rel_diff(const float *a, const float *b, int n) {
+    double worst = 0, scale = 0;
+    for (int i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (d > worst) worst = d;
+        if (fabs(b[i]) > scale) scale = fabs(b[i]);
+    }
+    return scale > 0 ? worst / scale : worst;
+}
+
+/* dY's conversion by its input derivative sums its rows (ONEDNN_STORE_SUMS), and the bias
+ * gradient takes them from there; the first layer's dY, which no input derivative converts, gets
+ * its copy and sums from the step bound's norm (matrix_layer_frobenius_norm). Each agrees with
+ * vector_add_row_sums; what no copy covers falls back to it. */
+static void test_kept_row_sums(void) {
+    CHECK(matrix_set_precision("bf16") == 0);
+    enum { M = 160, K = 288, N = 144, THIN = 10 };
+    for (int threads = 1; threads <= 3; threads += 2) {
+        matrix_set_num_threads(threads);
+        for (int pad = 0; pad <= 5; pad += 5) {
+            struct smat x, w, dy, dy1, thin, dx;
+            smat_init(&x, M, K, pad);
+            smat_init(&w, N, K, 0);
+            smat_init(&dy, M, N, pad);
+            smat_init(&dy1, M, N, pad);
+            smat_init(&thin, M, THIN, pad);
+            smat_init(&dx, M, K, 0);
+            struct vector out, ref, bias;
+            vector_init(&out, N);
+            vector_init(&ref, N);
+            vector_init(&bias, N);
+            struct smat y;
+            smat_init(&y, M, N, 0);
+            matrix_layer_affine(&y.m, &x.m, &w.m, &bias);
+            CHECK(onednn_kept_row_sums(cm(&x.m)) == NULL); /* the forward keeps no sums */
+            matrix_layer_backprop(&dx.m, &dy.m, &w.m);
+            CHECK(onednn_kept_row_sums(cm(&dy.m)) != NULL);
+            for (int beta = 0; beta <= 1; beta++) {
+                vector_set_const(&out, 0.25f);
+                vector_set_const(&ref, 0.25f);
+                matrix_layer_bias_grad(&out, 0.5f, &dy.m, (float)beta);
+                vector_add_row_sums(&ref, 0.5f, &dy.m, (float)beta);
+                CHECK(vec_rel_diff(out.data, ref.data, N) <= 1e-6);
+            }
+            /* no input derivative: the bound makes the copy, its sums serve the bias */
+            CHECK(onednn_kept_row_sums(cm(&dy1.m)) == NULL);
+            CHECK(fabs(matrix_layer_frobenius_norm(&dy1.m) - sqrt(sum_sq_ref(&dy1.m))) <=
+                  1e-6 * sqrt(sum_sq_ref(&dy1.m)));
+            CHECK(onednn_kept_row_sums(cm(&dy1.m)) != NULL);
+            matrix_layer_bias_grad(&out, 1.0f, &dy1.m, 0.0f);
+            vector_add_row_sums(&ref, 1.0f, &dy1.m, 0.0f);
+            CHECK(vec_rel_diff(out.data, ref.data, N) <= 1e-6);
+            /* too thin for a bf16 product: no copy made, the norm and sums taken afresh */
+            CHECK(fabs(matrix_layer_frobenius_norm(&thin.m) - sqrt(sum_sq_ref(&thin.m))) <=
+                  1e-6 * sqrt(sum_sq_ref(&thin.m)));
+            CHECK(onednn_kept_row_sums(cm(&thin.m)) == NULL);
+            /* a product writing over dy drops its sums: the bias gradient reads dy afresh */
+            matrix_add_mat_mat_layer(&dy.m, 1, &dx.m, 0, &w.m, 1, 0);
+            CHECK(onednn_kept_row_sums(cm(&dy.m)) == NULL);
+            matrix_layer_bias_grad(&out, 1.0f, &dy.m, 0.0f);
+            vector_add_row_sums(&ref, 1.0f, &dy.m, 0.0f);
+            CHECK(vec_rel_diff(out.data, ref.data, N) == 0);
+            struct smat *all[] = {&x, &w, &dy, &dy1, &thin, &dx, &y};
+            for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]->p);
+            vector_release(&out);
+            vector_release(&ref);
+            vector_release(&bias);
+        }
+    }
+    matrix_set_num_threads(1);
+    CHECK(matrix_set_precision("fp32") == 0);
+}
+
 /* A scale that changes every call (natural gradient's step scale) folds into an operand's
  * rounding: one primitive for every alpha; the result is that of the scaled operand. A thin
  * product (oneDNN fp32) takes it at run time: one primitive too, fp32 accuracy. */
@@ -627,6 +701,7 @@ int main(void) {
         TEST_RUN(test_layer_product_bf16);
         TEST_RUN(test_kept_operands);
         TEST_RUN(test_kept_sum_sq);
+        TEST_RUN(test_kept_row_sums);
         TEST_RUN(test_changing_alpha);
         TEST_RUN(test_layer_affine);
     }
