@@ -147,6 +147,13 @@ void cpu_layer_project_residual(struct cpu_mat x, struct cpu_mat h, struct cpu_m
     if (out_sq) cpu_row_sq_norms(out_sq, x);
 }
 
+void cpu_layer_project_residual_from(struct cpu_mat x, struct cpu_mat x0, struct cpu_mat h,
+                                     struct cpu_mat w, float *in_sq, float *out_sq) {
+    onednn_gemm(x, -1, h, MATRIX_NO_TRANS, ONEDNN_SCRATCH, w, MATRIX_NO_TRANS, ONEDNN_SCRATCH, NULL,
+                0);
+    cpu_add_rows_sq(x, x0, in_sq, out_sq);
+}
+
 int cpu_layer_kept_sum_sq(struct cpu_mat m, double *sum_sq) {
     return layer_bf16 && m.rows > 0 && m.cols > 0 && onednn_kept_sum_sq(m, sum_sq);
 }

@@ -110,6 +110,26 @@ static double row_sq_norms_k(const struct cpu_args *a) {
     return 0;
 }
 
+/* m[0] = x, m[1] = x0 (as wide), m[2], m[3] = in_sq, out_sq as rows x 1 columns: x += x0 and
+ * the squared norms of the rows of x0 and of the sum, each as row_sq_norms_k takes it. */
+static double add_rows_sq_k(const struct cpu_args *a) {
+    struct cpu_mat x = a->m[0], x0 = a->m[1];
+    for (int r = 0; r < x.rows; r++) {
+        float *d = cpu_row(x, r);
+        const float *s = cpu_row(x0, r);
+        for (int c = 0; c < x.cols; c++) d[c] += s[c];
+        a->m[2].data[r] = (float)dot_f64(s, s, x0.cols);
+        a->m[3].data[r] = (float)dot_f64(d, d, x.cols);
+    }
+    return 0;
+}
+
+void cpu_add_rows_sq(struct cpu_mat x, struct cpu_mat x0, float *in_sq, float *out_sq) {
+    ASSERT(x0.rows == x.rows && x0.cols == x.cols);
+    struct cpu_args a = {.m = {x, x0, {in_sq, x.rows, 1, 1}, {out_sq, x.rows, 1, 1}}, .n = 4};
+    cpu_split_rows(add_rows_sq_k, &a);
+}
+
 void cpu_row_sq_norms(float *v, struct cpu_mat m) {
     struct cpu_args a = {.m = {{v, m.rows, 1, 1}, m}, .n = 2};
     cpu_split_rows(row_sq_norms_k, &a);

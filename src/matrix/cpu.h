@@ -130,6 +130,11 @@ int cpu_layer_project_bf16(int n, int r, int d);
 void cpu_layer_project_h(struct cpu_mat h, struct cpu_mat x0, int x0_kept, struct cpu_mat w);
 void cpu_layer_project_residual(struct cpu_mat x, struct cpu_mat h, struct cpu_mat w, float *in_sq,
                                 float *out_sq);
+/* The same with x0 apart (as wide as x, not copied into x first): x = x0 - h w, written by the
+ * product as -h w and then added to x0 in the pass that takes both norms (cpu_add_rows_sq); the
+ * same bits as copying x0 into x and cpu_layer_project_residual. */
+void cpu_layer_project_residual_from(struct cpu_mat x, struct cpu_mat x0, struct cpu_mat h,
+                                     struct cpu_mat w, float *in_sq, float *out_sq);
 /* c = alpha a a^T + beta c (trans 0) or alpha a^T a + beta c (trans 1), both triangles filled; the
  * lower triangle of c is read on entry. */
 void cpu_syrk(struct cpu_mat c, float alpha, struct cpu_mat a, int trans, float beta);
@@ -191,6 +196,9 @@ void cpu_add_row_sums(float *v, float alpha, struct cpu_mat m, float beta);
 /* v = alpha * row sums of m + beta v (dim rows); beta == 0: v not read */
 void cpu_add_col_sums(float *v, float alpha, struct cpu_mat m, float beta);
 void cpu_row_sq_norms(float *v, struct cpu_mat m); /* dim rows */
+/* x += x0 (the same shape), with the squared row norms of x0 in in_sq and of the sum in out_sq
+ * (rows floats each): one pass where a copy, a product onto it and two norm passes took four. */
+void cpu_add_rows_sq(struct cpu_mat x, struct cpu_mat x0, float *in_sq, float *out_sq);
 /* out[r] = first index of the row maximum (NaN never wins, a NaN first element wins) */
 void cpu_row_argmax(struct cpu_mat m, int *out);
 

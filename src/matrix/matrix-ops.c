@@ -85,6 +85,15 @@ static void project_out_composed(struct matrix *x, struct matrix *h, struct matr
                         out_sq ? out_sq->data : NULL);
         return;
     }
+    if (bf16 && src && src->cols == x->cols && in_sq && out_sq) {
+        /* x0 = src as wide as x (an output side): h from src's kept copy, j = h^T src, and x =
+         * src - h w without copying src into x first (cpu_layer_project_residual_from). */
+        ASSERT(!have_h);
+        cpu_layer_project_h(KM(h), KM(src), 1, KM(w));
+        if (j) project_product(j, h, MATRIX_TRANS, src, MATRIX_NO_TRANS);
+        cpu_layer_project_residual_from(KM(x), KM(src), KM(h), KM(w), in_sq->data, out_sq->data);
+        return;
+    }
     if (src) {
         ASSERT(src->device == x->device);
         struct matrix xs = matrix_view(x, 0, n, 0, src->cols);

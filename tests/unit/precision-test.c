@@ -256,6 +256,7 @@ static void test_project_bf16(void) {
     fill(&x0, &r, 1.0f);
     fill(&w, &r, 1.0f / sqrtf((float)D));
     fill(&hg, &r, 1.0f);
+    float *in_place[4] = {NULL}; /* mode 0's bf16 x, h and norms */
     for (int mode = 0; mode < 4; mode++) { /* 0 in place, 1 src, 2 src + ones, 3 h given */
         float *xf, *hf, *if_, *of, *xb, *hb, *ib, *ob;
         project_run("fp32", mode, &x0, &w, &hg, &xf, &hf, &if_, &of);
@@ -270,7 +271,19 @@ static void test_project_bf16(void) {
                    "norms %.3g / %.3g\n", mode, fx, fh, fi, fo);
         CHECK(fx > 0); /* bf16 was really used */
         CHECK(fx <= 1e-2 && fh <= 1e-2 && fi <= 1e-2 && fo <= 1e-2);
-        free(xf), free(hf), free(if_), free(of), free(xb), free(hb), free(ib), free(ob);
+        if (mode == 1) { /* from src (written as -h w, then src added) = in place, bit for bit */
+            CHECK(!memcmp(xb, in_place[0], sizeof(float) * N * D));
+            CHECK(!memcmp(hb, in_place[1], sizeof(float) * N * R));
+            CHECK(!memcmp(ib, in_place[2], sizeof(float) * N));
+            CHECK(!memcmp(ob, in_place[3], sizeof(float) * N));
+            for (int i = 0; i < 4; i++) free(in_place[i]);
+        }
+        free(xf), free(hf), free(if_), free(of);
+        if (mode == 0) {
+            in_place[0] = xb, in_place[1] = hb, in_place[2] = ib, in_place[3] = ob;
+            continue;
+        }
+        free(xb), free(hb), free(ib), free(ob);
     }
     /* h from the copy a layer's backward product keeps of its derivative (dY W stores dY's) */
     if (matrix_set_precision("bf16")) die("%s", error_get());
