@@ -1,0 +1,133 @@
+/* oneDNN's batch normalisation alone (training: forward with batch statistics, backward data), on
+ * one thread, for images in rows as parnet keeps them (channels last), in fp32 and bf16, with the
+ * data described two ways: 4-D nhwc (what parnet passes) and 2-D nc ((images x positions) x
+ * channels, the same bytes) (docs/BENCHMARKS.md, the CNN section):
+ *   bn-rate <images> <channels> <height=width> [reps]
+ * prints the minimum milliseconds per call of each pass over reps (default 30) and oneDNN's
+ * implementation.
+ * Build: cc -O2 bench/bn-rate.c -ldnnl -o bn-rate (OMP_NUM_THREADS=1 for one thread) */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <dnnl.h>
+
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        dnnl_status_t s_ = (x);                                                                    \
+        if (s_ != dnnl_success) {                                                                  \
+            fprintf(stderr, "bn-rate: %s: oneDNN status %d\n", #x, (int)s_);                       \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static double run_min(dnnl_primitive_t p, dnnl_stream_t st, int nargs, dnnl_exec_arg_t *args,
+                      int reps) {
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t = now();
+        CHECK(dnnl_primitive_execute(p, st, nargs, args));
+        CHECK(dnnl_stream_wait(st));
+        t = now() - t;
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+/* Values in [-1, 1) (bf16: the upper halves of such floats). */
+static void fill(dnnl_memory_t m, size_t bytes, int bf16) {
+    void *p;
+    CHECK(dnnl_memory_get_data_handle(m, &p));
+    uint32_t state = 12345;
+    for (size_t i = 0; i < bytes / (bf16 ? 2 : 4); i++) {
+        state = state * 1664525u + 1013904223u;
+        float f = (float)(state >> 8) / (1 << 23) - 1.0f;
+        if (bf16) {
+            union { float f; uint32_t u; } v = {f};
+            ((uint16_t *)p)[i] = (uint16_t)(v.u >> 16);
+        } else {
+            ((float *)p)[i] = f;
+        }
+    }
+}
+
+static void measure(dnnl_engine_t eng, dnnl_stream_t st, int n, int c, int h, int bf16, int nc,
+                    int reps) {
+    dnnl_data_type_t dt = bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_t d, s;
+    if (nc) {
+        dnnl_dims_t dims = {(dnnl_dim_t)n * h * h, c};
+        CHECK(dnnl_memory_desc_init_by_tag(&d, 2, dims, dt, dnnl_nc));
+    } else {
+        dnnl_dims_t dims = {n, c, h, h};
+        CHECK(dnnl_memory_desc_init_by_tag(&d, 4, dims, dt, dnnl_nhwc));
+    }
+    dnnl_dims_t sd = {c};
+    CHECK(dnnl_memory_desc_init_by_tag(&s, 1, sd, dnnl_f32, dnnl_a));
+    dnnl_batch_normalization_desc_t fd, bd;
+    CHECK(dnnl_batch_normalization_forward_desc_init(&fd, dnnl_forward_training, &d, 1e-5f,
+                                                     dnnl_normalization_flags_none));
+    CHECK(dnnl_batch_normalization_backward_desc_init(&bd, dnnl_backward_data, &d, &d, 1e-5f,
+                                                      dnnl_normalization_flags_none));
+    dnnl_primitive_desc_t fpd, bpd;
+    CHECK(dnnl_primitive_desc_create(&fpd, &fd, NULL, eng, NULL));
+    CHECK(dnnl_primitive_desc_create(&bpd, &bd, NULL, eng, fpd));
+    dnnl_primitive_t fp, bp;
+    CHECK(dnnl_primitive_create(&fp, fpd));
+    CHECK(dnnl_primitive_create(&bp, bpd));
+    const char *impl;
+    CHECK(dnnl_primitive_desc_query(fpd, dnnl_query_impl_info_str, 0, &impl));
+    dnnl_memory_t x, y, dy, dx, mean, var;
+    dnnl_memory_t *data[] = {&x, &y, &dy, &dx};
+    for (int i = 0; i < 4; i++) CHECK(dnnl_memory_create(data[i], &d, eng, DNNL_MEMORY_ALLOCATE));
+    CHECK(dnnl_memory_create(&mean, &s, eng, DNNL_MEMORY_ALLOCATE));
+    CHECK(dnnl_memory_create(&var, &s, eng, DNNL_MEMORY_ALLOCATE));
+    size_t bytes = dnnl_memory_desc_get_size(&d);
+    fill(x, bytes, bf16);
+    fill(dy, bytes, bf16);
+    dnnl_exec_arg_t fa[] = {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}, {DNNL_ARG_MEAN, mean},
+                            {DNNL_ARG_VARIANCE, var}};
+    dnnl_exec_arg_t ba[] = {{DNNL_ARG_SRC, x}, {DNNL_ARG_MEAN, mean}, {DNNL_ARG_VARIANCE, var},
+                            {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dx}};
+    double tf = run_min(fp, st, 4, fa, reps), tb = run_min(bp, st, 5, ba, reps);
+    printf("%dx%dx%dx%d %s %-4s forward %.3f ms, backward %.3f ms (%s)\n", n, h, h, c,
+           bf16 ? "bf16" : "fp32", nc ? "nc" : "nhwc", 1e3 * tf, 1e3 * tb, impl);
+    dnnl_primitive_destroy(fp);
+    dnnl_primitive_destroy(bp);
+    dnnl_primitive_desc_destroy(fpd);
+    dnnl_primitive_desc_destroy(bpd);
+    for (int i = 0; i < 4; i++) dnnl_memory_destroy(*data[i]);
+    dnnl_memory_destroy(mean);
+    dnnl_memory_destroy(var);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: bn-rate <images> <channels> <height=width> [reps]\n"
+                        "e.g.: OMP_NUM_THREADS=1 bn-rate 128 32 28\n");
+        return 2;
+    }
+    int n = atoi(argv[1]), c = atoi(argv[2]), h = atoi(argv[3]);
+    int reps = argc > 4 ? atoi(argv[4]) : 30;
+    if (n < 1 || c < 1 || h < 1 || reps < 1) {
+        fprintf(stderr, "bn-rate: need images, channels, height >= 1 and reps >= 1\n");
+        return 2;
+    }
+    dnnl_engine_t eng;
+    dnnl_stream_t st;
+    CHECK(dnnl_engine_create(&eng, dnnl_cpu, 0));
+    CHECK(dnnl_stream_create(&st, eng, dnnl_stream_default_flags));
+    for (int bf16 = 0; bf16 <= 1; bf16++)
+        for (int nc = 0; nc <= 1; nc++) measure(eng, st, n, c, h, bf16, nc, nc ? 2 : reps);
+    dnnl_stream_destroy(st);
+    dnnl_engine_destroy(eng);
+    return 0;
+}
