@@ -6,58 +6,8 @@
  * prints the minimum milliseconds per call of each pass over reps (default 30) and oneDNN's
  * implementation.
  * Build: cc -O2 bench/bn-rate.c -ldnnl -o bn-rate (OMP_NUM_THREADS=1 for one thread) */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-#include <dnnl.h>
-
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        dnnl_status_t s_ = (x);                                                                    \
-        if (s_ != dnnl_success) {                                                                  \
-            fprintf(stderr, "bn-rate: %s: oneDNN status %d\n", #x, (int)s_);                       \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-static double run_min(dnnl_primitive_t p, dnnl_stream_t st, int nargs, dnnl_exec_arg_t *args,
-                      int reps) {
-    double best = 1e30;
-    for (int r = 0; r < reps; r++) {
-        double t = now();
-        CHECK(dnnl_primitive_execute(p, st, nargs, args));
-        CHECK(dnnl_stream_wait(st));
-        t = now() - t;
-        if (t < best) best = t;
-    }
-    return best;
-}
-
-/* Values in [-1, 1) (bf16: the upper halves of such floats). */
-static void fill(dnnl_memory_t m, size_t bytes, int bf16) {
-    void *p;
-    CHECK(dnnl_memory_get_data_handle(m, &p));
-    uint32_t state = 12345;
-    for (size_t i = 0; i < bytes / (bf16 ? 2 : 4); i++) {
-        state = state * 1664525u + 1013904223u;
-        float f = (float)(state >> 8) / (1 << 23) - 1.0f;
-        if (bf16) {
-            union { float f; uint32_t u; } v = {f};
-            ((uint16_t *)p)[i] = (uint16_t)(v.u >> 16);
-        } else {
-            ((float *)p)[i] = f;
-        }
-    }
-}
+#define BENCH_NAME "bn-rate"
+#include "dnnl-bench.h"
 
 static void measure(dnnl_engine_t eng, dnnl_stream_t st, int n, int c, int h, int bf16, int nc,
                     int reps) {
@@ -90,14 +40,13 @@ static void measure(dnnl_engine_t eng, dnnl_stream_t st, int n, int c, int h, in
     for (int i = 0; i < 4; i++) CHECK(dnnl_memory_create(data[i], &d, eng, DNNL_MEMORY_ALLOCATE));
     CHECK(dnnl_memory_create(&mean, &s, eng, DNNL_MEMORY_ALLOCATE));
     CHECK(dnnl_memory_create(&var, &s, eng, DNNL_MEMORY_ALLOCATE));
-    size_t bytes = dnnl_memory_desc_get_size(&d);
-    fill(x, bytes, bf16);
-    fill(dy, bytes, bf16);
+    bench_fill(x);
+    bench_fill(dy);
     dnnl_exec_arg_t fa[] = {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}, {DNNL_ARG_MEAN, mean},
                             {DNNL_ARG_VARIANCE, var}};
     dnnl_exec_arg_t ba[] = {{DNNL_ARG_SRC, x}, {DNNL_ARG_MEAN, mean}, {DNNL_ARG_VARIANCE, var},
                             {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dx}};
-    double tf = run_min(fp, st, 4, fa, reps), tb = run_min(bp, st, 5, ba, reps);
+    double tf = bench_min_seconds(fp, st, 4, fa, reps), tb = bench_min_seconds(bp, st, 5, ba, reps);
     printf("%dx%dx%dx%d %s %-4s forward %.3f ms, backward %.3f ms (%s)\n", n, h, h, c,
            bf16 ? "bf16" : "fp32", nc ? "nc" : "nhwc", 1e3 * tf, 1e3 * tb, impl);
     dnnl_primitive_destroy(fp);
@@ -110,17 +59,8 @@ static void measure(dnnl_engine_t eng, dnnl_stream_t st, int n, int c, int h, in
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4) {
-        fprintf(stderr, "usage: bn-rate <images> <channels> <height=width> [reps]\n"
-                        "e.g.: OMP_NUM_THREADS=1 bn-rate 128 32 28\n");
-        return 2;
-    }
-    int n = atoi(argv[1]), c = atoi(argv[2]), h = atoi(argv[3]);
-    int reps = argc > 4 ? atoi(argv[4]) : 30;
-    if (n < 1 || c < 1 || h < 1 || reps < 1) {
-        fprintf(stderr, "bn-rate: need images, channels, height >= 1 and reps >= 1\n");
-        return 2;
-    }
+    int n, c, h, reps;
+    bench_image_args(argc, argv, &n, &c, &h, &reps);
     dnnl_engine_t eng;
     dnnl_stream_t st;
     CHECK(dnnl_engine_create(&eng, dnnl_cpu, 0));

@@ -9,19 +9,8 @@
  *       on every side); threads: OMP_NUM_THREADS (oneDNN's own OpenMP pool).
  * Prints "samples_per_sec=S cpu_samples_per_sec=C gflops=G" (C: per OMP_NUM_THREADS seconds of
  * process CPU time). Built by bench/cnn-throughput.sh. */
-#include <oneapi/dnnl/dnnl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-#define CHECK(call)                                                                              \
-    do {                                                                                         \
-        dnnl_status_t st_ = (call);                                                              \
-        if (st_ != dnnl_success) {                                                               \
-            fprintf(stderr, "conv-bound: %s failed (status %d)\n", #call, (int)st_);             \
-            exit(1);                                                                             \
-        }                                                                                        \
-    } while (0)
+#define BENCH_NAME "conv-bound"
+#include "dnnl-bench.h"
 
 enum { MAX_LAYERS = 8, MAX_PASSES = 3 * MAX_LAYERS };
 
@@ -38,12 +27,6 @@ static dnnl_memory_t memory(const dnnl_primitive_desc_t pd, dnnl_query_t what) {
     CHECK(dnnl_memory_create(&m, dnnl_primitive_desc_query_md(pd, what, 0), engine,
                              DNNL_MEMORY_ALLOCATE));
     return m;
-}
-
-static double now(clockid_t clock) {
-    struct timespec t;
-    clock_gettime(clock, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
 /* The passes of one layer appended to p; returns how many. */
@@ -126,16 +109,16 @@ int main(int argc, char **argv) {
         for (int i = 0; i < np; i++) CHECK(dnnl_primitive_execute(p[i].prim, stream, p[i].nargs,
                                                                   p[i].args));
     CHECK(dnnl_stream_wait(stream));
-    t0 = now(CLOCK_MONOTONIC);
-    double cpu0 = now(CLOCK_PROCESS_CPUTIME_ID);
+    t0 = bench_clock(CLOCK_MONOTONIC);
+    double cpu0 = bench_clock(CLOCK_PROCESS_CPUTIME_ID);
     do {
         for (int i = 0; i < np; i++)
             CHECK(dnnl_primitive_execute(p[i].prim, stream, p[i].nargs, p[i].args));
         CHECK(dnnl_stream_wait(stream));
         steps++;
-        t = now(CLOCK_MONOTONIC) - t0;
+        t = bench_clock(CLOCK_MONOTONIC) - t0;
     } while (t < seconds);
-    double cpu = now(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+    double cpu = bench_clock(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
     const char *omp = getenv("OMP_NUM_THREADS");
     int threads = omp ? atoi(omp) : 1;
     /* cpu_samples_per_sec: per `threads` seconds of the process's CPU time (it overcounts the

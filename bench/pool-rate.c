@@ -5,28 +5,8 @@
  * prints the minimum milliseconds per call over reps (default 30) and the input's bytes per second
  * at the minimum, for the channels-last layout parnet uses.
  * Build: cc -O2 bench/pool-rate.c -ldnnl -o pool-rate (OMP_NUM_THREADS=1 for one thread) */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#include <dnnl.h>
-
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        dnnl_status_t s_ = (x);                                                                    \
-        if (s_ != dnnl_success) {                                                                  \
-            fprintf(stderr, "pool-rate: %s: oneDNN status %d\n", #x, (int)s_);                     \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+#define BENCH_NAME "pool-rate"
+#include "dnnl-bench.h"
 
 /* Minimum seconds per forward call; *bytes = the input's size. */
 static double forward_time(dnnl_engine_t eng, dnnl_stream_t st, int n, int c, int h,
@@ -54,28 +34,9 @@ static double forward_time(dnnl_engine_t eng, dnnl_stream_t st, int n, int c, in
         CHECK(dnnl_memory_create(&ws, ws_md, eng, DNNL_MEMORY_ALLOCATE));
         args[num_args++] = (dnnl_exec_arg_t){DNNL_ARG_WORKSPACE, ws};
     }
-    void *data;
-    CHECK(dnnl_memory_get_data_handle(src, &data));
+    bench_fill(src);
     *bytes = dnnl_memory_desc_get_size(&src_md);
-    uint32_t state = 12345; /* values in [-1, 1): no NaN, no subnormal */
-    for (size_t i = 0; i < *bytes / 2; i++) {
-        state = state * 1664525u + 1013904223u;
-        float f = (float)(state >> 8) / (1 << 23) - 1.0f;
-        uint32_t u;
-        memcpy(&u, &f, sizeof u);
-        if (type == dnnl_bf16)
-            ((uint16_t *)data)[i] = (uint16_t)(u >> 16);
-        else if (i % 2 == 0)
-            ((float *)data)[i / 2] = f;
-    }
-    double best = 1e30;
-    for (int r = 0; r < reps; r++) {
-        double t = now();
-        CHECK(dnnl_primitive_execute(prim, st, num_args, args));
-        CHECK(dnnl_stream_wait(st));
-        t = now() - t;
-        if (t < best) best = t;
-    }
+    double best = bench_min_seconds(prim, st, num_args, args, reps);
     dnnl_primitive_destroy(prim);
     dnnl_primitive_desc_destroy(pd);
     dnnl_memory_destroy(src);
@@ -85,15 +46,10 @@ static double forward_time(dnnl_engine_t eng, dnnl_stream_t st, int n, int c, in
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4) {
-        fprintf(stderr, "usage: pool-rate <images> <channels> <height=width> [reps]\n"
-                        "e.g.: OMP_NUM_THREADS=1 pool-rate 128 32 28\n");
-        return 2;
-    }
-    int n = atoi(argv[1]), c = atoi(argv[2]), h = atoi(argv[3]);
-    int reps = argc > 4 ? atoi(argv[4]) : 30;
-    if (n < 1 || c < 1 || h < 2 || h % 2 || reps < 1) {
-        fprintf(stderr, "pool-rate: need images, channels >= 1, an even height >= 2, reps >= 1\n");
+    int n, c, h, reps;
+    bench_image_args(argc, argv, &n, &c, &h, &reps);
+    if (h < 2 || h % 2) {
+        fprintf(stderr, "pool-rate: the height must be even (2 x 2 windows, stride 2)\n");
         return 2;
     }
     dnnl_engine_t eng;
