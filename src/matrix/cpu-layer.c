@@ -89,8 +89,11 @@ static const int keeps[][2] = {
     [CPU_LAYER_WEIGHT_GRAD] = {ONEDNN_REUSE, ONEDNN_REUSE},
 };
 
-void cpu_layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, struct cpu_mat b,
-                    int trans_b, float beta, int role) {
+/* The product of a role with an epilogue (onednn.h; NULL: none) on the engine the rules pick:
+ * OpenBLAS has none, so the epilogue's ReLU is a pass after it there (its bias: the caller's). */
+static void layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
+                       struct cpu_mat b, int trans_b, float beta, int role,
+                       const struct onednn_epilogue *ep) {
     int m = c.rows, n = c.cols, k = trans_a ? a.rows : a.cols;
     if (layer_bf16 && m > 0 && n > 0) {
         onednn_forget(c);
@@ -98,11 +101,20 @@ void cpu_layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a
     }
     switch (engine_for(m, n, k)) {
     case ENGINE_ONEDNN_BF16:
-        onednn_gemm(c, alpha, a, trans_a, keeps[role][0], b, trans_b, keeps[role][1], NULL, beta);
+        onednn_gemm(c, alpha, a, trans_a, keeps[role][0], b, trans_b, keeps[role][1], ep, beta);
         break;
-    case ENGINE_ONEDNN_F32: onednn_gemm_f32(c, alpha, a, trans_a, b, trans_b, beta); break;
-    case ENGINE_OPENBLAS: cpu_gemm(c, alpha, a, trans_a, b, trans_b, beta); break;
+    case ENGINE_ONEDNN_F32: onednn_gemm_f32(c, alpha, a, trans_a, b, trans_b, ep, beta); break;
+    case ENGINE_OPENBLAS:
+        ASSERT(!ep || !ep->bias);
+        cpu_gemm(c, alpha, a, trans_a, b, trans_b, beta);
+        if (ep && ep->relu) cpu_nonlin(CPU_RELU, c, c);
+        break;
     }
+}
+
+void cpu_layer_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, struct cpu_mat b,
+                    int trans_b, float beta, int role) {
+    layer_gemm(c, alpha, a, trans_a, b, trans_b, beta, role, NULL);
 }
 
 /* Natural gradient's thin products (H = X W^T, J = H^T X: one side the rank, 8-80), in fp32
@@ -185,13 +197,15 @@ void cpu_layer_new_storage(const float *p, size_t n) {
     onednn_forget(m);
 }
 
-void cpu_layer_affine(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *bias) {
+void cpu_layer_affine(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *bias,
+                      int relu) {
     if (layer_bf16) onednn_layer_forward();
     if (engine_for(in.rows, w.rows, in.cols) == ENGINE_ONEDNN_BF16) { /* the bias added by the product as it writes */
-        onednn_gemm(out, 1, in, MATRIX_NO_TRANS, ONEDNN_STORE, w, MATRIX_TRANS, ONEDNN_STORE,
-                    bias, 0);
+        struct onednn_epilogue ep = {bias, relu};
+        layer_gemm(out, 1, in, MATRIX_NO_TRANS, w, MATRIX_TRANS, 0, CPU_LAYER_FORWARD, &ep);
         return;
     }
     cpu_set_rows(out, bias); /* then beta 1: one pass fewer than a product and a bias pass */
-    cpu_layer_gemm(out, 1, in, MATRIX_NO_TRANS, w, MATRIX_TRANS, 1, CPU_LAYER_FORWARD);
+    struct onednn_epilogue ep = {NULL, relu};
+    layer_gemm(out, 1, in, MATRIX_NO_TRANS, w, MATRIX_TRANS, 1, CPU_LAYER_FORWARD, &ep);
 }

@@ -87,7 +87,8 @@ void cpu_gemm_parts(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a
  * [MATRIX_F32_THIN_MIN, MATRIX_BF16_MIN_SIDE)), and for wide products where oneDNN runs
  * AVX-512; cpu_gemm otherwise.
  * role: the product's place in a layer, which says which bf16 copies are kept and reused
- * (onednn.h enum onednn_keep). cpu_layer_affine: out = in w^T + 1 bias^T, the forward. */
+ * (onednn.h enum onednn_keep). cpu_layer_affine: out = in w^T + 1 bias^T, the forward, and with
+ * relu max(0, .) of it, applied by oneDNN's products as they write. */
 enum cpu_layer_role {
     CPU_LAYER_PLAIN = 0,   /* nothing kept */
     CPU_LAYER_FORWARD,     /* out = X W^T: X and W kept */
@@ -118,7 +119,8 @@ int cpu_layer_step_sum_sq(struct cpu_mat m, double *sum_sq);
 int cpu_layer_add_row_sums(float *v, float alpha, struct cpu_mat m, float beta);
 /* n floats at p are new storage: kept bf16 copies of the memory that was there go. */
 void cpu_layer_new_storage(const float *p, size_t n);
-void cpu_layer_affine(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *bias);
+void cpu_layer_affine(struct cpu_mat out, struct cpu_mat in, struct cpu_mat w, const float *bias,
+                      int relu);
 /* Natural gradient's projection of n rows of width d on r directions (matrix_project_out, its
  * composed way) under --precision=bf16: cpu_layer_project_bf16 says whether it runs in bf16, which
  * is where the rules put its h = x0 w^T on bf16 (on the benchmark MLPs the output side's rank 80,

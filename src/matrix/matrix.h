@@ -182,6 +182,10 @@ void matrix_add_mat_mat_layer(struct matrix *c, float alpha, const struct matrix
  * matrix_add_mat_mat_layer with those operands. */
 void matrix_layer_affine(struct matrix *out, const struct matrix *in, const struct matrix *w,
                          const struct vector *b);
+/* matrix_layer_affine and then out = max(0, out), the same values, the ReLU applied by the
+ * product as it writes where oneDNN runs it (no pass of its own over out). */
+void matrix_layer_affine_relu(struct matrix *out, const struct matrix *in, const struct matrix *w,
+                              const struct vector *b);
 void matrix_layer_backprop(struct matrix *in_deriv, const struct matrix *out_deriv,
                            const struct matrix *w);
 void matrix_layer_weight_grad(struct matrix *dw, float alpha, const struct matrix *out_deriv,

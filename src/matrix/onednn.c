@@ -427,9 +427,10 @@ const double *onednn_kept_row_sums(struct cpu_mat m) {
 
 enum { BF16_SPLIT_ALIGN = 32 };
 
-/* onednn_gemm_raw with a bias row (c.cols floats, or NULL) added to every row of c; below. */
+/* onednn_gemm_raw with an epilogue (NULL: none); below. */
 static void gemm_run(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
-                     const void *b, int ldb, int trans_b, int k, const float *bias, float beta);
+                     const void *b, int ldb, int trans_b, int k,
+                     const struct onednn_epilogue *ep, float beta);
 
 static size_t type_size(int type) {
     return type == ONEDNN_TYPE_BF16 ? sizeof(uint16_t) : sizeof(float);
@@ -442,8 +443,8 @@ struct split_job {
     int type; /* enum onednn_type of a and b */
     const void *a, *b;
     int lda, ldb, trans_a, trans_b, k;
-    const float *bias; /* NULL, or c.cols floats added to every row (bf16 only) */
-    char *a_dense;     /* a transposed A split over the pool: room for its shares' dense copies */
+    const struct onednn_epilogue *ep; /* NULL: none */
+    char *a_dense; /* a transposed A split over the pool: room for its shares' dense copies */
 };
 
 /* Share t of num: rows of C. oneDNN 2.6 runs its AMX (and AVX-512 brgemm) kernels only on dense
@@ -471,7 +472,7 @@ static void split_part(void *p, int t, int num) {
         lda = m;
     }
     gemm_run(sub(j->c, lo, hi - lo, 0, j->c.cols), j->alpha, j->type, a, lda, j->trans_a, j->b,
-             j->ldb, j->trans_b, j->k, j->bias, j->beta);
+             j->ldb, j->trans_b, j->k, j->ep, j->beta);
 }
 
 static void split_run(struct split_job *j) {
@@ -565,7 +566,7 @@ static struct cpu_mat scaled_copy(struct cpu_mat m, float alpha) {
 }
 
 void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
-                     struct cpu_mat b, int trans_b, float beta) {
+                     struct cpu_mat b, int trans_b, const struct onednn_epilogue *ep, float beta) {
     int k = trans_a ? a.rows : a.cols;
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
     onednn_forget(c);
@@ -581,7 +582,7 @@ void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_
         alpha = 1.0f;
     }
     struct split_job j = {c, alpha, beta, ONEDNN_TYPE_F32, a.data, b.data, a.stride, b.stride,
-                          trans_a, trans_b, k, NULL, NULL};
+                          trans_a, trans_b, k, ep, NULL};
     split_run(&j);
 }
 
@@ -622,7 +623,8 @@ void onednn_keep(struct cpu_mat m, int keep) {
 }
 
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
-                 struct cpu_mat b, int trans_b, int keep_b, const float *bias, float beta) {
+                 struct cpu_mat b, int trans_b, int keep_b, const struct onednn_epilogue *ep,
+                 float beta) {
     int k = trans_a ? a.rows : a.cols;
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
     struct bf16_operand op[2] = {{.m = a, .scale = 1.0f}, {.m = b, .scale = 1.0f}};
@@ -648,7 +650,7 @@ void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, i
     kept_sum(&op[0]);
     kept_sum(&op[1]);
     struct split_job sj = {c, alpha, beta, ONEDNN_TYPE_BF16, op[0].copy, op[1].copy, a.cols,
-                           b.cols, trans_a, trans_b, k, bias, NULL};
+                           b.cols, trans_a, trans_b, k, ep, NULL};
     split_run(&sj);
 }
 
@@ -699,6 +701,7 @@ int onednn_has_avx512(void) {
 struct gemm_key {
     int type, m, n, k, trans_a, trans_b, lda, ldb, ldc;
     int bias;          /* 1: a bias row (1 x n fp32) is added */
+    int relu;          /* 1: then max(0, .) (an eltwise post-op) */
     float alpha, beta;
 };
 
@@ -786,10 +789,11 @@ static void entry_create(struct gemm_entry *e, const struct gemm_key *key) {
     DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
     if (key->alpha != 1.0f)
         DNNL_CHECK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &key->alpha));
-    if (key->beta != 0.0f) {
+    if (key->beta != 0.0f || key->relu) {
         dnnl_post_ops_t po;
         DNNL_CHECK(dnnl_post_ops_create(&po));
-        DNNL_CHECK(dnnl_post_ops_append_sum(po, key->beta));
+        if (key->beta != 0.0f) DNNL_CHECK(dnnl_post_ops_append_sum(po, key->beta));
+        if (key->relu) DNNL_CHECK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0));
         DNNL_CHECK(dnnl_primitive_attr_set_post_ops(attr, po));
         dnnl_post_ops_destroy(po);
     }
@@ -824,8 +828,10 @@ static struct gemm_entry *entry_get(struct thread_cache *t, const struct gemm_ke
 }
 
 static void gemm_run(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
-                     const void *b, int ldb, int trans_b, int k, const float *bias, float beta) {
+                     const void *b, int ldb, int trans_b, int k,
+                     const struct onednn_epilogue *ep, float beta) {
     ASSERT(c.rows >= 1 && c.cols >= 1 && k >= 1);
+    const float *bias = ep ? ep->bias : NULL;
     ASSERT(type == ONEDNN_TYPE_F32 || type == ONEDNN_TYPE_BF16);
     struct gemm_key key;
     memset(&key, 0, sizeof key); /* the key is compared with memcmp: no stray padding */
@@ -839,6 +845,7 @@ static void gemm_run(struct cpu_mat c, float alpha, int type, const void *a, int
     key.ldb = ldb;
     key.ldc = c.stride;
     key.bias = bias != NULL;
+    key.relu = ep && ep->relu;
     key.alpha = alpha;
     key.beta = beta;
     struct thread_cache *t = cache_get();
@@ -892,7 +899,8 @@ void onednn_gemm_raw(struct cpu_mat c, float alpha, int type, const void *a, int
 }
 
 static void gemm_run(struct cpu_mat c, float alpha, int type, const void *a, int lda, int trans_a,
-                     const void *b, int ldb, int trans_b, int k, const float *bias, float beta) {
+                     const void *b, int ldb, int trans_b, int k,
+                     const struct onednn_epilogue *ep, float beta) {
     die("onednn: parnet was built without oneDNN");
 }
 

@@ -86,21 +86,27 @@ int onednn_kept_sum_sq(struct cpu_mat m, double *sum_sq);
 /* This epoch's sum of m's rows (m.cols doubles) where a copy made with ONEDNN_STORE_SUMS is kept;
  * else NULL. */
 const double *onednn_kept_row_sums(struct cpu_mat m);
+/* What a product does to c as it writes it, after beta c is added: bias (NULL, or c.cols floats
+ * added to every row: the Affine forward's bias), then relu (max(0, .): a RectifiedLinear that
+ * follows the layer), each instead of a pass of its own. NULL: nothing. */
+struct onednn_epilogue {
+    const float *bias;
+    int relu;
+};
 /* The bf16 layer product: c = alpha op(a) op(b) + beta c with fp32 a, b rounded to bf16 (kept
- * copies as keep_a, keep_b say), split over the pool. m, n, k >= 1, c overlaps neither operand.
- * alpha != 1 is folded into the rounding of an operand converted for this call only
- * (c = op(bf16(alpha a)) op(bf16(b)) + beta c, or with alpha b), so that a scale changing every
- * call (natural gradient's) does not make a new primitive. bias: NULL, or c.cols floats added to
- * every row of c (the Affine forward's bias, fused into the product's write instead of a pass of
- * its own). */
+ * copies as keep_a, keep_b say), then the epilogue ep, split over the pool. m, n, k >= 1, c
+ * overlaps neither operand. alpha != 1 is folded into the rounding of an operand converted for
+ * this call only (c = op(bf16(alpha a)) op(bf16(b)) + beta c, or with alpha b), so that a scale
+ * changing every call (natural gradient's) does not make a new primitive. */
 void onednn_gemm(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a, int keep_a,
-                 struct cpu_mat b, int trans_b, int keep_b, const float *bias, float beta);
+                 struct cpu_mat b, int trans_b, int keep_b, const struct onednn_epilogue *ep,
+                 float beta);
 /* The same product on fp32 operands through oneDNN's fp32 kernels, split over the pool likewise
  * (the layer products where cpu-layer.c's rules find them faster than OpenBLAS). alpha != 1 is
  * folded into a scaled copy of the smaller operand (one primitive for every alpha). Needs
  * oneDNN. */
 void onednn_gemm_f32(struct cpu_mat c, float alpha, struct cpu_mat a, int trans_a,
-                     struct cpu_mat b, int trans_b, float beta);
+                     struct cpu_mat b, int trans_b, const struct onednn_epilogue *ep, float beta);
 
 /* The same product cut along C's longer side into fixed parts (`part` rows, or 4 `part`
  * columns), one oneDNN fp32 product on one thread each, the parts shared out over the pool: the

@@ -111,13 +111,24 @@ void matrix_layer_bias_grad(struct vector *db, float alpha, const struct matrix 
     if (!kept) vector_add_row_sums(db, alpha, out_deriv, beta);
 }
 
-void matrix_layer_affine(struct matrix *out, const struct matrix *in, const struct matrix *w,
-                         const struct vector *b) {
+static void layer_affine(struct matrix *out, const struct matrix *in, const struct matrix *w,
+                         const struct vector *b, int relu) {
     ASSERT(in->cols == w->cols && out->rows == in->rows && out->cols == w->rows);
     ASSERT(b->dim == w->rows);
     ASSERT(out->rows == 0 || out->cols == 0 || (out->data != in->data && out->data != w->data));
     DISPATCH(GPU4(out, in, w, b),
              (cuda_set_zero(CM(out)), cuda_add_vec_to_rows(CM(out), 1, b->data),
-              cuda_gemm(CM(out), 1, CM(in), MATRIX_NO_TRANS, CM(w), MATRIX_TRANS, 1)),
-             cpu_layer_affine(KM(out), KM(in), KM(w), b->data));
+              cuda_gemm(CM(out), 1, CM(in), MATRIX_NO_TRANS, CM(w), MATRIX_TRANS, 1),
+              relu ? cuda_nonlin(CUDA_RELU, CM(out), CM(out)) : (void)0),
+             cpu_layer_affine(KM(out), KM(in), KM(w), b->data, relu));
+}
+
+void matrix_layer_affine(struct matrix *out, const struct matrix *in, const struct matrix *w,
+                         const struct vector *b) {
+    layer_affine(out, in, w, b, 0);
+}
+
+void matrix_layer_affine_relu(struct matrix *out, const struct matrix *in, const struct matrix *w,
+                              const struct vector *b) {
+    layer_affine(out, in, w, b, 1);
 }

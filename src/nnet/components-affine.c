@@ -180,6 +180,13 @@ static void affine_propagate(struct component *c, const struct matrix *in, struc
     matrix_layer_affine(out, in, &w, &b);
 }
 
+static void affine_propagate_relu(struct component *c, const struct matrix *in, struct matrix *out,
+                                  int num_chunks, int train) {
+    struct matrix w = component_linear_view(c);
+    struct vector b = component_bias_view(c);
+    matrix_layer_affine_relu(out, in, &w, &b);
+}
+
 static void affine_info_stats(const struct component *c, char *buf, size_t size) {
     struct matrix w = component_linear_view(c);
     struct vector b = component_bias_view(c);
@@ -222,6 +229,7 @@ const struct component_ops affine_component_ops = {
     .read = affine_read,
     .write = affine_write,
     .propagate = affine_propagate,
+    .propagate_relu = affine_propagate_relu,
     .backprop = affine_backprop,
     .step_bound = affine_step_bound,
     .step_add = affine_step_add,
@@ -501,6 +509,7 @@ const struct component_ops natural_gradient_affine_component_ops = {
     .read = ng_read,
     .write = ng_write,
     .propagate = affine_propagate,
+    .propagate_relu = affine_propagate_relu,
     .backprop = ng_backprop,
     .step_bound = ng_prepare,
     .step_add = ng_step_add,
@@ -538,6 +547,7 @@ const struct component_ops fixed_affine_component_ops = {
     .read = fixed_affine_read,
     .write = affine_write_params,
     .propagate = affine_propagate,
+    .propagate_relu = affine_propagate_relu,
     .backprop = fixed_affine_backprop,
     .info = affine_info_stats,
 };

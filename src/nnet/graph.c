@@ -312,6 +312,19 @@ void graph_finalize(struct nnet *n) {
         }
     }
     free(met);
+    /* A node that only a ReLU reads, from a component that can apply the ReLU itself: the
+     * forward skips it (component_ops propagate_relu). The ReLU's backward reads its output,
+     * and its producer's its input, so nothing reads the skipped node's values. */
+    int *readers = xcalloc(n->num + 1, sizeof *readers);
+    for (int i = 0; i < n->num; i++)
+        for (int k = 0; k < n->wires[i].num_terms; k++) readers[n->wires[i].terms[k].node]++;
+    for (int i = 0; i + 1 < n->num; i++) {
+        const struct wiring *w = &n->wires[i + 1];
+        n->nodes[i + 1].fused = n->comps[i]->ops->propagate_relu && w->direct &&
+                                w->terms[0].node == i + 1 && readers[i + 1] == 1 &&
+                                !strcmp(n->comps[i + 1]->ops->type, "RectifiedLinearComponent");
+    }
+    free(readers);
 }
 
 int graph_check_used(const struct nnet *n) {

@@ -105,6 +105,8 @@ struct node_info {
     int left, right;
     int needs_deriv; /* an updatable component computes it, or reads what does */
     int zero_deriv;  /* accumulated from zero (read by several terms, or cropped) */
+    int fused;       /* written by no one: its producer's propagate_relu writes the output of the
+                        RectifiedLinear that alone reads it (nnet_forward) */
 };
 
 struct nnet {

@@ -397,6 +397,8 @@ static void ensure_activations(struct nnet *n) {
     n->dins = xcalloc(n->num + 1, sizeof *n->dins);
 }
 
+int nnet_fuse_relu = 1;
+
 const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, int num_chunks,
                                   int train) {
     ASSERT(n->num > 0 && num_chunks > 0);
@@ -409,6 +411,12 @@ const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, in
         const struct matrix *in = graph_gather(n, i);
         int rows = component_output_rows(c, in->rows, num_chunks);
         matrix_resize(&n->acts[i + 1], rows, c->output_dim);
+        if (n->nodes[i + 1].fused && nnet_fuse_relu) { /* c and the ReLU after it in one pass */
+            matrix_resize(&n->acts[i + 2], rows, n->comps[i + 1]->output_dim);
+            c->ops->propagate_relu(c, in, &n->acts[i + 2], num_chunks, train);
+            i++;
+            continue;
+        }
         c->ops->propagate(c, in, &n->acts[i + 1], num_chunks, train);
     }
     n->forwarded = 1;

@@ -163,6 +163,11 @@ struct component_ops {
     /* out is sized by the caller (rows from component_output_rows). */
     void (*propagate)(struct component *c, const struct matrix *in, struct matrix *out,
                       int num_chunks, int train);
+    /* (optional) propagate and then a RectifiedLinearComponent's max(0, .), into out: the
+     * network calls it instead of the two where a ReLU alone reads this component's output
+     * (nnet_forward), so that the product applies the ReLU as it writes. */
+    void (*propagate_relu)(struct component *c, const struct matrix *in, struct matrix *out,
+                           int num_chunks, int train);
     /* in_deriv may be NULL (not needed: first component). delta (updatable only, may be NULL) is
      * the component's slice of the delta block, overwritten according to mode. */
     void (*backprop)(struct component *c, const struct matrix *in, const struct matrix *out,
@@ -331,8 +336,12 @@ void nnet_set_seed(struct nnet *n, uint64_t seed);
  * forward). train selects training behaviour (Dropout). */
 const struct matrix *nnet_forward(struct nnet *n, const struct matrix *input, int num_chunks,
                                   int train);
-/* The output of component i (0-based) in the last forward (owned by n, valid until the next). */
+/* The output of component i (0-based) in the last forward (owned by n, valid until the next).
+ * An affine component followed by a RectifiedLinearComponent that alone reads its output writes
+ * the ReLU's output itself (component_ops propagate_relu): its own output then has its shape but
+ * no values. nnet_fuse_relu = 0 (tests) turns that off. */
 const struct matrix *nnet_layer_output(const struct nnet *n, int i);
+extern int nnet_fuse_relu;
 
 enum nnet_backward_mode {
     NNET_GRADIENT = 0, /* nnet_delta(n) = gradient of the objective (no update) */

@@ -733,6 +733,71 @@ static void test_direct_update(void) {
     }
 }
 
+/* An affine layer and the RectifiedLinear that alone reads it run as one product (its ReLU
+ * applied as the product writes: component_ops propagate_relu): the same outputs, derivatives and
+ * updates, bit for bit, as the two components one after the other; not where another component
+ * reads the affine output too (the graph's second network) or where no ReLU follows. Under fp32
+ * and, where the CPU has it, bf16. */
+static void test_fused_relu(void) {
+    enum { D = 144 }; /* wide and long enough for bf16 products (MATRIX_BF16_MIN_INNER) */
+    const char *cfgs[] = {
+        "AffineComponent input-dim=144 output-dim=144 learning-rate=0.1\n"
+        "RectifiedLinearComponent\n"
+        "NaturalGradientAffineComponent output-dim=144 learning-rate=0.05 rank-in=4 rank-out=4\n"
+        "RectifiedLinearComponent\n"
+        "AffineComponent output-dim=5 learning-rate=0.05\nSoftmaxComponent\n",
+        "AffineComponent input-dim=144 output-dim=144 name=a learning-rate=0.1\n"
+        "RectifiedLinearComponent name=r\n"
+        "AffineComponent output-dim=5 input=Append(r, a) learning-rate=0.05\n"
+        "SoftmaxComponent\n",
+        /* too thin for oneDNN: OpenBLAS's product, then the ReLU's pass */
+        "AffineComponent input-dim=144 output-dim=6 learning-rate=0.1\n"
+        "RectifiedLinearComponent\nAffineComponent output-dim=5 learning-rate=0.05\n"
+        "SoftmaxComponent\n",
+    };
+    const int fused[] = {1, 0, 1}; /* does the first layer's own output go unwritten */
+    const char *precisions[] = {"fp32", "bf16"};
+    for (int p = 0; p < 2; p++) {
+        if (p == 1 && matrix_bf16_supported() != 0) continue;
+        CHECK(matrix_set_precision(precisions[p]) == 0);
+        for (int k = 0; k < 3; k++) {
+            struct nnet *n[2];
+            n[0] = nnet_init_from_config_text(cfgs[k], 7);
+            CHECK(n[0] != NULL);
+            n[1] = nnet_copy(n[0]);
+            struct rng r;
+            rng_seed(&r, 5);
+            enum { N = 160 };
+            struct matrix x, d[2] = {{0}, {0}};
+            matrix_init(&x, N, D);
+            int rows[N], cols[N];
+            for (int i = 0; i < N; i++) rows[i] = i, cols[i] = (int)rng_below(&r, 5);
+            for (int step = 0; step < 12; step++) {
+                fill_randn(&x, &r);
+                const struct matrix *y[2];
+                for (int m = 0; m < 2; m++) {
+                    nnet_fuse_relu = m == 0;
+                    y[m] = nnet_forward(n[m], &x, N, 1);
+                    nnet_objective_xent(n[m], N, rows, cols, NULL, &d[m]);
+                    CHECK(nnet_backward(n[m], &d[m], NNET_UPDATE) == 0);
+                }
+                CHECK(!memcmp(y[0]->data, y[1]->data, sizeof(float) * y[0]->rows * y[0]->cols));
+                if (step == 0) { /* fused: the affine output of a new network never written */
+                    const struct matrix *a = nnet_layer_output(n[0], 0);
+                    CHECK((matrix_frobenius_norm(a) == 0) == fused[k]);
+                    CHECK(matrix_frobenius_norm(nnet_layer_output(n[1], 0)) > 0);
+                }
+            }
+            nnet_fuse_relu = 1;
+            struct vector p0 = nnet_params(n[0]), p1 = nnet_params(n[1]);
+            CHECK(!memcmp(p0.data, p1.data, sizeof(float) * p0.dim));
+            matrix_release(&x), matrix_release(&d[0]), matrix_release(&d[1]);
+            nnet_free(n[0]), nnet_free(n[1]);
+        }
+    }
+    CHECK(matrix_set_precision("fp32") == 0);
+}
+
 static void test_components_from_files(void) {
     char dir[] = "/tmp/nnet-test-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -1339,5 +1404,6 @@ int main(void) {
     TEST_RUN(test_graph_offset_is_splice);
     TEST_RUN(test_graph_round_trip);
     TEST_RUN(test_graph_keys_absent);
+    TEST_RUN(test_fused_relu);
     TEST_MAIN_END();
 }
