@@ -402,9 +402,8 @@ static void convert_part(void *p, int t, int num) {
  * whatever the threads that made it, given the same parts). */
 static void kept_sum(const struct bf16_operand *o) {
     if (!o->kept || !o->convert) return;
-    int num = parallel_threads();
     o->kept->sum_sq = 0;
-    for (int t = 0; t < num; t++) o->kept->sum_sq += o->sq[t];
+    for (int t = 0; t < o->parts; t++) o->kept->sum_sq += o->sq[t];
     if (!o->part_sums) return;
     int cols = o->m.cols;
     double *sums = grow_buf_get(&o->kept->row_sum, (size_t)cols * sizeof *sums);
