@@ -52,14 +52,21 @@ bench_setup() {
 
 field() { sed -n "s/.*\<$1=\([0-9.-]*\).*/\1/p"; } # field NAME < "a=1 NAME=-2"
 
-# nnet-train end to end: "wall cpu" rates (frames over its own clock; over user+sys CPU / threads)
+# nnet-train end to end: "wall cpu" rates (frames over its own clock; over user+sys CPU / threads).
+# It also writes $work/steady: the wall rate after the first 10 minibatches (from the progress
+# lines of 10-minibatch phases), without the process's start (primitive creation, first touches:
+# ~0.1 s, a few per cent of a run of a few seconds and nothing in a real one); 0 where the run
+# had no later phase.
 parnet_rate() { # model egs mb threads passes precision
     /usr/bin/time -f 'cpu_seconds=%U %S' -o $work/time nnet-train --minibatch-size=$3 \
-        --num-threads=$4 --precision=$6 --minibatches-per-phase=0 --max-change=0 $1 \
+        --num-threads=$4 --precision=$6 --minibatches-per-phase=10 --max-change=0 $1 \
         "ark:for i in \$(seq $5); do cat $2; done |" $work/out.mdl 2>$work/log ||
         { echo "$0: nnet-train failed:" >&2; cat $work/log $work/time >&2; exit 1; }
     local wall frames cpu
-    wall=$(grep -o '[0-9]* frames/s' $work/log | awk '{print $1}')
+    wall=$(grep -o '[0-9]* frames/s;' $work/log | awk '{print $1}')
+    sed -n 's/.*Minibatches \([0-9]*\)-.* over \([0-9.]*\) frames, \([0-9.]*\) frames\/s.*/\1 \2 \3/p' \
+        $work/log | awk '$1 > 0 { f += $2; t += $2 / $3 } END { printf "%.1f\n", (t > 0 ? f / t : 0) }' \
+        >$work/steady
     frames=$(grep -o 'examples ([0-9]* frames' $work/log | grep -o '[0-9]*')
     cpu=$(sed -n 's/cpu_seconds=\([0-9.]*\) \([0-9.]*\)/\1 \2/p' $work/time | awk '{print $1 + $2}')
     echo "$wall $(awk -v f=$frames -v c=$cpu -v t=$4 'BEGIN { printf "%.1f", f * t / c }')"

@@ -13,6 +13,8 @@
 # which the end-to-end runs of a few hundred minibatches include. The same runs give the step's
 # own rate ("step ... Affine"): set against the bound it says what the step loses, set against
 # nnet-train's ("e2e/step") what reading the archive and assembling minibatches cost beside it.
+# "steady" is nnet-train's wall rate after its first 10 minibatches (bench/lib.sh parnet_rate):
+# without the process's start, which is a few per cent of a run of a few seconds.
 # Two figures per cell: the wall-clock rate, and the CPU-time rate (samples per `threads` seconds
 # of the process's CPU time: on a machine shared with other jobs, closer to what the run would
 # reach alone; it undercounts runs whose idle threads spin).
@@ -108,7 +110,7 @@ for net in "${netlist[@]}"; do
         for t in $threads; do
             # about `seconds` of bf16 training at a generous rate (samples/s per thread)
             passes=$(( (seconds * t * (d[0] > 500 ? rate : rate / 2) + count - 1) / count ))
-            declare -A wall=() cpu=()
+            declare -A wall=() cpu=() steady=()
             declare -A step_cost=()
             torch_fp32=$(torch_fastest $dims $mb $t none) torch_bf16=n/a
             $bf16 && torch_bf16=$(torch_fastest $dims $mb $t bf16)
@@ -127,6 +129,7 @@ for net in "${netlist[@]}"; do
                         bound-onednn-bf16) v=$(bound_rate dnnl-bf16 $mb $t $dims) ;;
                     esac
                     wall[$c]+="${v% *} " cpu[$c]+="${v#* } "
+                    [[ $c == fp32-* || $c == bf16-* ]] && steady[$c]+="$(cat $work/steady) "
                 done
                 for p in fp32 bf16; do
                     [ $p = bf16 ] && ! $bf16 && continue
@@ -148,15 +151,20 @@ for net in "${netlist[@]}"; do
                 done
                 # median over rounds of x_r / y_r, and of the cost y_r / x_r - 1
                 ratio() { paired_ratio "${vals[$1]:-}" "${vals[$2]:-}"; }
+                # nnet-train after its first 10 minibatches over the wall rates (no CPU-time figure)
+                steady_ratio() { [ $kind = wall ] || { echo n/a; return; }
+                                 paired_ratio "${steady[$1]:-}" "${wall[$2]:-}"; }
                 cost() { local r; r=$(ratio $1 $2); [ $r = n/a ] && { echo n/a; return; }
                          awk -v r=$r 'BEGIN { printf "%+.0f%%", (r - 1) * 100 }'; }
-                row=$(printf "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" \
+                row=$(printf "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" \
                     $name $mb $t ${med[fp32-A]} ${med[fp32-NG]} ${med[bf16-A]} ${med[bf16-NG]} \
                     ${med[torch-fp32]} ${med[torch-bf16]} ${med[bound-openblas]} ${med[bound-onednn-f32]} \
                     ${med[bound-onednn-bf16]} "$(ratio bf16-A fp32-A)" "$(ratio fp32-A torch-fp32)" "$(ratio bf16-A torch-bf16)" \
                     "$(ratio bf16-A bound-onednn-bf16)" "$(cost fp32-A fp32-NG)" "$(cost bf16-A bf16-NG)" "$sc32" "$sc" \
                     ${med[step-fp32]} ${med[step-bf16]} "$(ratio step-bf16 bound-onednn-bf16)" \
-                    "$(ratio fp32-A step-fp32)" "$(ratio bf16-A step-bf16)" "$torch_fp32 $torch_bf16")
+                    "$(ratio fp32-A step-fp32)" "$(ratio bf16-A step-bf16)" \
+                    "$(steady_ratio bf16-A bound-onednn-bf16)" "$(steady_ratio fp32-A step-fp32)" \
+                    "$(steady_ratio bf16-A step-bf16)" "$torch_fp32 $torch_bf16")
                 [ $kind = wall ] && rows_wall+=("$row") || rows_cpu+=("$row")
                 echo "$kind $row" >&2
                 unset -n vals
@@ -164,8 +172,8 @@ for net in "${netlist[@]}"; do
         done
     done
 done
-head="| network | mb | threads | fp32 Affine | fp32 NG | bf16 Affine | bf16 NG | PyTorch fp32 | PyTorch bf16 autocast | bound OpenBLAS | bound oneDNN fp32 | bound oneDNN bf16 | bf16/fp32 | fp32/PyTorch fp32 | bf16/PyTorch bf16 | bf16/bf16 bound | NG cost fp32 | NG cost bf16 | step NG cost fp32 | step NG cost bf16 | step fp32 Affine | step bf16 Affine | step bf16/bf16 bound | e2e/step fp32 | e2e/step bf16 | PyTorch setting fp32 bf16 |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+head="| network | mb | threads | fp32 Affine | fp32 NG | bf16 Affine | bf16 NG | PyTorch fp32 | PyTorch bf16 autocast | bound OpenBLAS | bound oneDNN fp32 | bound oneDNN bf16 | bf16/fp32 | fp32/PyTorch fp32 | bf16/PyTorch bf16 | bf16/bf16 bound | NG cost fp32 | NG cost bf16 | step NG cost fp32 | step NG cost bf16 | step fp32 Affine | step bf16 Affine | step bf16/bf16 bound | e2e/step fp32 | e2e/step bf16 | steady bf16/bf16 bound | steady e2e/step fp32 | steady e2e/step bf16 | PyTorch setting fp32 bf16 |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 echo "Wall-clock samples/s:"; echo; echo "$head"; printf '%s\n' "${rows_wall[@]}"; echo
 echo "CPU-time samples/s (per threads x CPU-second):"; echo; echo "$head"; printf '%s\n' "${rows_cpu[@]}"; echo
-echo "median of $repeats interleaved rounds of ~$seconds s; ratios and NG costs: median over rounds of the ratio within a round; step NG cost and step rates: bench/train-step.c (the step alone on examples in memory), Affine and NG in turns of 0.25 s; e2e/step: nnet-train's Affine over the step's; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $(date -u +%F)"
+echo "median of $repeats interleaved rounds of ~$seconds s; ratios and NG costs: median over rounds of the ratio within a round; step NG cost and step rates: bench/train-step.c (the step alone on examples in memory), Affine and NG in turns of 0.25 s; e2e/step: nnet-train's Affine over the step's; steady: nnet-train after its first 10 minibatches (wall clock only); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $(date -u +%F)"
