@@ -52,6 +52,13 @@ bench_setup() {
 
 field() { sed -n "s/.*\<$1=\([0-9.-]*\).*/\1/p"; } # field NAME < "a=1 NAME=-2"
 
+# nnet-train's wall rate after its first phase (frames over time of the later progress lines of
+# --minibatches-per-phase), or 0 where the log has no later phase.
+steady_rate() { # log
+    sed -n 's/.*Minibatches \([0-9]*\)-.* over \([0-9.]*\) frames, \([0-9.]*\) frames\/s.*/\1 \2 \3/p' \
+        "$1" | awk '$1 > 0 { f += $2; t += $2 / $3 } END { printf "%.1f\n", (t > 0 ? f / t : 0) }'
+}
+
 # nnet-train end to end: "wall cpu" rates (frames over its own clock; over user+sys CPU / threads).
 # It also writes $work/steady: the wall rate after the first 10 minibatches (from the progress
 # lines of 10-minibatch phases), without the process's start (primitive creation, first touches:
@@ -64,9 +71,7 @@ parnet_rate() { # model egs mb threads passes precision
         { echo "$0: nnet-train failed:" >&2; cat $work/log $work/time >&2; exit 1; }
     local wall frames cpu
     wall=$(grep -o '[0-9]* frames/s;' $work/log | awk '{print $1}')
-    sed -n 's/.*Minibatches \([0-9]*\)-.* over \([0-9.]*\) frames, \([0-9.]*\) frames\/s.*/\1 \2 \3/p' \
-        $work/log | awk '$1 > 0 { f += $2; t += $2 / $3 } END { printf "%.1f\n", (t > 0 ? f / t : 0) }' \
-        >$work/steady
+    steady_rate $work/log >$work/steady
     frames=$(grep -o 'examples ([0-9]* frames' $work/log | grep -o '[0-9]*')
     cpu=$(sed -n 's/cpu_seconds=\([0-9.]*\) \([0-9.]*\)/\1 \2/p' $work/time | awk '{print $1 + $2}')
     echo "$wall $(awk -v f=$frames -v c=$cpu -v t=$4 'BEGIN { printf "%.1f", f * t / c }')"

@@ -47,8 +47,7 @@ parnet_rate() { # model egs mb threads passes
         "ark:for i in \$(seq $5); do cat $2; done |" $work/out.mdl 2>$work/log
     local whole steady
     whole=$(grep -o '[0-9]* frames/s; accuracy' $work/log | awk '{print $1}')
-    steady=$(sed -n 's/.*Minibatches \([0-9]*\)-.* over \([0-9.]*\) frames, \([0-9.]*\) frames\/s.*/\1 \2 \3/p' \
-        $work/log | awk '$1 > 0 { f += $2; t += $2 / $3 } END { printf "%.1f", (t > 0 ? f / t : 0) }')
+    steady=$(steady_rate $work/log)
     echo "$whole $steady"
 }
 
