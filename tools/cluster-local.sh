@@ -223,10 +223,17 @@ node_init() {
     hostname "$n" || return 1
     mount --bind "$S/hosts" /etc/hosts || return 1
     mount -t tmpfs -o mode=755 tmpfs "$S/run" || return 1
+    # The programs are read from the host's disk; a checkout under /tmp (a clone in a temporary
+    # directory) would be hidden by the node's own /tmp below, so it is carried over.
+    local top under_tmp=false
+    top=$(cd "$(dirname "$0")/.." && pwd) || return 1
+    case $top/ in /tmp/* | /dev/shm/*) under_tmp=true ;; esac
+    if $under_tmp; then mkdir -p "$S/run/top" && mount --bind "$top" "$S/run/top" || return 1; fi
     # Each node its own /tmp and /dev/shm, as separate machines have (Slurm's PMIx plugin and
     # Open MPI keep per-node session files there); the shared directory may lie under /tmp.
     mount -t tmpfs -o mode=1777,size=2g tmpfs /tmp || return 1
     mount -t tmpfs -o mode=1777,size=1g tmpfs /dev/shm || return 1
+    if $under_tmp; then mkdir -p "$top" && mount --bind "$S/run/top" "$top" || return 1; fi
     mkdir -p "$shared" || return 1
     # Close-to-open as NFS gives it: sshfs's own directory/attribute cache off, the kernel's
     # attribute and entry caches kept short (1 s) as NFS's actimeo would be.
