@@ -146,6 +146,7 @@ struct kout {
     int64_t offset;    /* bytes written so far */
     int kind;
     int failed;        /* a write failed (reported again by kout_close) */
+    char *buf;         /* a pipe's stdio buffer (stream.c), freed after the stream's close */
     /* State a holder keeps for the whole stream (egs.h: the PQ range tables written so far), or
      * NULL; kout_close and kout_abort call holder_state_free(holder_state). */
     void *holder_state;

@@ -4,6 +4,8 @@
 #include "bytes.h"
 #include "test.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -680,6 +682,44 @@ static void test_streams(void) {
     CHECK(!io_is_table_specifier("foo.mat") && !io_is_table_specifier("a.ark:12"));
 }
 
+/* Pipes are read with read(2) (what the pipe holds, not a whole buffer) and grown to a megabyte
+ * both ways; a writer that trickles, and transfers larger than every buffer, arrive whole. */
+static void test_pipe_buffers(void) {
+    struct kin in;
+    CHECK(kin_open(&in, "for i in 1 2 3; do printf abc; sleep 0.02; done |") == 0);
+    char small[10] = {0};
+    CHECK(kin_read(&in, small, 9, "data") == 0 && !strcmp(small, "abcabcabc"));
+    CHECK(kin_at_eof(&in) && kin_close(&in) == 0);
+    enum { big = 3 << 20 };
+    CHECK(kin_open(&in, "head -c 3145728 /dev/zero | tr '\\0' x |") == 0);
+    long max_pipe = 0;
+    FILE *f = fopen("/proc/sys/fs/pipe-max-size", "r");
+    if (f) {
+        CHECK(fscanf(f, "%ld", &max_pipe) == 1);
+        fclose(f);
+    }
+    if (max_pipe >= 1 << 20) CHECK(fcntl(fileno(in.f), F_GETPIPE_SZ) == 1 << 20);
+    char *data = malloc(big + 1);
+    CHECK(kin_read(&in, data, 5, "data") == 0);        /* through the buffer */
+    CHECK(kin_read(&in, data + 5, big - 5, "data") == 0); /* past it, straight to data */
+    int all_x = 1;
+    for (int i = 0; i < big; i++) all_x &= data[i] == 'x';
+    CHECK(all_x && kin_at_eof(&in) && kin_close(&in) == 0);
+    char wx[600];
+    snprintf(wx, sizeof wx, "| cat > %s", tmp_path("piped-big"));
+    struct kout out;
+    CHECK(kout_open(&out, wx) == 0);
+    if (max_pipe >= 1 << 20) CHECK(fcntl(fileno(out.f), F_GETPIPE_SZ) == 1 << 20);
+    for (int i = 0; i < big; i++) data[i] = (char)(i % 251);
+    CHECK(kout_write(&out, data, 7) == 0 && kout_write(&out, data + 7, big - 7) == 0);
+    CHECK(kout_close(&out) == 0);
+    char *back = malloc(big + 1);
+    CHECK(read_file(tmp_path("piped-big"), (unsigned char *)back, big + 1) == big);
+    CHECK(!memcmp(back, data, big));
+    free(back);
+    free(data);
+}
+
 static void test_zlib(void) {
     unsigned char src[5000];
     for (size_t i = 0; i < sizeof src; i++) src[i] = (unsigned char)(i % 17);
@@ -704,6 +744,7 @@ static void test_zlib(void) {
 int main(void) {
     if (test_tmpdir(tmpdir, sizeof tmpdir, "io-test")) return 1;
     TEST_RUN(test_fm_archive_by_hand);
+    TEST_RUN(test_pipe_buffers);
     TEST_RUN(test_primitives_by_hand);
     TEST_RUN(test_text_mode);
     TEST_RUN(test_compressed_by_hand);
