@@ -21,6 +21,9 @@
  *   kout_abort removes the temporary. kin/kout count bytes (offset) so messages and scp offsets
  *   are exact. A directory where a file is expected is an error saying so ("is a directory"),
  *   for input and output alike.
+ * Pipes (a command's, or stdin/stdout when they are one) are grown to a megabyte and go through a
+ *   megabyte of buffer both ways; input is read with read(2), taking what a pipe holds, so that a
+ *   trainer reading "cmd |" wakes its writer once a megabyte, not once a 4 KB page.
  *
  * ---- Errors ----
  * Every function returning int returns 0 (or 1 = "got an item" for readers), 0 = end, and -1 on
