@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #define KIN_BUF 65536
-/* A pipe's buffer and our reads from it: a megabyte (Linux's limit for an unprivileged
- * F_SETPIPE_SZ) wakes the writer once a megabyte, not once a 64 KB default pipe. */
-#define KIN_PIPE_BUF (1 << 20)
+/* A pipe's size, and the buffer we read and write it through: a megabyte (Linux's limit for an
+ * unprivileged F_SETPIPE_SZ) wakes the other end once a megabyte, not once a 64 KB default pipe. */
+#define PIPE_BYTES (1 << 20)
 
 /* ---- input ---- */
 
@@ -53,8 +53,8 @@ static void kin_setup(struct kin *in, FILE *f, const char *name, int kind) {
     struct stat st;
     if (kind != KIN_WRAPPED && fstat(fileno(f), &st) == 0 && S_ISFIFO(st.st_mode)) {
         /* Best effort: a pipe we cannot grow is only slower. */
-        (void)fcntl(fileno(f), F_SETPIPE_SZ, KIN_PIPE_BUF);
-        in->cap = KIN_PIPE_BUF;
+        (void)fcntl(fileno(f), F_SETPIPE_SZ, PIPE_BYTES);
+        in->cap = PIPE_BYTES;
     }
     in->buf = xmalloc(in->cap);
 }
@@ -271,15 +271,15 @@ static void kout_pipe_buffer(struct kout *out) {
     static char *stdout_buf;
     struct stat st;
     if (fstat(fileno(out->f), &st) || !S_ISFIFO(st.st_mode)) return;
-    (void)fcntl(fileno(out->f), F_SETPIPE_SZ, KIN_PIPE_BUF); /* best effort, as for reading */
+    (void)fcntl(fileno(out->f), F_SETPIPE_SZ, PIPE_BYTES); /* best effort, as for reading */
     if (out->kind == KOUT_STDOUT) {
         if (stdout_buf) return;
         fflush(stdout);
-        stdout_buf = xmalloc(KIN_PIPE_BUF);
-        setvbuf(stdout, stdout_buf, _IOFBF, KIN_PIPE_BUF);
+        stdout_buf = xmalloc(PIPE_BYTES);
+        setvbuf(stdout, stdout_buf, _IOFBF, PIPE_BYTES);
     } else {
-        out->buf = xmalloc(KIN_PIPE_BUF);
-        setvbuf(out->f, out->buf, _IOFBF, KIN_PIPE_BUF);
+        out->buf = xmalloc(PIPE_BYTES);
+        setvbuf(out->f, out->buf, _IOFBF, PIPE_BYTES);
     }
 }
 
