@@ -11,7 +11,7 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ] && [ -r /proc/cpuinfo ]; then
 fi
 # parnet runs OpenBLAS single-threaded under its own threads (src/matrix/cpu-blas.c), but a
 # process whose environment does not say so gets OpenBLAS's thread pool at load, whose idle
-# threads spin for ~0.1 s: 0.14 CPU-s of nnet-copy-egs's 0.43 on 96 000 examples, and 4-8% of
+# threads spin for ~0.1 s: 0.14 CPU-s of nnet-copy-egs's 0.43 on 96 000 examples, and 1-8% of
 # nnet-train's rate on 2 cores beside a `nnet-shuffle-egs |` that spins (docs/BENCHMARKS.md,
 # "Example archives"). The setting is read when the library loads, so it has to come from here.
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
