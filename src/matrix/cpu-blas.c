@@ -135,6 +135,34 @@ void cpu_syrk(struct cpu_mat c, float alpha, struct cpu_mat a, int trans, float 
     }
 }
 
+/* A matrix-vector product in fixed parts of its output (GEMV_PART elements: rows of m, or with
+ * trans its columns), shared out over the pool: the same calls whatever the threads. */
+enum { GEMV_PART = 256 };
+struct gemv_job {
+    float *y, alpha, beta;
+    struct cpu_mat m;
+    int trans, parts;
+    const float *x;
+};
+
+static void gemv_part(const struct gemv_job *g, int q) {
+    int out = g->trans ? g->m.cols : g->m.rows, lo = q * GEMV_PART;
+    int n = out - lo < GEMV_PART ? out - lo : GEMV_PART;
+    if (g->trans)
+        cblas_sgemv(CblasRowMajor, CblasTrans, g->m.rows, n, g->alpha, g->m.data + lo,
+                    ld_of(g->m), g->x, 1, g->beta, g->y + lo, 1);
+    else
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, n, g->m.cols, g->alpha,
+                    g->m.data + (long)lo * g->m.stride, ld_of(g->m), g->x, 1, g->beta, g->y + lo, 1);
+}
+
+static void gemv_share(void *p, int t, int num) {
+    const struct gemv_job *g = p;
+    int lo, hi;
+    parallel_part(g->parts, t, num, 1, &lo, &hi);
+    for (int q = lo; q < hi; q++) gemv_part(g, q);
+}
+
 void cpu_gemv(float *y, float alpha, struct cpu_mat m, int trans, const float *x, float beta) {
     int out = trans ? m.cols : m.rows, in = trans ? m.rows : m.cols;
     if (out == 0) return;
@@ -143,8 +171,14 @@ void cpu_gemv(float *y, float alpha, struct cpu_mat m, int trans, const float *x
         if (beta != 1.0f) cpu_scale(ym, beta);
         return;
     }
-    cblas_sgemv(CblasRowMajor, cblas_trans(trans), m.rows, m.cols, alpha, m.data, ld_of(m), x, 1,
-                beta, y, 1);
+    struct gemv_job g = {y, alpha, beta, m, trans, (out + GEMV_PART - 1) / GEMV_PART, x};
+    /* natural gradient's bias step, Yhat^T xhat_1 (512 x 1024): 2 MB read on one thread while
+     * the others waited */
+    if (g.parts > 1 && (long)out * in >= CPU_SPLIT_MIN_ELEMS)
+        parallel_run(gemv_share, &g);
+    else
+        cblas_sgemv(CblasRowMajor, cblas_trans(trans), m.rows, m.cols, alpha, m.data, ld_of(m), x,
+                    1, beta, y, 1);
 }
 
 void cpu_ger(struct cpu_mat m, float alpha, const float *a, const float *b) {

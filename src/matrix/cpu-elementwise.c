@@ -122,7 +122,7 @@ static double copy_k(const struct cpu_args *a) {
 void cpu_copy(struct cpu_mat dst, struct cpu_mat src) {
     if (dst.data == src.data) return;
     struct cpu_args a = {.m = {dst, src}, .n = 2};
-    cpu_split_rows(copy_k, &a);
+    cpu_split_flat(copy_k, &a);
 }
 
 void cpu_copy_transposed(struct cpu_mat dst, struct cpu_mat src) {
@@ -148,14 +148,14 @@ static double set_zero_k(const struct cpu_args *a) {
 
 void cpu_set_zero(struct cpu_mat m) {
     struct cpu_args a = {.m = {m}, .n = 1};
-    cpu_split_rows(set_zero_k, &a);
+    cpu_split_flat(set_zero_k, &a);
 }
 
 ELEMENTWISE(set_const_k, y, x, z, y[j] = alpha)
 
 void cpu_set_const(struct cpu_mat m, float value) {
     struct cpu_args a = {.m = {m}, .n = 1, .alpha = value};
-    cpu_split_rows(set_const_k, &a);
+    cpu_split_flat(set_const_k, &a);
 }
 
 static double set_rows_k(const struct cpu_args *a) {
@@ -184,21 +184,21 @@ static double scale_k(const struct cpu_args *a) {
 
 void cpu_scale(struct cpu_mat m, float alpha) {
     struct cpu_args a = {.m = {m}, .n = 1, .alpha = alpha};
-    cpu_split_rows(scale_k, &a);
+    cpu_split_flat(scale_k, &a);
 }
 
 ELEMENTWISE(add_k, y, x, z, y[j] += alpha * x[j])
 
 void cpu_add(struct cpu_mat m, float alpha, struct cpu_mat x) {
     struct cpu_args a = {.m = {m, x}, .n = 2, .alpha = alpha};
-    cpu_split_rows(add_k, &a);
+    cpu_split_flat(add_k, &a);
 }
 
 ELEMENTWISE(add_const_k, y, x, z, y[j] += alpha)
 
 void cpu_add_const(struct cpu_mat m, float alpha) {
     struct cpu_args a = {.m = {m}, .n = 1, .alpha = alpha};
-    cpu_split_rows(add_const_k, &a);
+    cpu_split_flat(add_const_k, &a);
 }
 
 void cpu_add_diag(struct cpu_mat m, float alpha) {
@@ -209,7 +209,7 @@ ELEMENTWISE(mul_elements_k, y, x, z, y[j] *= x[j])
 
 void cpu_mul_elements(struct cpu_mat m, struct cpu_mat x) {
     struct cpu_args a = {.m = {m, x}, .n = 2};
-    cpu_split_rows(mul_elements_k, &a);
+    cpu_split_flat(mul_elements_k, &a);
 }
 
 /* m[0] is rows x cols, m[1] the scale as a rows x 1 column (cut with the rows). */

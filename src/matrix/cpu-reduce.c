@@ -43,7 +43,7 @@ double cpu_reduce(int op, struct cpu_mat m, struct cpu_mat b) {
     struct cpu_args a = {.m = {m}, .n = 1};
     switch (op) {
     case CPU_SUM: return sum_k(&a);
-    case CPU_SUM_SQ: return cpu_split_rows(sum_sq_k, &a);
+    case CPU_SUM_SQ: return cpu_split_flat(sum_sq_k, &a);
     case CPU_DOT: {
         struct cpu_args ab = {.m = {m, b}, .n = 2};
         return dot_k(&ab);

@@ -978,7 +978,7 @@ static void test_cholesky(void) {
 enum split_op {
     S_COPY, S_ZERO, S_SCALE, S_ADD, S_RELU, S_DRELU, S_SIGMOID, S_DSIGMOID, S_TANH, S_DTANH,
     S_SOFTMAX, S_LOGSOFTMAX, S_DSOFTMAX, S_DLOGSOFTMAX, S_NORMALIZE, S_DNORMALIZE, S_ADDVEC,
-    S_SETROWS, S_ROWSQ, S_ROWSUMS, S_FROB, S_NUM_OPS
+    S_SETROWS, S_ROWSQ, S_ROWSUMS, S_FROB, S_GEMV_T, S_GEMV_N, S_NUM_OPS
 };
 
 static double *run_split_op(int op, int threads, int rows, int cols, uint64_t seed, double *sum,
@@ -1030,7 +1030,41 @@ static double *run_split_op(int op, int threads, int rows, int cols, uint64_t se
         vector_add_row_sums(&v, 0.5f, &c.m, 1.0f);
         for (int i = 0; i < cols; i++) *sum += v.data[i] * (i + 1.0);
         break;
-    case S_FROB: *sum = matrix_frobenius_norm(&c.m); break;
+    case S_GEMV_T: /* v = 0.5 c^T w + v, into a's first row (compared bit for bit) */
+    case S_GEMV_N: { /* w = 0.5 c v + w, into a's first column */
+        int t = op == S_GEMV_T, n_out = t ? cols : rows;
+        struct vector *y = t ? &v : &w, *x = t ? &w : &v;
+        double *ref = xmalloc(sizeof(double) * n_out);
+        for (int i = 0; i < n_out; i++) {
+            ref[i] = y->data[i];
+            for (int k = 0; k < (t ? rows : cols); k++)
+                ref[i] += 0.5 * (t ? at(&c.m, k, i) : at(&c.m, i, k)) * x->data[k];
+        }
+        vector_add_mat_vec(y, 0.5f, &c.m, t ? MATRIX_TRANS : MATRIX_NO_TRANS, x, 1.0f);
+        for (int i = 0; i < n_out; i++) {
+            if (fabs(y->data[i] - ref[i]) > 1e-4 * (1 + fabs(ref[i]))) {
+                printf("FAIL %s: gemv %c %dx%d: element %d %g, reference %g\n", test_name_now,
+                       t ? 'T' : 'N', rows, cols, i, y->data[i], ref[i]);
+                test_failed_now = 1;
+                break;
+            }
+            a.m.data[t ? i : (long)i * a.m.stride] = y->data[i];
+        }
+        free(ref);
+        break;
+    }
+    case S_FROB: {
+        *sum = matrix_frobenius_norm(&c.m);
+        double ref = 0;
+        for (int r = 0; r < rows; r++)
+            for (int col = 0; col < cols; col++) ref += (double)at(&c.m, r, col) * at(&c.m, r, col);
+        if (!(fabs(*sum - sqrt(ref)) <= 1e-12 * sqrt(ref))) {
+            printf("FAIL %s: %dx%d, %d threads: norm %.17g, reference %.17g\n", test_name_now,
+                   rows, cols, threads, *sum, sqrt(ref));
+            test_failed_now = 1;
+        }
+        break;
+    }
     }
     *border_ok = tmat_border_ok(&a) && tmat_border_ok(&b) && tmat_border_ok(&c);
     double *d = to_d(out);
@@ -1045,8 +1079,10 @@ static double *run_split_op(int op, int threads, int rows, int cols, uint64_t se
 }
 
 static void test_split_matches_serial(void) {
-    const int shapes[][2] = {{301, 233}, {7, 9000}, {1000, 40}};
-    for (int k = 0; k < 3; k++)
+    /* the last: one long row, as a vector is (its elementwise ops and sum of squares in fixed
+     * parts over the pool: cpu_split_flat) */
+    const int shapes[][2] = {{301, 233}, {7, 9000}, {1000, 40}, {1, 200003}};
+    for (int k = 0; k < 4; k++)
         for (int op = 0; op < S_NUM_OPS; op++) {
             int rows = shapes[k][0], cols = shapes[k][1], ok1, ok3;
             double s1, s3;
@@ -1054,6 +1090,7 @@ static void test_split_matches_serial(void) {
             double *three = run_split_op(op, 3, rows, cols, 100 + op, &s3, &ok3);
             CHECK(ok1 && ok3);
             CHECK_NEAR(s3, s1, 1e-12);
+            if (rows == 1 && op == S_FROB) CHECK(s1 == s3); /* the parts' sums in part order */
             if (op == S_SETROWS) CHECK(s1 == 0 && s3 == 0);
             for (long i = 0; i < (long)rows * cols; i++)
                 if (one[i] != three[i]) {
