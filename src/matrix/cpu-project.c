@@ -201,6 +201,90 @@ static inline __attribute__((always_inline)) void pass_x(const struct project *p
     }
 }
 
+/* ---- pass 2 alone at rank RG (h given: the composed path's residual at the input side's
+ * rank, 20), W's vectors held in registers ----
+ * Rows in blocks of RBLK; for each vector of columns the RG vectors of W are loaded once and
+ * every row of the block subtracts its h_i W from its own vector, NR rows in flight. Each
+ * element still sees x0 - h_0 w_0 - h_1 w_1 - ... in that order, and each lane of a norm sums
+ * its columns in increasing order: the same bits as pass_x, which reloads the R x 4 vectors of
+ * W for every 4 rows (in nnet-train on Zen 5 it took 300 us a call where this takes 240, at
+ * 512 x 1025). At rank 80 (in registers 20 at a time, each row's vector stored and reloaded
+ * between the groups) it was slower than pass_x. */
+#if VL == 16
+#define RG 20
+#elif VL == 8
+#define RG 8
+#else
+#define RG 4
+#endif
+#define NR 4
+#define RBLK 32
+
+static inline vf vset1(float s) {
+#if defined(__AVX512F__)
+    return (vf)_mm512_set1_ps(s);
+#elif defined(__AVX__)
+    return (vf)_mm256_set1_ps(s);
+#else
+    return (vf){s, s, s, s};
+#endif
+}
+
+/* nr (a constant wherever this is inlined) rows from row b0 + i, columns k .. k + VL - 1. */
+static inline __attribute__((always_inline)) void residual_rows(const struct project *p,
+                                                                struct cpu_mat s, int b0, int i,
+                                                                int nr, int k, const vf *wr,
+                                                                vf *sq_in, vf *sq_out) {
+    vf acc[NR];
+    const float *hr[NR];
+    UNROLL
+    for (int j = 0; j < nr; j++) {
+        hr[j] = cpu_row(p->h, b0 + i + j);
+        acc[j] = vload(cpu_row(s, b0 + i + j) + k);
+        sq_in[i + j] = vfma(sq_in[i + j], acc[j], acc[j]);
+    }
+    UNROLL
+    for (int r = 0; r < RG; r++)
+        UNROLL
+        for (int j = 0; j < nr; j++) acc[j] = vfnma(acc[j], vset1(hr[j][r]), wr[r]);
+    UNROLL
+    for (int j = 0; j < nr; j++) {
+        vstore(cpu_row(p->x, b0 + i + j) + k, acc[j]);
+        sq_out[i + j] = vfma(sq_out[i + j], acc[j], acc[j]);
+    }
+}
+
+/* Rows [b0, b0 + nb) of x = x0 - h W with their squared norms, nb <= RBLK, W of RG rows. */
+static void residual_block(const struct project *p, int b0, int nb) {
+    const struct cpu_mat s = p->src.data ? p->src : p->x;
+    int R = p->w.rows, dk = s.cols, kv = dk / VL * VL, ones = s.cols < p->x.cols;
+    vf sq_in[RBLK], sq_out[RBLK];
+    for (int i = 0; i < nb; i++) sq_in[i] = sq_out[i] = (vf){0};
+    for (int k = 0; k < kv; k += VL) {
+        vf wr[RG];
+        UNROLL
+        for (int r = 0; r < RG; r++) wr[r] = vload(cpu_row(p->w, r) + k);
+        int i = 0;
+        for (; i + NR <= nb; i += NR) residual_rows(p, s, b0, i, NR, k, wr, sq_in, sq_out);
+        for (; i < nb; i++) residual_rows(p, s, b0, i, 1, k, wr, sq_in, sq_out);
+    }
+    for (int i = 0; i < nb; i++) { /* the columns past the last whole vector, as pass_x */
+        int row = b0 + i;
+        const float *x0 = cpu_row(s, row), *h = cpu_row(p->h, row);
+        float *x = cpu_row(p->x, row);
+        float si = vsum(sq_in[i]), so = vsum(sq_out[i]);
+        for (int c = kv; c < dk + ones; c++) {
+            float v = c < dk ? x0[c] : 1.0f;
+            si += v * v;
+            for (int r = 0; r < R; r++) v -= h[r] * cpu_row(p->w, r)[c];
+            x[c] = v;
+            so += v * v;
+        }
+        if (p->in_sq) p->in_sq[row] = si;
+        if (p->out_sq) p->out_sq[row] = so;
+    }
+}
+
 static inline __attribute__((always_inline)) void block(const struct project *p, int r, int nr) {
     const float *x0[RB];
     float *x[RB], *h[RB];
@@ -220,6 +304,10 @@ static inline __attribute__((always_inline)) void block(const struct project *p,
 }
 
 static void project_rows(const struct project *p, int begin, int end) {
+    if (p->have_h && !p->h_only && p->w.rows == RG) {
+        for (int b = begin; b < end; b += RBLK) residual_block(p, b, end - b < RBLK ? end - b : RBLK);
+        return;
+    }
     int r = begin;
     for (; r + RB <= end; r += RB) block(p, r, RB);
     switch (end - r) { /* the same code with fewer rows, so every row sees the same sums */
