@@ -8,7 +8,7 @@
  *   pass 2: X_b = X0_b - H_b W, 4 rows x 4 vectors of columns per register block, with the
  *           squared row norms of X0_b and of the result taken from the registers.
  * With H given (the composed path) at rank 20, pass 2 runs over blocks of 32 rows with W's 20
- * vectors of a column block in registers instead (residual_block): the same bits.
+ * vectors of a column block in registers instead (residual_block): the same values.
  * X0's last column may be an implicit column of ones (src a column short of x): it is never
  * read, and x receives 1 - H_b w_{:,D-1} there. Every row is computed by the same sequence of
  * operations whatever rows share its block or its thread, so the result does not depend on the
@@ -208,8 +208,9 @@ static inline __attribute__((always_inline)) void pass_x(const struct project *p
  * Rows in blocks of RBLK; for each vector of columns the RG vectors of W are loaded once and
  * every row of the block subtracts its h_i W from its own vector, NR rows in flight. Each
  * element still sees x0 - h_0 w_0 - h_1 w_1 - ... in that order, and each lane of a norm sums
- * its columns in increasing order: the same bits as pass_x, which reloads the R x 4 vectors of
- * W for every 4 rows (in the training step on Zen 5, 512 x 1025: 300 us a call where this
+ * its columns in increasing order: the same bits as pass_x (but where an h is -0, which
+ * pass_x's splat turns into +0: only the sign of a zero result can differ), which reloads the
+ * R x 4 vectors of W for every 4 rows (in the training step on Zen 5, 512 x 1025: 300 us a call where this
  * takes 240). At rank 80 (in registers 20 at a time, each row's vector stored and reloaded
  * between the groups) it was slower than pass_x. */
 #if VL == 16
