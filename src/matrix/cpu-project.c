@@ -130,6 +130,23 @@ static inline __attribute__((always_inline)) void pass_h(const struct project *p
     }
 }
 
+/* One row's columns [k, dk) past its whole vectors, and the ones column if any, one by one; then
+ * its squared norms: the vector sums sq_in, sq_out and these columns' squares. */
+static inline void row_tail(const struct project *p, const float *x0, float *x, const float *h,
+                            int k, int dk, int ones, vf sq_in, vf sq_out, float *in_sq,
+                            float *out_sq) {
+    float si = vsum(sq_in), so = vsum(sq_out);
+    for (int c = k; c < dk + ones; c++) {
+        float v = c < dk ? x0[c] : 1.0f;
+        si += v * v;
+        for (int r = 0; r < p->w.rows; r++) v -= h[r] * cpu_row(p->w, r)[c];
+        x[c] = v;
+        so += v * v;
+    }
+    if (in_sq) *in_sq = si;
+    if (out_sq) *out_sq = so;
+}
+
 /* Pass 2: x[i] = x0[i] - h[i] W over columns [0, dk), the ones column if any, the norms. */
 static inline __attribute__((always_inline)) void pass_x(const struct project *p,
                                                          const float *const *x0, float *const *x,
@@ -187,20 +204,10 @@ static inline __attribute__((always_inline)) void pass_x(const struct project *p
             sq_out[i] = vfma(sq_out[i], acc[i], acc[i]);
         }
     }
-    int end = dk + (ones ? 1 : 0);
     UNROLL
-    for (int i = 0; i < nr; i++) {
-        float si = vsum(sq_in[i]), so = vsum(sq_out[i]);
-        for (int c = k; c < end; c++) {
-            float v = c < dk ? x0[i][c] : 1.0f;
-            si += v * v;
-            for (int r = 0; r < R; r++) v -= h[i][r] * cpu_row(p->w, r)[c];
-            x[i][c] = v;
-            so += v * v;
-        }
-        if (in_sq) in_sq[i] = si;
-        if (out_sq) out_sq[i] = so;
-    }
+    for (int i = 0; i < nr; i++)
+        row_tail(p, x0[i], x[i], h[i], k, dk, ones, sq_in[i], sq_out[i], in_sq ? in_sq + i : NULL,
+                 out_sq ? out_sq + i : NULL);
 }
 
 /* ---- pass 2 alone at rank RG (h given: the composed path's residual at the input side's
@@ -260,7 +267,7 @@ static inline __attribute__((always_inline)) void residual_rows(const struct pro
 /* Rows [b0, b0 + nb) of x = x0 - h W with their squared norms, nb <= RBLK, W of RG rows. */
 static void residual_block(const struct project *p, int b0, int nb) {
     const struct cpu_mat s = p->src.data ? p->src : p->x;
-    int R = p->w.rows, dk = s.cols, kv = dk / VL * VL, ones = s.cols < p->x.cols;
+    int dk = s.cols, kv = dk / VL * VL, ones = s.cols < p->x.cols;
     vf sq_in[RBLK], sq_out[RBLK];
     for (int i = 0; i < nb; i++) sq_in[i] = sq_out[i] = (vf){0};
     for (int k = 0; k < kv; k += VL) {
@@ -271,20 +278,11 @@ static void residual_block(const struct project *p, int b0, int nb) {
         for (; i + NR <= nb; i += NR) residual_rows(p, s, b0, i, NR, k, wr, sq_in, sq_out);
         for (; i < nb; i++) residual_rows(p, s, b0, i, 1, k, wr, sq_in, sq_out);
     }
-    for (int i = 0; i < nb; i++) { /* the columns past the last whole vector, as pass_x */
+    for (int i = 0; i < nb; i++) {
         int row = b0 + i;
-        const float *x0 = cpu_row(s, row), *h = cpu_row(p->h, row);
-        float *x = cpu_row(p->x, row);
-        float si = vsum(sq_in[i]), so = vsum(sq_out[i]);
-        for (int c = kv; c < dk + ones; c++) {
-            float v = c < dk ? x0[c] : 1.0f;
-            si += v * v;
-            for (int r = 0; r < R; r++) v -= h[r] * cpu_row(p->w, r)[c];
-            x[c] = v;
-            so += v * v;
-        }
-        if (p->in_sq) p->in_sq[row] = si;
-        if (p->out_sq) p->out_sq[row] = so;
+        row_tail(p, cpu_row(s, row), cpu_row(p->x, row), cpu_row(p->h, row), kv, dk, ones,
+                 sq_in[i], sq_out[i], p->in_sq ? p->in_sq + row : NULL,
+                 p->out_sq ? p->out_sq + row : NULL);
     }
 }
 
